@@ -1,0 +1,261 @@
+"""Command line of the sandbox.
+
+    python -m tests.sandbox up --state-dir DIR [--nodes 6] [--azs 3] [--groups 1] [--speed F] [--detach]
+                                               [--workload FILE ...]
+    python -m tests.sandbox down --state-dir DIR
+    python -m tests.sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
+    python -m tests.sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
+                                  [--k8s-429 VERB=RATE] [--k8s-5xx VERB=RATE] [--insufficient-capacity AZ]
+                                  [--nodes-never-ready | --nodes-ready] [--eviction-latency SECONDS]
+                                  [--seed N] [--clear]
+    python -m tests.sandbox apply --state-dir DIR FILE [FILE ...]
+
+Everything binds 127.0.0.1 only. Two sandboxes with different state directories run side by side.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from .events import read_events
+from .report import build_report, dumps
+
+STATE_FILE = "sandbox.json"
+
+
+def _state(state_dir):
+    path = os.path.join(state_dir, STATE_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:  # a zombie child of ours is not alive
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True
+
+
+def _post(url, body, timeout=30):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:  # nosec - loopback control endpoint
+        return json.loads(resp.read() or b"{}")
+
+
+def _running_state(state_dir):
+    st = _state(state_dir)
+    if st and _alive(st["pid"]):
+        return st
+    return None
+
+
+def cmd_up(args):
+    state_dir = os.path.abspath(args.state_dir)
+    os.makedirs(state_dir, exist_ok=True)
+    st = _running_state(state_dir)
+    if st:
+        sys.exit("a sandbox is already running in %s (pid %d); run 'down' first" % (state_dir, st["pid"]))
+    state_path = os.path.join(state_dir, STATE_FILE)
+    if os.path.exists(state_path):
+        os.remove(state_path)
+    if args.detach:
+        return _up_detached(args, state_dir)
+    from .cluster import Sandbox  # pylint: disable=import-outside-toplevel
+    sandbox = Sandbox(state_dir, nodes=args.nodes, azs=args.azs, groups=args.groups, speed=args.speed)
+
+    def _stop(*_):
+        sandbox.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    try:
+        sandbox.start(workloads=[os.path.abspath(w) for w in args.workload or []])
+    except Exception:
+        sandbox.stop()
+        raise
+    print("sandbox up: %d node(s) in %d group(s) over %d AZ(s); state in %s" % (
+        args.nodes * args.groups, args.groups, args.azs, state_dir), flush=True)
+    sandbox.stopped.wait()
+    path = os.path.join(state_dir, STATE_FILE)
+    if os.path.exists(path):
+        os.remove(path)
+    return 0
+
+
+def _up_detached(args, state_dir):
+    cmd = [sys.executable, "-m", "tests.sandbox", "up", "--state-dir", state_dir, "--nodes", str(args.nodes),
+           "--azs", str(args.azs), "--groups", str(args.groups), "--speed", str(args.speed)]
+    for w in args.workload or []:
+        cmd += ["--workload", os.path.abspath(w)]
+    log_path = os.path.join(state_dir, "sandbox.log")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,  # pylint: disable=consider-using-with
+                                cwd=root, env=env, start_new_session=True)
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        st = _state(state_dir)
+        if st and st.get("pid") == proc.pid:
+            print("sandbox up (pid %d): %d node(s) in %d group(s) over %d AZ(s); kubeconfig %s; "
+                  "source %s for AWS" % (proc.pid, args.nodes * args.groups, args.groups, args.azs,
+                                         st["kubeconfig"], os.path.join(state_dir, "aws.env")))
+            return 0
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    with open(log_path, encoding="utf-8") as fh:
+        tail = fh.read()[-4000:]
+    sys.exit("sandbox failed to start (see %s):\n%s" % (log_path, tail))
+
+
+def cmd_down(args):
+    state_dir = os.path.abspath(args.state_dir)
+    st = _state(state_dir)
+    if not st:
+        print("no sandbox running in %s" % state_dir)
+        return 0
+    pid = st["pid"]
+    if _alive(pid):
+        try:
+            _post(st["control_url"] + "/stop", {}, timeout=5)
+        except (urllib.error.URLError, OSError, ValueError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    path = os.path.join(state_dir, STATE_FILE)
+    if os.path.exists(path):
+        os.remove(path)
+    print("sandbox down (pid %d)" % pid)
+    return 0
+
+
+def cmd_report(args):
+    path = os.path.join(os.path.abspath(args.state_dir), "events.jsonl")
+    if not os.path.exists(path):
+        sys.exit("no event log at %s: was a sandbox started with this --state-dir?" % path)
+    print(dumps(build_report(read_events(path), client_prefix=args.client_prefix)))
+    return 0
+
+
+def _rates(pairs, option):
+    out = {}
+    for pair in pairs or []:
+        name, sep, rate = pair.partition("=")
+        try:
+            value = float(rate)
+        except ValueError:
+            value = -1.0
+        if not sep or not name or not 0.0 <= value <= 1.0:
+            sys.exit("%s: %r is not NAME=RATE with RATE between 0 and 1 (e.g. SetDesiredCapacity=0.5, '*'=1)"
+                     % (option, pair))
+        out[name] = value
+    return out
+
+
+def cmd_fault(args):
+    st = _running_state(os.path.abspath(args.state_dir))
+    if not st:
+        sys.exit("no sandbox running in %s" % os.path.abspath(args.state_dir))
+    spec = {"clear": args.clear, "seed": args.seed,
+            "aws_throttle": _rates(args.aws_throttle, "--aws-throttle"),
+            "aws_5xx": _rates(args.aws_5xx, "--aws-5xx"),
+            "k8s_429": _rates(args.k8s_429, "--k8s-429"),
+            "k8s_5xx": _rates(args.k8s_5xx, "--k8s-5xx"),
+            "eviction_latency": args.eviction_latency}
+    if args.insufficient_capacity is not None:
+        spec["insufficient_capacity_azs"] = args.insufficient_capacity
+    if args.nodes_never_ready is not None:
+        spec["nodes_never_ready"] = args.nodes_never_ready
+    _post(st["control_url"] + "/fault", spec)
+    print("faults set: %s" % json.dumps({k: v for k, v in spec.items() if v not in (None, {}, False)}, sort_keys=True))
+    return 0
+
+
+def cmd_apply(args):
+    st = _running_state(os.path.abspath(args.state_dir))
+    if not st:
+        sys.exit("no sandbox running in %s" % os.path.abspath(args.state_dir))
+    from kubernetes import config, utils  # pylint: disable=import-outside-toplevel
+    api_client = config.new_client_from_config(config_file=st["kubeconfig"])
+    api_client.user_agent = "sandbox-apply"
+    for path in args.files:
+        utils.create_from_yaml(api_client, path)
+        print("applied %s" % path)
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tests.sandbox", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    up = sub.add_parser("up", help="start a sandbox")
+    up.add_argument("--state-dir", required=True)
+    up.add_argument("--nodes", type=int, default=6, help="instances per Auto Scaling group (default 6)")
+    up.add_argument("--azs", type=int, default=3, help="availability zones, one subnet each (default 3)")
+    up.add_argument("--groups", type=int, default=1, help="Auto Scaling groups: sandbox-nodes, sandbox-nodes-2, ...")
+    up.add_argument("--speed", type=float, default=10.0, help="simulated seconds per wall second (default 10)")
+    up.add_argument("--workload", action="append", help="YAML created through the Kubernetes API once nodes are Ready")
+    up.add_argument("--detach", action="store_true", help="run in the background; 'down' stops it")
+    up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for a detached start")
+    up.set_defaults(func=cmd_up)
+
+    down = sub.add_parser("down", help="stop a sandbox and everything it started")
+    down.add_argument("--state-dir", required=True)
+    down.set_defaults(func=cmd_down)
+
+    rep = sub.add_parser("report", help="print the invariant report as JSON")
+    rep.add_argument("--state-dir", required=True)
+    rep.add_argument("--client-prefix", default="nodeops.rollout",
+                     help="the rollout window opens at this client's first mutating request")
+    rep.set_defaults(func=cmd_report)
+
+    fault = sub.add_parser("fault", help="set fault injection on a running sandbox")
+    fault.add_argument("--state-dir", required=True)
+    fault.add_argument("--aws-throttle", action="append", metavar="ACTION=RATE")
+    fault.add_argument("--aws-5xx", action="append", metavar="ACTION=RATE")
+    fault.add_argument("--k8s-429", action="append", metavar="VERB=RATE")
+    fault.add_argument("--k8s-5xx", action="append", metavar="VERB=RATE")
+    fault.add_argument("--insufficient-capacity", action="append", metavar="AZ",
+                       help="launches into this AZ fail (repeatable); pass '' to clear")
+    ready = fault.add_mutually_exclusive_group()
+    ready.add_argument("--nodes-never-ready", dest="nodes_never_ready", action="store_true", default=None)
+    ready.add_argument("--nodes-ready", dest="nodes_never_ready", action="store_false")
+    fault.add_argument("--eviction-latency", type=float, metavar="SECONDS")
+    fault.add_argument("--seed", type=int)
+    fault.add_argument("--clear", action="store_true", help="clear every fault first")
+    fault.set_defaults(func=cmd_fault)
+
+    apply_ = sub.add_parser("apply", help="create the objects of YAML files through the Kubernetes API")
+    apply_.add_argument("--state-dir", required=True)
+    apply_.add_argument("files", nargs="+")
+    apply_.set_defaults(func=cmd_apply)
+
+    args = parser.parse_args(argv)
+    if args.command == "fault" and args.insufficient_capacity is not None:
+        args.insufficient_capacity = [az for az in args.insufficient_capacity if az]
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

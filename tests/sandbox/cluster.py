@@ -1,0 +1,287 @@
+"""One sandbox: moto (with the fidelity layer) + the Kubernetes API server + the controllers, wired together.
+
+Used in-process by benchmarks and by ``python -m tests.sandbox serve`` (what ``up`` starts in the
+background). Everything a client needs to reach it is written to the state directory:
+``kubeconfig``, ``aws.env`` (source-able), ``sandbox.json`` (ports, pid, groups, AMIs, launch templates)
+and ``events.jsonl`` (the event log the invariant report reads).
+"""
+
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from . import report as report_mod
+from .aws import AwsSandbox
+from .clock import Clock
+from .events import EventLog
+from .kube.controllers import ControllerConfig, Controllers
+from .kube.server import KubeApiServer
+from .kube.store import Store
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+SETUP_CLIENT = "sandbox-setup"
+HERE = os.path.dirname(os.path.abspath(__file__))
+SYSTEM_WORKLOAD = os.path.join(HERE, "workloads", "kube-system.yaml")
+
+
+class SandboxError(RuntimeError):
+    pass
+
+
+class Sandbox:
+    """A running sandbox. ``start()`` returns once every node of every group is Ready."""
+
+    def __init__(self, state_dir, nodes=6, azs=3, groups=1, speed=10.0, region="us-east-1",
+                 boot_seconds=40.0, node_register_seconds=5.0, node_ready_seconds=10.0,
+                 pod_start_seconds=3.0, pod_ready_seconds=2.0, pod_shutdown_seconds=2.0,
+                 instance_type="m5.large", allocatable=None):
+        if nodes < 1:
+            raise SandboxError("nodes must be at least 1, got %r" % (nodes,))
+        if not 1 <= azs <= 6:
+            raise SandboxError("azs must be between 1 and 6, got %r" % (azs,))
+        if groups < 1:
+            raise SandboxError("groups must be at least 1, got %r" % (groups,))
+        self.state_dir = os.path.abspath(state_dir)
+        self.nodes, self.azs, self.groups = nodes, azs, groups
+        self.region = region
+        self.instance_type = instance_type
+        self.clock = Clock(speed)
+        self.boot_seconds = boot_seconds
+        self.cfg = ControllerConfig(node_register_seconds=node_register_seconds, node_ready_seconds=node_ready_seconds,
+                                    pod_start_seconds=pod_start_seconds, pod_ready_seconds=pod_ready_seconds,
+                                    pod_shutdown_seconds=pod_shutdown_seconds,
+                                    node_allocatable=allocatable or {"cpu": "2", "memory": "8Gi", "pods": "110"})
+        self.events = None
+        self.aws = self.store = self.api = self.controllers = None
+        self.info = {}
+        self._control = None
+        self.stopped = threading.Event()
+
+    # ---- life cycle ----------------------------------------------------------------------------
+    def start(self, workloads=(), ready_timeout=120.0):
+        os.makedirs(self.state_dir, exist_ok=True)
+        log_path = os.path.join(self.state_dir, "events.jsonl")
+        if os.path.exists(log_path):
+            os.remove(log_path)
+        self.events = EventLog(self.clock, log_path)
+        self.aws = AwsSandbox(self.clock, self.events, self.state_dir, region=self.region,
+                              boot_seconds=self.boot_seconds)
+        self.aws.start()
+        self.store = Store(self.clock, self.events)
+        for ns in SYSTEM_NAMESPACES:
+            self.store.create("namespaces", {"metadata": {"name": ns}}, client=SETUP_CLIENT)
+        self.controllers = Controllers(self.store, self.clock, self.events, self.aws.instances, self.cfg)
+        self.controllers.start()
+        self.api = KubeApiServer(self.store, self.clock, self.events)
+        self.api.start()
+        self.info = self.aws.provision(nodes=self.nodes, azs=self.azs, groups=self.groups,
+                                       instance_type=self.instance_type)
+        self._write_client_files()
+        self.apply_file(SYSTEM_WORKLOAD)
+        self.wait_ready(ready_timeout)
+        for path in workloads:
+            self.apply_file(path)
+        if workloads:
+            self.wait_pods_ready(ready_timeout)
+        self._start_control()
+        self._write_state()
+        return self
+
+    def stop(self):
+        for part in (self._control, self.api, self.controllers, self.aws):
+            if part is None:
+                continue
+            try:
+                if part is self._control:
+                    part.shutdown()
+                    part.server_close()
+                else:
+                    part.stop()
+            except Exception:  # pylint: disable=broad-except
+                pass  # stopping is best effort: one part failing must not leave the others running
+        if self.events:
+            self.events.close()
+        self.stopped.set()
+
+    # ---- clients ---------------------------------------------------------------------------------
+    @property
+    def kubeconfig_path(self):
+        return os.path.join(self.state_dir, "kubeconfig")
+
+    def kube_client(self, user_agent=SETUP_CLIENT):
+        from kubernetes import client, config  # pylint: disable=import-outside-toplevel
+        api_client = config.new_client_from_config(config_file=self.kubeconfig_path)
+        api_client.user_agent = user_agent
+        return api_client
+
+    def aws_client(self, service, user_agent=SETUP_CLIENT):
+        import boto3  # pylint: disable=import-outside-toplevel
+        from botocore.config import Config  # pylint: disable=import-outside-toplevel
+        return boto3.client(service, region_name=self.region, endpoint_url=self.aws.url,
+                            aws_access_key_id="testing", aws_secret_access_key="testing",
+                            config=Config(user_agent=user_agent, retries={"mode": "standard", "total_max_attempts": 3}))
+
+    def apply_file(self, path, user_agent=SETUP_CLIENT):
+        """Create every object of a YAML file through the Kubernetes API, as ``kubectl create -f`` would."""
+        from kubernetes import utils  # pylint: disable=import-outside-toplevel
+        api_client = self.kube_client(user_agent)
+        try:
+            utils.create_from_yaml(api_client, path)
+        finally:
+            api_client.close()
+
+    # ---- waiting -----------------------------------------------------------------------------
+    def expected_nodes(self):
+        return self.nodes * self.groups
+
+    def ready_nodes(self):
+        from .kube.store import is_ready  # pylint: disable=import-outside-toplevel
+        nodes, _ = self.store.list("nodes")
+        return [n for n in nodes if is_ready(n)]
+
+    def wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.ready_nodes()) >= self.expected_nodes() and self._pods_settled():
+                return
+            time.sleep(0.05)
+        raise SandboxError("sandbox not ready after %.0fs: %d/%d nodes Ready" % (
+            timeout, len(self.ready_nodes()), self.expected_nodes()))
+
+    def wait_pods_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._pods_settled():
+                return
+            time.sleep(0.05)
+        raise SandboxError("workload pods not Ready after %.0fs" % timeout)
+
+    def _pods_settled(self):
+        from .kube.store import is_ready  # pylint: disable=import-outside-toplevel
+        pods, _ = self.store.list("pods")
+        for dep in self.store.list("deployments")[0]:
+            want = dep.get("spec", {}).get("replicas", 1)
+            if (dep.get("status") or {}).get("readyReplicas", 0) < want:
+                return False
+        for ds in self.store.list("daemonsets")[0]:
+            st = ds.get("status") or {}
+            if st.get("desiredNumberScheduled") is None or st.get("numberReady", 0) < st.get("desiredNumberScheduled", 0):
+                return False
+        return all(is_ready(p) for p in pods if "deletionTimestamp" not in p["metadata"]
+                   and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+
+    # ---- faults and report -----------------------------------------------------------------------
+    def set_faults(self, spec):
+        """Apply a fault spec (see ``__main__`` for the CLI form); an empty spec or ``clear`` resets all."""
+        if spec.get("clear"):
+            self.aws.faults.clear()
+            self.api.faults.clear()
+            self.controllers.faults.clear()
+        seed = spec.get("seed")
+        aws = {}
+        if spec.get("aws_throttle"):
+            aws["throttle"] = spec["aws_throttle"]
+        if spec.get("aws_5xx"):
+            aws["server_error"] = spec["aws_5xx"]
+        if spec.get("insufficient_capacity_azs") is not None:
+            aws["insufficient_capacity_azs"] = spec["insufficient_capacity_azs"]
+        if aws:
+            self.aws.faults.set(seed=seed, **aws)
+        kube = {}
+        rates = {}
+        for verb, rate in (spec.get("k8s_429") or {}).items():
+            rates.setdefault(verb, {})["429"] = rate
+        for verb, rate in (spec.get("k8s_5xx") or {}).items():
+            rates.setdefault(verb, {})["500"] = rate
+        if rates:
+            kube["verb_rates"] = rates
+        if spec.get("eviction_latency") is not None:
+            kube["eviction_latency"] = spec["eviction_latency"]
+        if kube:
+            self.api.faults.set(seed=seed, **kube)
+        if spec.get("nodes_never_ready") is not None:
+            self.controllers.faults.set(nodes_never_ready=bool(spec["nodes_never_ready"]))
+
+    def report(self, client_prefix="nodeops.rollout"):
+        return report_mod.build_report(self.events.events(), client_prefix=client_prefix)
+
+    # ---- files ---------------------------------------------------------------------------------
+    def _write_client_files(self):
+        kubeconfig = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "sandbox", "preferences": {},
+            "clusters": [{"name": "sandbox", "cluster": {"server": self.api.url}}],
+            "users": [{"name": "sandbox-admin", "user": {"token": "sandbox-token"}}],
+            "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": "sandbox-admin"}}],
+        }
+        _write(self.kubeconfig_path, json.dumps(kubeconfig, indent=2) + "\n")
+        env = ("export AWS_ENDPOINT_URL=%s\nexport AWS_REGION=%s\nexport AWS_DEFAULT_REGION=%s\n"
+               "export AWS_ACCESS_KEY_ID=testing\nexport AWS_SECRET_ACCESS_KEY=testing\n"
+               "export KUBECONFIG=%s\n" % (self.aws.url, self.region, self.region, self.kubeconfig_path))
+        _write(os.path.join(self.state_dir, "aws.env"), env)
+
+    def _write_state(self):
+        state = {
+            "pid": os.getpid(), "speed": self.clock.speed, "region": self.region,
+            "aws_url": self.aws.url, "kube_url": self.api.url,
+            "control_url": "http://127.0.0.1:%d" % self._control.server_address[1],
+            "kubeconfig": self.kubeconfig_path, "events": os.path.join(self.state_dir, "events.jsonl"),
+            "nodes": self.nodes, "azs": self.azs, "groups": self.info.get("groups"),
+            "amis": self.info.get("amis"), "ssm_parameter": self.info.get("ssm_parameter"),
+            "subnets": self.info.get("subnets"), "vpc_id": self.info.get("vpc_id"),
+        }
+        _write(os.path.join(self.state_dir, "sandbox.json"), json.dumps(state, indent=2, sort_keys=True) + "\n")
+
+    def _start_control(self):
+        sandbox = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet: the event log is the record
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # noqa: N802 (http.server naming)
+                if self.path.startswith("/report"):
+                    prefix = "nodeops.rollout"
+                    if "client_prefix=" in self.path:
+                        prefix = self.path.split("client_prefix=", 1)[1]
+                    self._send(200, sandbox.report(prefix))
+                elif self.path == "/health":
+                    self._send(200, {"ok": True})
+                else:
+                    self._send(404, {"error": "unknown path %s" % self.path})
+
+            def do_POST(self):  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path == "/fault":
+                    try:
+                        sandbox.set_faults(body)
+                    except (TypeError, ValueError) as exc:
+                        self._send(400, {"error": str(exc)})
+                        return
+                    self._send(200, {"ok": True})
+                elif self.path == "/stop":
+                    self._send(200, {"ok": True})
+                    threading.Thread(target=sandbox.stop, daemon=True).start()
+                else:
+                    self._send(404, {"error": "unknown path %s" % self.path})
+
+        self._control = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._control.daemon_threads = True
+        threading.Thread(target=self._control.serve_forever, daemon=True).start()
+
+
+def _write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)

@@ -1,0 +1,192 @@
+"""The invariant checker: reads the sandbox's event log and reports what a user would call safety.
+
+Everything is derived from the log written by the store, the API server, the controllers and the AWS
+side, so it can be computed while the sandbox runs or after it is down.
+
+The *rollout window* starts at the first mutating API request (AWS or Kubernetes) made by a client whose
+name starts with ``client_prefix`` (the collection's modules identify themselves as
+``nodeops.rollout/<version> <module>``); when no such request exists the whole log is the window.
+Pods that existed when the window opened are *pre-existing*.
+"""
+
+import collections
+import json
+
+DAEMONSET = "DaemonSet/"
+
+
+def _window_start(events, client_prefix):
+    for e in events:
+        if e["kind"] in ("k8s.request", "aws.request") and e.get("mutating") and \
+                str(e.get("client") or "").startswith(client_prefix):
+            return e["t"]
+    return None
+
+
+def _deployment_downtime(events, start):
+    """Per Deployment: seconds (simulated) with zero Ready pods after it first had one, within the window."""
+    ready = collections.defaultdict(set)
+    seen_ready = set()
+    zero_since = {}
+    downtime = collections.defaultdict(float)
+    min_ready = {}
+    for e in events:
+        owner = e.get("owner")
+        if not owner or not owner.startswith("Deployment/") or not e["kind"].startswith("pod."):
+            continue
+        dep = owner[len("Deployment/"):]
+        before = len(ready[dep])
+        if e["kind"] == "pod.ready":
+            ready[dep].add(e["uid"])
+            seen_ready.add(dep)
+        elif e["kind"] in ("pod.unready", "pod.terminating", "pod.deleted"):
+            ready[dep].discard(e["uid"])
+        after = len(ready[dep])
+        if dep not in seen_ready:
+            continue
+        t = max(e["t"], start)
+        if e["t"] >= start:
+            min_ready[dep] = min(min_ready.get(dep, after), after)
+        if before > 0 and after == 0:
+            zero_since[dep] = t
+        elif before == 0 and after > 0 and dep in zero_since:
+            downtime[dep] += max(0.0, t - zero_since.pop(dep))
+    end = events[-1]["t"] if events else 0.0
+    for dep, since in zero_since.items():
+        downtime[dep] += max(0.0, max(end, start) - since)
+    out = {}
+    for dep in sorted(seen_ready | set(ready)):
+        out[dep] = {"zero_ready_seconds": round(downtime.get(dep, 0.0), 3),
+                    "min_ready_pods": min_ready.get(dep, len(ready[dep])),
+                    "ready_pods_at_end": len(ready[dep])}
+    return out
+
+
+def _node_floor(events, start):
+    """Per group: the lowest count of Ready + schedulable (not cordoned) nodes within the window."""
+    state = {}  # node -> dict(group, ready, cordoned)
+    floor = {}
+    counts_at_start = {}
+
+    def count(group):
+        return sum(1 for s in state.values() if s["group"] == group and s["ready"] and not s["cordoned"])
+
+    started = False
+    for e in events:
+        if not started and e["t"] >= start:
+            started = True
+            for g in {s["group"] for s in state.values()}:
+                counts_at_start[g] = count(g)
+                floor[g] = counts_at_start[g]
+        kind = e["kind"]
+        if not kind.startswith("node."):
+            continue
+        node = e["node"]
+        s = state.setdefault(node, {"group": e.get("group"), "ready": False, "cordoned": False})
+        if kind == "node.ready":
+            s["ready"] = True
+        elif kind == "node.notready":
+            s["ready"] = False
+        elif kind == "node.cordoned":
+            s["cordoned"] = True
+        elif kind == "node.uncordoned":
+            s["cordoned"] = False
+        elif kind == "node.deleted":
+            state.pop(node, None)
+        if started:
+            g = s["group"]
+            floor[g] = min(floor.get(g, count(g)), count(g))
+    if not started:
+        for g in {s["group"] for s in state.values()}:
+            floor[g] = count(g)
+    return {str(g): v for g, v in floor.items()}, {str(g): v for g, v in counts_at_start.items()}
+
+
+def build_report(events, client_prefix="nodeops.rollout"):
+    events = sorted(events, key=lambda e: e["t"])
+    start = _window_start(events, client_prefix)
+    window_opened = start is not None
+    if start is None:
+        start = events[0]["t"] if events else 0.0
+
+    alive_at_start, born = set(), {}
+    pdb_violations, killed, deleted_direct = [], [], []
+    evictions = collections.Counter()
+    evicted_pre, evicted_new = 0, 0
+    for e in events:
+        kind = e["kind"]
+        if kind == "pod.created":
+            born[e["uid"]] = e["t"]
+            if e["t"] < start:
+                alive_at_start.add(e["uid"])
+        elif kind == "pod.deleted" and e["t"] < start:
+            alive_at_start.discard(e["uid"])
+        elif kind == "pod.terminating":
+            owner = e.get("owner") or ""
+            how = e.get("how")
+            if e.get("was_ready"):
+                for p in e.get("pdbs") or []:
+                    if p["healthy"] < p["desired"]:
+                        pdb_violations.append({"t": e["t"], "pod": e["pod"], "pdb": p["pdb"], "how": how,
+                                               "healthy_after": p["healthy"], "desired": p["desired"]})
+            running = e.get("phase") in ("Running", None) or e.get("was_ready")
+            if how == "killed" and running and not owner.startswith(DAEMONSET):
+                killed.append({"t": e["t"], "pod": e["pod"], "node": e.get("node"), "owner": owner or None,
+                               "reason": e.get("reason")})
+            if how == "deleted" and running and not owner.startswith(DAEMONSET) and e.get("reason") != "garbage-collected" \
+                    and not str(e.get("client") or "").startswith("sandbox"):
+                deleted_direct.append({"t": e["t"], "pod": e["pod"], "node": e.get("node"), "client": e.get("client")})
+            if how == "evicted":
+                evictions[e["uid"]] += 1
+                if e["uid"] in alive_at_start:
+                    evicted_pre += 1
+                elif born.get(e["uid"], 0.0) >= start:
+                    evicted_new += 1
+
+    requests = {"kubernetes": collections.defaultdict(lambda: {"total": 0, "mutating": 0}),
+                "aws": collections.defaultdict(lambda: {"total": 0, "mutating": 0})}
+    asg_history = collections.defaultdict(list)
+    nodes_replaced = 0
+    for e in events:
+        kind = e["kind"]
+        if kind in ("k8s.request", "aws.request") and e["t"] >= start:
+            bucket = requests["kubernetes" if kind == "k8s.request" else "aws"][str(e.get("client"))]
+            bucket["total"] += 1
+            bucket["mutating"] += 1 if e.get("mutating") else 0
+        elif kind == "asg.size":
+            asg_history[e["group"]].append({"t": e["t"], "min": e.get("min"), "max": e.get("max"),
+                                            "desired": e.get("desired")})
+        elif kind == "node.deleted" and e["t"] >= start:
+            nodes_replaced += 1
+
+    floor, at_start = _node_floor(events, start)
+    rollout_clients = {k: v for k, v in requests["kubernetes"].items() if k.startswith(client_prefix)}
+    rollout_aws = {k: v for k, v in requests["aws"].items() if k.startswith(client_prefix)}
+    k8s_total = sum(v["total"] for v in rollout_clients.values())
+    aws_total = sum(v["total"] for v in rollout_aws.values())
+    return {
+        "window": {"opened_by_client": window_opened, "start": start, "end": events[-1]["t"] if events else 0.0},
+        "deployments": _deployment_downtime(events, start),
+        "pdb_violations": len(pdb_violations),
+        "pdb_violation_details": pdb_violations,
+        "killed_without_eviction": len(killed),
+        "killed_without_eviction_details": killed,
+        "deleted_without_eviction": len(deleted_direct),
+        "deleted_without_eviction_details": deleted_direct,
+        "min_ready_schedulable_nodes": floor,
+        "ready_schedulable_nodes_at_start": at_start,
+        "evictions": {"total": sum(evictions.values()), "pre_existing_pods": len(alive_at_start),
+                      "evicted_pre_existing": evicted_pre, "evicted_born_during_rollout": evicted_new,
+                      "max_evictions_per_pod": max(evictions.values()) if evictions else 0,
+                      "per_pre_existing_pod": round(evicted_pre / len(alive_at_start), 3) if alive_at_start else 0.0},
+        "api_requests": {"kubernetes": dict(requests["kubernetes"]), "aws": dict(requests["aws"])},
+        "nodes_replaced": nodes_replaced,
+        "rollout_requests_per_replaced_node": {
+            "kubernetes": round(k8s_total / nodes_replaced, 2) if nodes_replaced else None,
+            "aws": round(aws_total / nodes_replaced, 2) if nodes_replaced else None},
+        "asg_size_history": dict(asg_history),
+    }
+
+
+def dumps(report):
+    return json.dumps(report, indent=2, sort_keys=True)
