@@ -1,0 +1,8 @@
+"""Integration tests import the sandbox as ``tests.sandbox``: put the repository root on sys.path."""
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)

@@ -1,0 +1,99 @@
+"""The invariant checker on hand-written event logs: each invariant catches what it claims to."""
+
+from tests.sandbox.report import build_report
+
+ROLLOUT = "nodeops.rollout/0.1.0 node_drain"
+
+
+def ev(t, kind, **fields):
+    fields.update(t=t, kind=kind)
+    return fields
+
+
+def pod_life(t, uid, owner, node="n1"):
+    pod = "shop/%s" % uid
+    return [ev(t, "pod.created", pod=pod, uid=uid, owner=owner, node=None),
+            ev(t + 1, "pod.ready", pod=pod, uid=uid, owner=owner, node=node)]
+
+
+def start_window(t):
+    return ev(t, "k8s.request", verb="patch", client=ROLLOUT, mutating=True, code=200)
+
+
+def test_window_opens_at_first_mutating_request_of_the_rollout_client():
+    events = [ev(1, "k8s.request", verb="create", client="sandbox-setup", mutating=True),
+              ev(2, "k8s.request", verb="list", client=ROLLOUT, mutating=False),
+              start_window(5)]
+    rep = build_report(events)
+    assert rep["window"]["opened_by_client"] is True
+    assert rep["window"]["start"] == 5
+
+
+def test_pdb_violation_counted_only_when_a_ready_pod_leaves_below_the_budget():
+    events = pod_life(0, "a", "Deployment/shop/web") + pod_life(0, "b", "Deployment/shop/web") + [start_window(10)]
+    events.append(ev(11, "pod.terminating", pod="shop/a", uid="a", owner="Deployment/shop/web", node="n1",
+                     how="evicted", was_ready=True, phase="Running", pdbs=[{"pdb": "shop/web", "healthy": 1, "desired": 1}]))
+    events.append(ev(12, "pod.terminating", pod="shop/b", uid="b", owner="Deployment/shop/web", node="n1",
+                     how="deleted", client="kubectl", was_ready=True, phase="Running",
+                     pdbs=[{"pdb": "shop/web", "healthy": 0, "desired": 1}]))
+    rep = build_report(events)
+    assert rep["pdb_violations"] == 1
+    assert rep["pdb_violation_details"][0]["pod"] == "shop/b"
+    assert rep["deleted_without_eviction"] == 1
+    assert rep["evictions"]["evicted_pre_existing"] == 1
+
+
+def test_killed_without_eviction_excludes_daemonset_pods():
+    events = pod_life(0, "w", "Deployment/shop/web") + pod_life(0, "d", "DaemonSet/kube-system/agent") + [start_window(5)]
+    for uid, owner in (("w", "Deployment/shop/web"), ("d", "DaemonSet/kube-system/agent")):
+        events.append(ev(6, "pod.terminating", pod="shop/" + uid, uid=uid, owner=owner, node="n1", how="killed",
+                         reason="node-gone", was_ready=True, phase="Running", pdbs=[]))
+    rep = build_report(events)
+    assert rep["killed_without_eviction"] == 1
+    assert rep["killed_without_eviction_details"][0]["pod"] == "shop/w"
+
+
+def test_downtime_measured_only_after_the_deployment_first_served():
+    events = pod_life(0, "only", "Deployment/shop/worker") + [start_window(5)]
+    events.append(ev(10, "pod.terminating", pod="shop/only", uid="only", owner="Deployment/shop/worker", node="n1",
+                      how="evicted", was_ready=True, phase="Running", pdbs=[]))
+    events += [ev(12, "pod.created", pod="shop/new", uid="new", owner="Deployment/shop/worker", node=None),
+               ev(14.5, "pod.ready", pod="shop/new", uid="new", owner="Deployment/shop/worker", node="n2")]
+    rep = build_report(events)
+    assert rep["deployments"]["shop/worker"]["zero_ready_seconds"] == 4.5
+    assert rep["deployments"]["shop/worker"]["min_ready_pods"] == 0
+
+
+def test_node_floor_counts_ready_and_uncordoned_nodes_per_group():
+    events = []
+    for n in ("n1", "n2", "n3"):
+        events += [ev(0, "node.added", node=n, group="g"), ev(1, "node.ready", node=n, group="g")]
+    events += [start_window(2), ev(3, "node.cordoned", node="n1", group="g"), ev(4, "node.cordoned", node="n2", group="g"),
+               ev(5, "node.uncordoned", node="n2", group="g"), ev(6, "node.deleted", node="n1", group="g")]
+    rep = build_report(events)
+    assert rep["ready_schedulable_nodes_at_start"] == {"g": 3}
+    assert rep["min_ready_schedulable_nodes"] == {"g": 1}
+    assert rep["nodes_replaced"] == 1
+
+
+def test_a_pod_born_during_the_rollout_and_evicted_again_moved_twice():
+    events = pod_life(0, "a", "Deployment/shop/web") + [start_window(5)]
+    events.append(ev(6, "pod.terminating", pod="shop/a", uid="a", owner="Deployment/shop/web", how="evicted",
+                     was_ready=True, phase="Running", pdbs=[]))
+    events += pod_life(7, "a2", "Deployment/shop/web")
+    events.append(ev(9, "pod.terminating", pod="shop/a2", uid="a2", owner="Deployment/shop/web", how="evicted",
+                     was_ready=True, phase="Running", pdbs=[]))
+    rep = build_report(events)
+    assert rep["evictions"]["evicted_pre_existing"] == 1
+    assert rep["evictions"]["evicted_born_during_rollout"] == 1
+    assert rep["evictions"]["pre_existing_pods"] == 1
+
+
+def test_requests_attributed_per_client_and_per_replaced_node():
+    events = [start_window(1),
+              ev(2, "aws.request", action="TerminateInstanceInAutoScalingGroup", client="nodeops.rollout/0.1.0 instance_terminate",
+                 mutating=True),
+              ev(3, "node.added", node="n1", group="g"), ev(4, "node.deleted", node="n1", group="g")]
+    rep = build_report(events)
+    assert rep["api_requests"]["kubernetes"][ROLLOUT] == {"total": 1, "mutating": 1}
+    assert rep["rollout_requests_per_replaced_node"] == {"kubernetes": 1.0, "aws": 1.0}
