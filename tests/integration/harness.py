@@ -1,0 +1,192 @@
+"""What end-to-end tests use: a sandbox started as a user starts it, and modules run through real Ansible.
+
+- ``SandboxHandle.start(tmp_dir, ...)`` runs ``python -m tests.sandbox up --detach`` (a separate process, so
+  every sandbox has its own AWS state) and gives clients, faults and the invariant report.
+- ``handle.run_module("node_drain", nodes=[...], check=False)`` runs ``ansible localhost -m
+  nodeops.rollout.node_drain`` against the sandbox with the auth environment a user would set, and
+  returns the module's JSON result (with ``rc``).
+- ``handle.run_playbook(path, extra_vars)`` runs ``ansible-playbook`` the same way.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+MUTATING_K8S = ("create", "update", "patch", "delete", "evict", "deletecollection")
+
+
+def collections_path():
+    """A directory holding ``ansible_collections/nodeops/rollout`` -> this working tree."""
+    base = os.path.join(tempfile.gettempdir(), "nodeops-rollout-collections-%d" % os.getuid())
+    link = os.path.join(base, "ansible_collections", "nodeops", "rollout")
+    if os.path.realpath(link) != ROOT:
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        if os.path.islink(link) or os.path.exists(link):
+            os.remove(link)
+        os.symlink(ROOT, link)
+    return base
+
+
+def _read_env_file(path):
+    env = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if line.startswith("export ") and "=" in line:
+                key, value = line[len("export "):].split("=", 1)
+                env[key] = value
+    return env
+
+
+class SandboxHandle:
+    def __init__(self, state_dir):
+        self.state_dir = state_dir
+        with open(os.path.join(state_dir, "sandbox.json"), encoding="utf-8") as fh:
+            self.state = json.load(fh)
+        self.env = _read_env_file(os.path.join(state_dir, "aws.env"))
+
+    # ---- life cycle ----------------------------------------------------------------------------
+    @classmethod
+    def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180):
+        cmd = [sys.executable, "-m", "tests.sandbox", "up", "--state-dir", state_dir, "--detach",
+               "--nodes", str(nodes), "--azs", str(azs), "--groups", str(groups), "--speed", str(speed),
+               "--timeout", str(timeout)]
+        for w in workloads:
+            cmd += ["--workload", w]
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout + 30)
+        return cls(state_dir)
+
+    def stop(self):
+        subprocess.run([sys.executable, "-m", "tests.sandbox", "down", "--state-dir", self.state_dir],
+                       cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
+    # ---- clients ---------------------------------------------------------------------------------
+    def kube(self, user_agent="test-observer"):
+        from kubernetes import config  # pylint: disable=import-outside-toplevel
+        api_client = config.new_client_from_config(config_file=self.state["kubeconfig"])
+        api_client.user_agent = user_agent
+        return api_client
+
+    def core(self):
+        from kubernetes import client  # pylint: disable=import-outside-toplevel
+        return client.CoreV1Api(self.kube())
+
+    def apps(self):
+        from kubernetes import client  # pylint: disable=import-outside-toplevel
+        return client.AppsV1Api(self.kube())
+
+    def policy(self):
+        from kubernetes import client  # pylint: disable=import-outside-toplevel
+        return client.PolicyV1Api(self.kube())
+
+    def aws(self, service, user_agent="test-observer"):
+        import boto3  # pylint: disable=import-outside-toplevel
+        from botocore.config import Config  # pylint: disable=import-outside-toplevel
+        return boto3.client(service, region_name=self.state["region"], endpoint_url=self.state["aws_url"],
+                            aws_access_key_id="testing", aws_secret_access_key="testing",
+                            config=Config(user_agent=user_agent, retries={"mode": "standard", "total_max_attempts": 2}))
+
+    def apply(self, path_or_text):
+        """Create objects from a YAML file (or YAML text) through the Kubernetes API."""
+        from kubernetes import utils  # pylint: disable=import-outside-toplevel
+        import yaml  # pylint: disable=import-outside-toplevel
+        if os.path.exists(path_or_text):
+            with open(path_or_text, encoding="utf-8") as fh:
+                docs = [d for d in yaml.safe_load_all(fh) if d]
+        else:
+            docs = [d for d in yaml.safe_load_all(path_or_text) if d]
+        api_client = self.kube("test-setup")
+        try:
+            for doc in docs:
+                utils.create_from_dict(api_client, doc)
+        finally:
+            api_client.close()
+
+    # ---- control -------------------------------------------------------------------------------
+    def _control(self, path, body=None):
+        url = self.state["control_url"] + path
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method="GET" if body is None else "POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:  # nosec - loopback
+            return json.loads(resp.read())
+
+    def fault(self, **spec):
+        return self._control("/fault", spec)
+
+    def report(self, client_prefix="nodeops.rollout"):
+        return self._control("/report?client_prefix=" + client_prefix)
+
+    def events(self):
+        from tests.sandbox.events import read_events  # pylint: disable=import-outside-toplevel
+        return read_events(self.state["events"])
+
+    def mutating_requests(self, client_prefix="nodeops.rollout", since=0.0):
+        """Mutating API requests (Kubernetes and AWS) made by the collection's modules after ``since``."""
+        out = []
+        for e in self.events():
+            if e["kind"] in ("k8s.request", "aws.request") and e.get("mutating") and e["t"] >= since \
+                    and str(e.get("client") or "").startswith(client_prefix):
+                out.append(e)
+        return out
+
+    def now(self):
+        """The sandbox's simulated time, read from its newest event."""
+        events = self.events()
+        return events[-1]["t"] if events else 0.0
+
+    # ---- running Ansible -------------------------------------------------------------------------
+    def ansible_env(self, extra=None):
+        env = dict(os.environ)
+        env.update(self.env)
+        env.update({
+            "K8S_AUTH_KUBECONFIG": self.state["kubeconfig"],
+            "ANSIBLE_COLLECTIONS_PATH": collections_path(),
+            "ANSIBLE_HOST_KEY_CHECKING": "False",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_RETRY_FILES_ENABLED": "0",
+            "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+            "PATH": BIN + os.pathsep + env.get("PATH", ""),
+        })
+        env.pop("KUBECONFIG", None)
+        if extra:
+            env.update(extra)
+        return env
+
+    def run_module(self, name, check=False, diff=False, env=None, timeout=900, **args):
+        """Run ``nodeops.rollout.<name>`` with ``args``; the module's result dict plus ``rc``."""
+        with tempfile.TemporaryDirectory() as tree:
+            cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
+                   "-m", "nodeops.rollout." + name, "-a", json.dumps(args), "-t", tree]
+            if check:
+                cmd.append("--check")
+            if diff:
+                cmd.append("--diff")
+            started = time.monotonic()
+            proc = subprocess.run(cmd, cwd=ROOT, env=self.ansible_env(env), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
+            path = os.path.join(tree, "localhost")
+            if not os.path.exists(path):
+                raise AssertionError("ansible produced no result (rc %d):\n%s" % (proc.returncode, proc.stdout))
+            with open(path, encoding="utf-8") as fh:
+                result = json.load(fh)
+        result["rc"] = proc.returncode
+        result["wall_seconds"] = time.monotonic() - started
+        result["output"] = proc.stdout
+        return result
+
+    def run_playbook(self, playbook, extra_vars=None, check=False, inventory="localhost,", env=None, timeout=1800):
+        cmd = [os.path.join(BIN, "ansible-playbook"), "-i", inventory, playbook]
+        if extra_vars:
+            cmd += ["-e", json.dumps(extra_vars)]
+        if check:
+            cmd.append("--check")
+        proc = subprocess.run(cmd, cwd=ROOT, env=self.ansible_env(env), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
+        return proc.returncode, proc.stdout
