@@ -10,7 +10,9 @@ Contract for everything built on it (the HTTP API and the controllers):
 - Every observable change is written to the event log by ``_derive`` (node added/ready/cordoned/tainted/
   gone, pod created/scheduled/ready/terminating/deleted, PDB status), so components cannot forget to
   log; the component causing a pod's end passes ``cause`` (how, client, reason), which is carried to the
-  ``pod.terminating``/``pod.deleted`` events the invariant checker reads.
+  ``pod.terminating``/``pod.deleted`` events the invariant checker reads. When a pod whose graceful end
+  had already begun is removed with a different cause (its node died under it), ``pod.deleted`` keeps the
+  original cause and adds ``ended_by`` with the one that cut the grace period short.
 """
 
 import collections
@@ -66,8 +68,9 @@ def controller_ref(obj):
 class Watcher:
     """One watch stream: events queued by the store, taken with ``next``."""
 
-    def __init__(self, store, plural, namespace, label_selector, field_selector):
+    def __init__(self, store, plural, namespace, label_selector, field_selector, notify=None):
         self.store = store
+        self.notify = notify
         self.plural = plural
         self.namespace = namespace
         self.label_selector = label_selector
@@ -104,6 +107,8 @@ class Watcher:
             with self._cond:
                 self._queue.append(out)
                 self._cond.notify()
+            if self.notify is not None:
+                self.notify()
 
     def next(self, timeout):
         """The next (type, object), or None after ``timeout`` wall seconds or when closed."""
@@ -294,15 +299,17 @@ class Store:
                 self._pods_by_node[new_node].add(key)
 
     # ---- watch -------------------------------------------------------------------------------
-    def watch(self, plural, namespace=None, label_selector=None, field_selector=None, since=None):
+    def watch(self, plural, namespace=None, label_selector=None, field_selector=None, since=None, notify=None):
         """A Watcher; with ``since`` (a resourceVersion) the history after it is replayed first.
 
+        ``notify`` (optional, no arguments) is called after each event is queued, so one consumer can wait
+        for several watchers at once; it runs under the store lock and must only signal (e.g. Event.set).
         Raises ApiError 410 Expired when ``since`` is older than the retained history."""
         if isinstance(label_selector, str):
             label_selector = LabelSelector.parse(label_selector) if label_selector else None
         if isinstance(field_selector, str):
             field_selector = FieldSelector.parse(field_selector, plural) if field_selector else None
-        w = Watcher(self, plural, namespace, label_selector, field_selector)
+        w = Watcher(self, plural, namespace, label_selector, field_selector, notify)
         with self.lock:
             if since not in (None, "", "0"):
                 since_i = int(since)
@@ -404,4 +411,6 @@ class Store:
             self.events.emit("pod.ready", **base)
         if etype == "DELETED":
             info = self._causes.pop(meta["uid"], {})
+            if cause and cause.get("how") != info.get("how"):  # a graceful end cut short
+                info = dict(info, ended_by=dict(cause, client=cause.get("client", client)))
             self.events.emit("pod.deleted", was_ready=bool(old) and is_ready(old), **dict(base, **info))
