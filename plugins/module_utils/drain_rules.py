@@ -1,0 +1,332 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Decisions of a drain that need no I/O: which pods are restarted instead of evicted, what an eviction
+answer means, how long to wait before retrying, what blocks a node for good, and what the pre-flight predicts.
+
+Pure: plain dicts in the API's JSON form in, plain dicts out; the pod classification and the PDB arithmetic
+come from ``plan.py``. The I/O half is ``drain.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import plan
+
+TIMEOUT_ACTIONS = ("fail", "skip", "force")
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+DEFAULT_GRACE_SECONDS = 30
+
+# Blocker kinds that no amount of waiting resolves under the options given.
+PERMANENT_KINDS = ("naked_pod", "emptydir", "do_not_disrupt", "multiple_pdbs", "api_error")
+
+_MULTIPLE_PDBS_TEXT = "more than one poddisruptionbudget"
+_BUDGET_CAUSE_RE = re.compile(r"disruption budget\s+([^\s]+)\s+needs", re.IGNORECASE)
+_INT_RE = re.compile(r"^\s*([0-9]+)\s*$")
+_PERCENT_RE = re.compile(r"^\s*([0-9]+)%\s*$")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Single-replica Deployments: restart through the rolling update instead of evicting
+# ---------------------------------------------------------------------------------------------------------
+
+def _int_or_percent(value, default, total, round_up):
+    if value is None:
+        value = default
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(0, value)
+    text = str(value)
+    match = _INT_RE.match(text)
+    if match:
+        return int(match.group(1))
+    match = _PERCENT_RE.match(text)
+    if match:
+        scaled = int(match.group(1)) * total
+        return -(-scaled // 100) if round_up else scaled // 100
+    return None
+
+
+def rollout_capacity(deployment):
+    """The Deployment's effective rolling update numbers: ``{"strategy", "replicas", "max_surge", "max_unavailable"}``.
+
+    As the Deployment controller resolves them: maxSurge (default 25%) rounds up and maxUnavailable (default 25%)
+    rounds down, both of spec.replicas (default 1); when both come out 0, maxUnavailable is 1. A Recreate
+    strategy surges 0. Values that cannot be read are None.
+    """
+    spec = deployment.get("spec") or {}
+    replicas = spec.get("replicas")
+    if replicas is None:
+        replicas = 1
+    strategy = spec.get("strategy") or {}
+    kind = strategy.get("type") or "RollingUpdate"
+    if kind != "RollingUpdate":
+        return {"strategy": kind, "replicas": replicas, "max_surge": 0, "max_unavailable": replicas}
+    rolling = strategy.get("rollingUpdate") or {}
+    surge = _int_or_percent(rolling.get("maxSurge"), "25%", replicas, True)
+    unavailable = _int_or_percent(rolling.get("maxUnavailable"), "25%", replicas, False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    return {"strategy": kind, "replicas": replicas, "max_surge": surge, "max_unavailable": unavailable}
+
+
+def _template_restarted_at(obj):
+    template = (obj.get("spec") or {}).get("template") or {}
+    return ((template.get("metadata") or {}).get("annotations") or {}).get(RESTARTED_AT)
+
+
+def restart_plan(pod, replicasets, deployments):
+    """Whether the pod should leave its node through its Deployment's rolling update instead of an eviction.
+
+    ``replicasets`` and ``deployments`` map ``namespace/name`` to objects. Returns None when the pod does not
+    belong to a Deployment (through its ReplicaSet); otherwise ``{"deployment", "replicas", "restart",
+    "pending", "zero_downtime", "reason"}``:
+
+    - ``restart`` is True for a Deployment of one replica whose RollingUpdate strategy surges (a new pod starts
+      before the old one is removed) and which is not paused;
+    - ``pending`` is True when a restart of the Deployment is already rolling out and will replace this pod
+      (its ReplicaSet's template carries an older restartedAt than the Deployment's): wait, do not restart again;
+    - ``zero_downtime`` is True when the strategy also keeps the old pod until the new one is available
+      (maxUnavailable 0), False when the single replica must be down for a while whatever the drain does.
+    """
+    owner = plan.controller_of(pod)
+    if owner is None or owner.get("kind") != "ReplicaSet":
+        return None
+    namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+    replicaset = replicasets.get("%s/%s" % (namespace, owner.get("name")))
+    if replicaset is None:
+        return None
+    parent = plan.controller_of(replicaset)
+    if parent is None or parent.get("kind") != "Deployment":
+        return None
+    key = "%s/%s" % (namespace, parent.get("name"))
+    deployment = deployments.get(key)
+    if deployment is None:
+        return None
+    capacity = rollout_capacity(deployment)
+    entry = {"deployment": key, "replicas": capacity["replicas"], "restart": False, "pending": False,
+             "zero_downtime": False, "reason": None}
+    if capacity["replicas"] != 1:
+        entry["reason"] = "Deployment %s has %s replicas; evicted within its PodDisruptionBudget" % (key, capacity["replicas"])
+        return entry
+    if capacity["strategy"] != "RollingUpdate":
+        entry["reason"] = ("Deployment %s has one replica and strategy %s, which cannot start a new pod before the old "
+                           "one stops; evicted: downtime until the replacement is Ready" % (key, capacity["strategy"]))
+        return entry
+    if not capacity["max_surge"]:
+        entry["reason"] = ("Deployment %s has one replica and maxSurge 0, so its rolling update cannot start a new pod "
+                           "first; evicted: downtime until the replacement is Ready" % key)
+        return entry
+    if (deployment.get("spec") or {}).get("paused"):
+        entry["reason"] = ("Deployment %s has one replica but is paused, so a restart would not roll out; evicted: "
+                           "downtime until the replacement is Ready" % key)
+        return entry
+    entry["restart"] = True
+    entry["zero_downtime"] = capacity["max_unavailable"] == 0
+    wanted = _template_restarted_at(deployment)
+    entry["pending"] = bool(wanted) and wanted != _template_restarted_at(replicaset)
+    if entry["zero_downtime"]:
+        entry["reason"] = ("Deployment %s has one replica: restarted through its rolling update, the new pod is Ready "
+                           "on another node before this one stops" % key)
+    else:
+        entry["reason"] = ("Deployment %s has one replica: restarted through its rolling update (maxUnavailable %s "
+                           "lets the controller stop this pod before the new one is Ready)" % (key, capacity["max_unavailable"]))
+    return entry
+
+
+def restart_patch(timestamp):
+    """The patch ``kubectl rollout restart`` sends: a new restartedAt on the pod template."""
+    return {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: timestamp}}}}}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Eviction answers
+# ---------------------------------------------------------------------------------------------------------
+
+def budget_from_status(status):
+    """The PodDisruptionBudget named in a 429 Status (its DisruptionBudget cause), or None."""
+    details = (status or {}).get("details") or {}
+    for cause in details.get("causes") or []:
+        if not isinstance(cause, dict):
+            continue
+        match = _BUDGET_CAUSE_RE.search(str(cause.get("message") or ""))
+        if match:
+            return match.group(1)
+    return None
+
+
+def _status_text(status):
+    status = status or {}
+    parts = [str(status.get("message") or "").strip()]
+    for cause in ((status.get("details") or {}).get("causes") or []):
+        if isinstance(cause, dict) and cause.get("message"):
+            parts.append(str(cause["message"]).strip())
+    return " ".join(part for part in parts if part)
+
+
+def eviction_answer(code, status):
+    """What an Eviction (or DELETE) answer means: ``{"kind", "message", "pdb"}``.
+
+    ``kind``: ``done`` (2xx), ``gone`` (404; or 409 on the UID precondition: a new pod took the name), ``pdb``
+    (429 from a PodDisruptionBudget), ``throttled`` (other 429), ``multiple_pdbs`` (500 "more than one
+    PodDisruptionBudget"), ``retry`` (other 5xx, a 409 of another kind, no answer), ``error`` (anything else:
+    a request that will never succeed as sent).
+    """
+    message = _status_text(status)
+    lowered = message.lower()
+    if code is not None and 200 <= code < 300:
+        return {"kind": "done", "message": message, "pdb": None}
+    if code == 404:
+        return {"kind": "gone", "message": message, "pdb": None}
+    if code == 409:
+        kind = "gone" if "precondition" in lowered or "uid" in lowered else "retry"
+        return {"kind": kind, "message": message, "pdb": None}
+    if code == 429:
+        pdb = budget_from_status(status)
+        causes = [cause.get("reason") for cause in ((status or {}).get("details") or {}).get("causes") or [] if isinstance(cause, dict)]
+        if pdb or "DisruptionBudget" in causes or "disruption budget" in lowered:
+            return {"kind": "pdb", "message": message, "pdb": pdb}
+        return {"kind": "throttled", "message": message, "pdb": None}
+    if code == 500 and _MULTIPLE_PDBS_TEXT in lowered:
+        return {"kind": "multiple_pdbs", "message": message, "pdb": None}
+    if code is None or code == 0 or code >= 500:
+        return {"kind": "retry", "message": message, "pdb": None}
+    return {"kind": "error", "message": message, "pdb": None}
+
+
+def retry_after_seconds(headers):
+    """The Retry-After header as seconds (None when absent or not a number of seconds)."""
+    if not headers:
+        return None
+    for name in headers:
+        if str(name).lower() == "retry-after":
+            try:
+                value = float(str(headers[name]).strip())
+            except ValueError:
+                return None
+            return value if value >= 0 else None
+    return None
+
+
+def retry_delay(attempt, retry_after=None, cap=16.0, jitter=None):
+    """Seconds before retry number ``attempt`` (>= 1) of a refused eviction.
+
+    Capped exponential backoff with jitter (``plan.backoff_delay``, base 1 s or the cap if lower); a Retry-After
+    from the server is honoured as a lower bound. Never 0, so a refused eviction is never retried in a hot loop.
+    """
+    cap = float(cap)
+    delay = plan.backoff_delay(max(1, attempt), base=min(1.0, cap), cap=cap, jitter=jitter)
+    if retry_after is not None:
+        delay = max(delay, float(retry_after))
+    return max(delay, 0.05)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Blockers and the pre-flight
+# ---------------------------------------------------------------------------------------------------------
+
+def pdbs_selecting(pod, pdbs):
+    """The PodDisruptionBudgets that cover the pod."""
+    return [pdb for pdb in pdbs if plan.pdb_selects(pdb, pod)]
+
+
+def static_blockers(pod, decision, pdbs, disable_eviction=False, restarted=False):
+    """Why the pod can never leave the node under the options given: ``[{"kind", "reason", "pdb"}]``.
+
+    ``decision`` is ``plan.classify_pod``'s answer. Besides the option blockers (emptyDir, naked pods,
+    do-not-disrupt), a pod selected by more than one PodDisruptionBudget is refused by the Eviction API (HTTP 500),
+    unless it leaves through its Deployment's rolling update (``restarted``) or is deleted (``disable_eviction``).
+    """
+    result = [{"kind": block["kind"], "reason": block["reason"], "pdb": None} for block in decision.get("blocks") or []]
+    if decision.get("action") == "evict" and not disable_eviction and not restarted:
+        matching = pdbs_selecting(pod, pdbs)
+        if len(matching) > 1:
+            names = ", ".join(plan.pdb_key(pdb) for pdb in matching)
+            result.append({"kind": "multiple_pdbs", "pdb": names,
+                           "reason": "selected by %d PodDisruptionBudgets (%s); the Eviction API refuses such pods "
+                                     "(HTTP 500) until one of them is removed" % (len(matching), names)})
+    return result
+
+
+def pod_grace_seconds(pod, grace_period=None):
+    """Seconds the pod has to stop: the drain's grace_period when set, else the pod's own (default 30)."""
+    if grace_period is not None:
+        return grace_period
+    value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return value if isinstance(value, int) and value >= 0 else DEFAULT_GRACE_SECONDS
+
+
+def predicted_outcome(node_report, timeout_action, timeout_seconds):
+    """One sentence predicting how the drain of a node ends, from its pre-flight report."""
+    errors = [blocker for blocker in node_report["blockers"] if blocker["severity"] == "error"]
+    moved = len(node_report["would_evict"]) + len(node_report["would_delete"]) + len(node_report.get("would_restart") or [])
+    if errors:
+        pods = sorted(set(blocker["pod"] for blocker in errors))
+        if timeout_action == "skip":
+            return ("blocked by %d pod(s) (%s): the node would be left cordoned and skipped"
+                    % (len(pods), ", ".join(pods)))
+        if timeout_action == "force":
+            return ("blocked by %d pod(s) (%s): they would be deleted without eviction once the rest is drained or "
+                    "after %ds" % (len(pods), ", ".join(pods), timeout_seconds))
+        return "blocked by %d pod(s) (%s): the drain would fail" % (len(pods), ", ".join(pods))
+    if node_report["predicted"] == "downtime":
+        owners = sorted(set(blocker.get("owner") or blocker["pod"] for blocker in node_report["blockers"]
+                            if blocker["kind"] == "single_replica"))
+        return "drained, with downtime for single-replica workload(s) %s until their replacement is Ready" % ", ".join(owners)
+    waits = [blocker for blocker in node_report["blockers"] if blocker["kind"] == "pdb_insufficient"]
+    if waits:
+        return ("drained: %d pod(s) moved, evictions waiting for replacements to become Ready within their "
+                "PodDisruptionBudgets" % moved)
+    return "drained: %d pod(s) moved" % moved
+
+
+def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, restarts, timeout_action="fail",
+                    timeout_seconds=900):
+    """``plan.eviction_preflight`` with the pods that are restarted instead of evicted taken out.
+
+    ``restarts`` maps pod keys to :func:`restart_plan` results with ``restart`` True. Such pods appear under
+    ``would_restart`` (``{"pod", "deployment", "reason"}``) and their budget and single-replica findings are
+    dropped: the rolling update keeps the workload up and does not go through the Eviction API. Each node
+    also gets ``outcome``, one sentence predicting the end of its drain under ``timeout_action``.
+    """
+    report = plan.eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner)
+    dropped = ("pdb_zero", "pdb_insufficient", "single_replica", "multiple_pdbs")
+    for node_report in report.values():
+        node_report["would_restart"] = []
+        for key in list(node_report["would_evict"]) + list(node_report["would_delete"]):
+            entry = restarts.get(key)
+            if not entry or not entry.get("restart"):
+                continue
+            for bucket in ("would_evict", "would_delete"):
+                if key in node_report[bucket]:
+                    node_report[bucket].remove(key)
+            node_report["would_restart"].append({"pod": key, "deployment": entry["deployment"], "reason": entry["reason"],
+                                                 "zero_downtime": entry["zero_downtime"]})
+            node_report["blockers"] = [blocker for blocker in node_report["blockers"]
+                                       if not (blocker["pod"] == key and blocker["kind"] in dropped)]
+        severities = [blocker["severity"] for blocker in node_report["blockers"]]
+        if "error" in severities:
+            node_report["predicted"] = "blocked"
+        elif any(blocker["kind"] == "single_replica" for blocker in node_report["blockers"]):
+            node_report["predicted"] = "downtime"
+        else:
+            node_report["predicted"] = "ok"
+        node_report["outcome"] = predicted_outcome(node_report, timeout_action, timeout_seconds)
+    return report
+
+
+def remaining_text(entry):
+    """``namespace/name (why it is still there)`` for a failure message."""
+    why = entry.get("why")
+    return "%s (%s)" % (entry["pod"], why) if why else entry["pod"]
+
+
+def not_drained_message(node, remaining, seconds, action):
+    """The message naming every pod still on a node and what holds it."""
+    head = "node %s not drained after %ds" % (node, int(round(seconds)))
+    if action:
+        head += " (%s)" % action
+    if not remaining:
+        return head
+    return "%s: %d pod(s) still there: %s" % (head, len(remaining), "; ".join(remaining_text(entry) for entry in remaining))

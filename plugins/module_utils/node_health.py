@@ -1,0 +1,195 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whether a set of nodes is healthy enough for a rollout to go on, and what exactly is wrong when it is not.
+
+Pure: nodes and pods are dicts in the API's JSON form; no kubernetes import. The I/O half is ``validate.py``,
+which lists nodes and pods, calls :func:`evaluate` and repeats it until enough consecutive passes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import plan
+
+CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+
+_PROVIDER_ID_RE = re.compile(r"^aws://(?:/(?P<az>[^/]*))?/(?P<id>i-[0-9a-zA-Z]+)$")
+_INSTANCE_ID_RE = re.compile(r"^i-[0-9a-zA-Z]+$")
+
+
+class HealthError(ValueError):
+    """Bad input; the message names the field and what is allowed."""
+
+
+def parse_provider_id(provider_id):
+    """``(az, instance_id)`` from an AWS providerID ``aws:///<az>/<instance-id>``; ``(None, None)`` otherwise."""
+    match = _PROVIDER_ID_RE.match(str(provider_id or "").strip())
+    if not match:
+        return None, None
+    return match.group("az") or None, match.group("id")
+
+
+def node_ready(node):
+    """``(ready, reason)``: the node's Ready condition, and its reason/message when it is not True."""
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            if condition.get("status") == "True":
+                return True, None
+            reason = condition.get("reason") or "Ready=%s" % condition.get("status")
+            if condition.get("message"):
+                reason = "%s: %s" % (reason, condition["message"])
+            return False, reason
+    return False, "no Ready condition reported yet"
+
+
+def node_summary(node):
+    """``{"name", "instance_id", "az", "ready", "not_ready_reason", "schedulable"}`` of one node."""
+    metadata = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    az, instance_id = parse_provider_id(spec.get("providerID"))
+    labels = metadata.get("labels") or {}
+    for label in ZONE_LABELS:
+        if labels.get(label):
+            az = labels[label]
+            break
+    ready, reason = node_ready(node)
+    return {"name": metadata.get("name"), "instance_id": instance_id, "az": az, "ready": ready,
+            "not_ready_reason": reason, "schedulable": not spec.get("unschedulable"),
+            "deleting": bool(metadata.get("deletionTimestamp"))}
+
+
+def check_instance_ids(instance_ids, field="instance_ids"):
+    """Validate a list of EC2 instance ids (``i-...``), returned without duplicates in their order."""
+    if not isinstance(instance_ids, (list, tuple)) or not instance_ids:
+        raise HealthError("%s: %r is not allowed; use a non-empty list of EC2 instance ids (i-...)" % (field, instance_ids))
+    seen = []
+    for index, value in enumerate(instance_ids):
+        if not isinstance(value, str) or not _INSTANCE_ID_RE.match(value.strip()):
+            raise HealthError("%s[%d]: %r is not allowed; use an EC2 instance id (i-...)" % (field, index, value))
+        if value.strip() not in seen:
+            seen.append(value.strip())
+    return seen
+
+
+def _pod_problem(pod):
+    status = pod.get("status") or {}
+    phase = status.get("phase") or "Unknown"
+    spec = pod.get("spec") or {}
+    where = " on %s" % spec["nodeName"] if spec.get("nodeName") else " (not scheduled)"
+    reasons = []
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("status") != "True" and condition.get("reason"):
+            reasons.append("%s: %s" % (condition.get("type"), condition["reason"]))
+    return "%s%s%s" % (phase, where, ", " + "; ".join(reasons) if reasons else "")
+
+
+def critical_pods_not_ready(pods, node_names):
+    """Critical pods that are not Ready: ``[{"pod", "priority_class", "node", "problem"}]``.
+
+    system-cluster-critical pods count wherever they are; system-node-critical pods count on ``node_names``
+    (the nodes under validation: a node-critical pod elsewhere, on a node being drained, is not their concern).
+    Pods being deleted or finished are ignored.
+    """
+    names = set(node_names or ())
+    result = []
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        priority = spec.get("priorityClassName")
+        if priority not in CRITICAL_PRIORITY_CLASSES:
+            continue
+        if plan.pod_is_terminating(pod) or plan.pod_is_finished(pod):
+            continue
+        if priority == "system-node-critical" and spec.get("nodeName") not in names:
+            continue
+        if plan.pod_is_ready(pod):
+            continue
+        result.append({"pod": plan.pod_key(pod), "priority_class": priority, "node": spec.get("nodeName"),
+                       "problem": _pod_problem(pod)})
+    return sorted(result, key=lambda entry: entry["pod"])
+
+
+def evaluate(nodes, instance_ids=None, expected_count=None, label_selector=None, each_az=False, azs=None,
+             schedulable=True, critical_pods=None):
+    """One validation pass.
+
+    ``nodes``: the nodes to look at (with ``instance_ids``, every node of the cluster; with a label selector, the
+    nodes the API returned for it). With ``instance_ids`` every instance must have a node (matched by providerID),
+    Ready, and schedulable when ``schedulable``. With ``expected_count`` at least that many of ``nodes`` must be
+    Ready (and schedulable when ``schedulable``). ``each_az``: every AZ in ``azs`` (default: the AZs of the
+    expected nodes found) has at least one such node. ``critical_pods``: pods to check with
+    :func:`critical_pods_not_ready`, or None to skip the check.
+
+    Returns ``{"ok", "nodes", "missing", "not_ready", "unschedulable", "azs_without_ready_node",
+    "critical_pods_not_ready", "ready_count", "expected_count", "message"}``.
+    """
+    summaries = [node_summary(node) for node in nodes]
+    if instance_ids is not None:
+        by_instance = {}
+        for summary in summaries:
+            if summary["instance_id"] and not summary["deleting"]:
+                by_instance.setdefault(summary["instance_id"], summary)
+        expected = [by_instance[instance_id] for instance_id in instance_ids if instance_id in by_instance]
+        missing = [instance_id for instance_id in instance_ids if instance_id not in by_instance]
+        expected_count = len(instance_ids)
+    else:
+        expected = [summary for summary in summaries if not summary["deleting"]]
+        missing = []
+
+    not_ready = [summary["name"] for summary in expected if not summary["ready"]]
+    unschedulable = [summary["name"] for summary in expected if schedulable and not summary["schedulable"]]
+    good = [summary for summary in expected if summary["ready"] and (summary["schedulable"] or not schedulable)]
+    ready_count = len(good)
+
+    zones = sorted(set(azs)) if azs else sorted(set(summary["az"] for summary in expected if summary["az"]))
+    azs_without = []
+    if each_az:
+        covered = set(summary["az"] for summary in good)
+        azs_without = [zone for zone in zones if zone not in covered]
+
+    critical = []
+    if critical_pods is not None:
+        critical = critical_pods_not_ready(critical_pods, [summary["name"] for summary in expected])
+
+    problems = []
+    if missing:
+        problems.append("%d of %d instance(s) have no node registered: %s" % (len(missing), expected_count, ", ".join(missing)))
+    if instance_ids is None and ready_count < expected_count:
+        problems.append("%d node(s)%s Ready%s, %d expected" % (
+            ready_count, " matching %s" % label_selector if label_selector else "",
+            " and schedulable" if schedulable else "", expected_count))
+    for summary in expected:
+        if not summary["ready"]:
+            problems.append("node %s (%s) not Ready: %s" % (summary["name"], summary["instance_id"] or "no instance id",
+                                                            summary["not_ready_reason"]))
+    if unschedulable:
+        problems.append("node(s) cordoned: %s" % ", ".join(unschedulable))
+    if azs_without:
+        problems.append("no Ready%s node in AZ(s) %s" % (" schedulable" if schedulable else "", ", ".join(azs_without)))
+    for entry in critical:
+        problems.append("critical pod %s (%s) not Ready: %s" % (entry["pod"], entry["priority_class"], entry["problem"]))
+
+    ok = not problems
+    if ok:
+        message = "valid: %d node(s) Ready%s" % (ready_count, " and schedulable" if schedulable else "")
+        if zones:
+            message += " in %s" % ", ".join(zones)
+        if critical_pods is not None:
+            message += "; critical pods Ready"
+    else:
+        message = "not valid: " + "; ".join(problems)
+    return {
+        "ok": ok,
+        "nodes": {summary["name"]: summary for summary in expected},
+        "missing": missing,
+        "not_ready": not_ready,
+        "unschedulable": unschedulable,
+        "azs_without_ready_node": azs_without,
+        "critical_pods_not_ready": critical,
+        "ready_count": ready_count,
+        "expected_count": expected_count,
+        "message": message,
+    }

@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""node_health: one validation pass and a message that says exactly what failed."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import node_health
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import HealthError
+
+
+def node(name, instance_id, az="us-east-1a", ready=True, cordoned=False, labels=None, reason=None, deleting=False):
+    condition = {"type": "Ready", "status": "True" if ready else "False"}
+    if reason:
+        condition["reason"] = reason
+    metadata = {"name": name, "labels": dict({"topology.kubernetes.io/zone": az}, **(labels or {}))}
+    if deleting:
+        metadata["deletionTimestamp"] = "2024-05-01T12:00:00Z"
+    spec = {"providerID": "aws:///%s/%s" % (az, instance_id)}
+    if cordoned:
+        spec["unschedulable"] = True
+    return {"metadata": metadata, "spec": spec, "status": {"conditions": [condition]}}
+
+
+def critical(name, priority, node_name, ready=True, phase="Running", namespace="kube-system"):
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"priorityClassName": priority, "nodeName": node_name},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False",
+                                                       "reason": None if ready else "ContainersNotReady"}]}}
+
+
+def test_provider_id_parsing():
+    assert node_health.parse_provider_id("aws:///us-east-1a/i-0abc123") == ("us-east-1a", "i-0abc123")
+    assert node_health.parse_provider_id("aws:///i-0abc123") == (None, "i-0abc123")
+    assert node_health.parse_provider_id("gce://project/zone/vm") == (None, None)
+    assert node_health.parse_provider_id(None) == (None, None)
+
+
+def test_all_instances_ready_and_schedulable_is_valid():
+    nodes = [node("a", "i-1", "us-east-1a"), node("b", "i-2", "us-east-1b"), node("other", "i-9")]
+    result = node_health.evaluate(nodes, instance_ids=["i-1", "i-2"], each_az=True)
+    assert result["ok"]
+    assert sorted(result["nodes"]) == ["a", "b"]
+    assert result["message"] == "valid: 2 node(s) Ready and schedulable in us-east-1a, us-east-1b"
+
+
+def test_missing_not_ready_and_cordoned_are_each_named():
+    nodes = [node("a", "i-1", ready=False, reason="KubeletNotReady"), node("b", "i-2", "us-east-1b", ready=True, cordoned=True)]
+    result = node_health.evaluate(nodes, instance_ids=["i-1", "i-2", "i-3"])
+    assert not result["ok"]
+    assert result["missing"] == ["i-3"]
+    assert result["not_ready"] == ["a"]
+    assert result["unschedulable"] == ["b"]
+    assert result["message"] == ("not valid: 1 of 3 instance(s) have no node registered: i-3; node a (i-1) not Ready: "
+                                 "KubeletNotReady; node(s) cordoned: b")
+
+
+def test_cordoned_nodes_pass_when_schedulable_is_not_required():
+    result = node_health.evaluate([node("a", "i-1", cordoned=True)], instance_ids=["i-1"], schedulable=False)
+    assert result["ok"] and result["unschedulable"] == []
+
+
+def test_each_az_needs_a_ready_schedulable_node_in_every_zone():
+    nodes = [node("a", "i-1", "us-east-1a"), node("b", "i-2", "us-east-1b", ready=False)]
+    result = node_health.evaluate(nodes, instance_ids=["i-1", "i-2"], each_az=True)
+    assert result["azs_without_ready_node"] == ["us-east-1b"]
+    assert "no Ready schedulable node in AZ(s) us-east-1b" in result["message"]
+
+
+def test_each_az_with_explicit_zones_covers_zones_of_instances_without_nodes():
+    result = node_health.evaluate([node("a", "i-1", "us-east-1a")], instance_ids=["i-1"], each_az=True,
+                                  azs=["us-east-1a", "us-east-1c"])
+    assert result["azs_without_ready_node"] == ["us-east-1c"]
+
+
+def test_label_selector_mode_counts_ready_nodes():
+    nodes = [node("a", "i-1"), node("b", "i-2", ready=False), node("c", "i-3", cordoned=True)]
+    result = node_health.evaluate(nodes, expected_count=2, label_selector="group=workers")
+    assert not result["ok"] and result["ready_count"] == 1
+    assert result["message"].startswith("not valid: 1 node(s) matching group=workers Ready and schedulable, 2 expected")
+    assert node_health.evaluate(nodes, expected_count=1, label_selector="group=workers", schedulable=False)["ready_count"] == 2
+
+
+def test_nodes_being_deleted_do_not_count():
+    result = node_health.evaluate([node("a", "i-1", deleting=True)], instance_ids=["i-1"])
+    assert result["missing"] == ["i-1"]
+
+
+def test_critical_pods_cluster_critical_anywhere_node_critical_only_on_expected_nodes():
+    pods = [critical("coredns-1", "system-cluster-critical", "elsewhere", ready=False),
+            critical("agent-a", "system-node-critical", "a", ready=False),
+            critical("agent-x", "system-node-critical", "elsewhere", ready=False),
+            critical("app", None, "a", ready=False),
+            critical("coredns-2", "system-cluster-critical", None, ready=False, phase="Pending")]
+    result = node_health.evaluate([node("a", "i-1")], instance_ids=["i-1"], critical_pods=pods)
+    assert [entry["pod"] for entry in result["critical_pods_not_ready"]] == ["kube-system/agent-a", "kube-system/coredns-1",
+                                                                             "kube-system/coredns-2"]
+    assert "critical pod kube-system/coredns-2 (system-cluster-critical) not Ready: Pending (not scheduled)" in result["message"]
+
+
+def test_critical_pods_ready_is_said():
+    result = node_health.evaluate([node("a", "i-1")], instance_ids=["i-1"], critical_pods=[critical("c", "system-cluster-critical", "a")])
+    assert result["ok"] and result["message"].endswith("; critical pods Ready")
+
+
+@pytest.mark.parametrize("value, message", [
+    ([], "instance_ids: [] is not allowed"),
+    (["i-1", "web-1"], "instance_ids[1]: 'web-1' is not allowed; use an EC2 instance id (i-...)"),
+    ("i-1", "instance_ids: 'i-1' is not allowed"),
+])
+def test_bad_instance_ids(value, message):
+    with pytest.raises(HealthError) as info:
+        node_health.check_instance_ids(value)
+    assert message in str(info.value)
+
+
+def test_duplicate_instance_ids_are_collapsed():
+    assert node_health.check_instance_ids(["i-1", "i-1", "i-2"]) == ["i-1", "i-2"]
