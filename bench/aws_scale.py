@@ -20,7 +20,7 @@ from tests.sandbox.events import EventLog  # noqa: E402  pylint: disable=wrong-i
 
 def _timed(fn, repeat):
     samples = []
-    for _ in range(repeat):
+    for _sample in range(repeat):
         start = time.perf_counter()
         result = fn()
         samples.append(time.perf_counter() - start)

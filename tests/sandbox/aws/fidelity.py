@@ -90,7 +90,7 @@ class Context:
                     self._boot_cond.wait(self.clock.wall_for(delay))
                 if self._stopping:
                     return
-                ready_at, _, instance = heapq.heappop(self._boot_heap)
+                ready_at, _seq, instance = heapq.heappop(self._boot_heap)
             state = instance.__dict__.get("_state")
             # An instance terminated or stopped while booting never reports running.
             if isinstance(state, BootingState) and state.fixed_name is None:
@@ -421,7 +421,7 @@ def _replace_instances(self, count_needed, propagated_tags):
     tags[ASG_NAME_TAG] = self.name
     spec = _launch_spec(self, tags)
     placements = _placements(self)
-    order = {az: i for i, (az, _) in enumerate(placements)}
+    order = {p[0]: i for i, p in enumerate(placements)}
     counts = Counter({az: 0 for az in order})
     for state in self.instance_states:
         if state.instance.placement.zone in counts:
@@ -429,7 +429,7 @@ def _replace_instances(self, count_needed, propagated_tags):
     short = set(ctx.faults.insufficient_capacity_azs()) if ctx is not None else set()
     usable = [p for p in placements if p[0] not in short]
     plan = []
-    for _ in range(count_needed if usable else 0):
+    for _launch in range(count_needed if usable else 0):
         az, subnet_id = min(usable, key=lambda p: (counts[p[0]], order[p[0]]))
         counts[az] += 1
         plan.append((az, subnet_id))
@@ -478,11 +478,11 @@ def scale_in_victims(group, count):
     """
     active = group.active_instances()
     per_az = Counter(s.instance.placement.zone for s in active)
-    order = {az: i for i, (az, _) in enumerate(_placements(group))}
+    order = {p[0]: i for i, p in enumerate(_placements(group))}
     pool = [s for s in active if not s.protected_from_scale_in]
     age = _age_key(group)
     victims = []
-    for _ in range(count):
+    for _victim in range(count):
         if not pool:
             break
         top = max(per_az[s.instance.placement.zone] for s in pool)

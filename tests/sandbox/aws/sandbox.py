@@ -141,7 +141,7 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         self.events = events
         self.state_dir = state_dir
         self.region = region
-        self.boot_seconds = float(boot_seconds)
+        self._boot_seconds = float(boot_seconds)
         self.host = host
         self.port = port
         self.faults = faults_mod.Faults(seed=seed)
@@ -154,6 +154,19 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         self._saved_amis = None
         self._sizes = {}
         self._moto = None
+
+    @property
+    def boot_seconds(self):
+        """Simulated seconds from launch until an instance is running / InService (applies to later launches)."""
+        return self._boot_seconds
+
+    @boot_seconds.setter
+    def boot_seconds(self, value):
+        if value is None or isinstance(value, bool) or float(value) < 0:
+            raise ValueError("boot_seconds must be a number of simulated seconds >= 0, got %r" % (value,))
+        self._boot_seconds = float(value)
+        if self._ctx is not None:
+            self._ctx.boot_seconds = self._boot_seconds
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -183,7 +196,7 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         moto_api.moto_api_backend.reset()
         fidelity.install()
         self._moto = {"asg": autoscaling_backends, "ec2": ec2_backends, "fidelity": fidelity}
-        self._ctx = fidelity.Context(self.clock, self.events, self.boot_seconds, self.faults)
+        self._ctx = fidelity.Context(self.clock, self.events, self._boot_seconds, self.faults)
         fidelity.activate(self._ctx)
 
         class Handler(MotoRequestHandler):
