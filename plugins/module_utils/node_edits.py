@@ -34,7 +34,7 @@ def valid_qualified_name(key):
     """Whether ``key`` is a valid label, taint or annotation key (``[prefix/]name``)."""
     if not isinstance(key, str) or not key:
         return False
-    prefix, _, name = key.rpartition("/")
+    prefix, name = key.rpartition("/")[0::2]
     if "/" in key and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.match(prefix)):
         return False
     return len(name) <= 63 and bool(_NAME_RE.match(name))

@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Change nodes safely: read, decide (``node_edits``), write back with the resourceVersion read, retry on 409.
+
+A merge patch replaces the whole taint list, so writing it without a precondition could drop a taint another
+controller added between our read and our write. The resourceVersion in the patch turns that race into a
+409 Conflict; the node is then read again and the decision made again on what is really there.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import fail_k8s_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import ApiException, KubeApi
+
+# Attempts of one node's read-modify-write before a run of conflicts is reported.
+CONFLICT_ATTEMPTS = 8
+# Nodes changed at once.
+NODE_WORKERS = 8
+
+
+class NodeNotFound(Exception):
+    """A node named in the request does not exist (``while_writing``: it disappeared between our read and our write)."""
+
+    def __init__(self, name, while_writing=False):
+        super().__init__("node %s %s" % (name, "disappeared while being changed" if while_writing else "not found"))
+        self.name = name
+        self.while_writing = while_writing
+
+
+class NodeConflict(Exception):
+    """Every attempt of a read-modify-write met a concurrent writer."""
+
+
+def update_node(api, name, decide, check_mode=False, attempts=CONFLICT_ATTEMPTS, sleep=time.sleep):
+    """Read node ``name``, ``decide(node)`` (a :func:`node_edits.node_edit` result), write the patch with the
+    resourceVersion read; on 409 Conflict start over from a fresh read.
+
+    Returns ``{"name", "changed", "changes", "before", "after", "conflicts", "node"}`` (``node`` is the object as
+    written, or as read when nothing changed or in check mode). Raises NodeNotFound, NodeConflict or ApiException.
+    """
+    conflicts = 0
+    for attempt in range(attempts):
+        try:
+            node = api.get_node(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise NodeNotFound(name) from None
+            raise
+        decision = decide(node)
+        result = {"name": name, "changed": decision["changed"], "changes": decision["changes"],
+                  "before": decision["before"], "after": decision["after"], "conflicts": conflicts, "node": node}
+        if not decision["changed"] or check_mode:
+            return result
+        patch = decision["patch"]
+        patch.setdefault("metadata", {})["resourceVersion"] = (node.get("metadata") or {}).get("resourceVersion")
+        try:
+            result["node"] = api.patch_node(name, patch)
+            return result
+        except ApiException as exc:
+            if exc.status == 404:
+                raise NodeNotFound(name, while_writing=True) from None
+            if exc.status != 409:
+                raise
+            conflicts += 1
+            sleep(plan.backoff_delay(attempt + 1, base=0.05, cap=1.0))
+    raise NodeConflict("node %s: %d writes in a row met a concurrent change (409 Conflict); giving up" % (name, conflicts))
+
+
+def update_nodes(api, names, decide, check_mode=False, workers=NODE_WORKERS):
+    """:func:`update_node` for each name, several at once; returns the results in the order of ``names``.
+
+    Every node is read before any is written, so a missing node fails the whole request with nothing changed.
+    """
+    def read(name):
+        try:
+            return api.get_node(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise NodeNotFound(name) from None
+            raise
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(names)))) as pool:
+        list(pool.map(read, names))
+        return list(pool.map(lambda name: update_node(api, name, decide, check_mode), names))
+
+
+def cordon_nodes(api, names, check_mode=False):
+    """Mark nodes unschedulable; returns ``{name: True when this call cordoned it}``."""
+    results = update_nodes(api, names, lambda node: node_edits.node_edit(node, cordon=True), check_mode)
+    return {result["name"]: result["changed"] for result in results}
+
+
+def _node_result(result):
+    after = result["after"]
+    return {"changed": result["changed"], "changes": result["changes"], "unschedulable": after["unschedulable"],
+            "taints": after["taints"], "labels": after["labels"], "annotations": after["annotations"],
+            "conflicts": result["conflicts"]}
+
+
+def run_node_taint(module, make_client):
+    """node_taint: validate, build the client (``make_client(module)``), change every node; exits the module."""
+    params = module.params
+    names = _node_names(module)
+    try:
+        taints = node_edits.normalize_taints(params["taints"], params["state"])
+        labels = node_edits.normalize_map(params["labels"], "labels")
+        annotations = node_edits.normalize_map(params["annotations"], "annotations", check_values=False)
+    except node_edits.NodeEditError as exc:
+        module.fail_json(msg=str(exc))
+        return
+
+    def decide(node):
+        return node_edits.node_edit(node, taints=taints, state=params["state"], cordon=params["cordon"],
+                                    labels=labels, annotations=annotations)
+
+    api = KubeApi(make_client(module))
+    try:
+        results = update_nodes(api, names, decide, module.check_mode)
+    except NodeNotFound as exc:
+        module.fail_json(msg="%s; %s" % (exc, "other nodes may have been changed" if exc.while_writing else "no node was changed"))
+        return
+    except NodeConflict as exc:
+        module.fail_json(msg=str(exc))
+        return
+    except ApiException as exc:
+        fail_k8s_error(module, exc, "change", "nodes %s" % ", ".join(names))
+        return
+
+    changed = any(result["changed"] for result in results)
+    output = {"changed": changed, "nodes": {result["name"]: _node_result(result) for result in results}}
+    if module._diff:
+        output["diff"] = [{"before_header": "node %s" % result["name"], "after_header": "node %s" % result["name"],
+                           "before": result["before"], "after": result["after"]} for result in results]
+    module.exit_json(**output)
+
+
+def _node_names(module):
+    names = module.params["nodes"]
+    cleaned = []
+    for index, name in enumerate(names or []):
+        if not isinstance(name, str) or not name.strip():
+            module.fail_json(msg="nodes[%d]: %r is not allowed; use a node name" % (index, name))
+        if name.strip() not in cleaned:
+            cleaned.append(name.strip())
+    if not cleaned:
+        module.fail_json(msg="nodes: an empty list is not allowed; name at least one node")
+    return cleaned

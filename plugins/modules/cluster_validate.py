@@ -1,0 +1,227 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cluster_validate
+short_description: Wait until a group of Kubernetes nodes is healthy enough for a rollout to go on
+version_added: 0.1.0
+author: nodeops.rollout maintainers (@nodeops)
+description:
+  - Checks the expected nodes. With O(instance_ids), every instance must have a registered node (matched by
+    C(spec.providerID) C(aws:///<az>/<instance-id>)). With O(label_selector), at least O(expected_count) of the
+    matching nodes must pass. Each expected node must be Ready, and not cordoned unless O(schedulable=false).
+  - With O(each_az), every Availability Zone of the expected nodes (or the zones in O(azs)) must have at least one
+    Ready, schedulable node.
+  - With O(critical_pods), every C(system-cluster-critical) pod, and every C(system-node-critical) pod on the
+    expected nodes, must be Ready. The module looks in O(critical_namespaces).
+  - The group counts as valid after O(passes) consecutive successful evaluations, O(interval) apart. A failed
+    evaluation starts the count again. Without enough passes within O(timeout), the module fails with a message
+    that says exactly what failed.
+  - It makes no change. In check mode it evaluates once, does not wait and does not fail, so that a plan can
+    show what is not ready yet.
+options:
+  instance_ids:
+    description:
+      - EC2 instance ids whose nodes must be registered, Ready and schedulable.
+      - Mutually exclusive with O(label_selector).
+    type: list
+    elements: str
+  label_selector:
+    description:
+      - A label selector for the nodes to check, for example V(eks.amazonaws.com/nodegroup=workers).
+      - Requires O(expected_count).
+    type: str
+  expected_count:
+    description:
+      - With O(label_selector), how many matching nodes must at least be Ready (and schedulable).
+    type: int
+  each_az:
+    description:
+      - Require at least one Ready, schedulable expected node in every Availability Zone of the expected nodes, or in
+        every zone of O(azs).
+    type: bool
+    default: false
+  azs:
+    description:
+      - The Availability Zones O(each_az) must cover. By default, the zones of the expected nodes found.
+      - Useful with O(instance_ids) when an instance has no node yet, so its zone is not known from the cluster.
+    type: list
+    elements: str
+  schedulable:
+    description:
+      - Whether the expected nodes must be schedulable (not cordoned).
+      - V(false) accepts cordoned nodes, for example to validate nodes that are about to be drained.
+    type: bool
+    default: true
+  critical_pods:
+    description:
+      - Also require every C(system-cluster-critical) pod, and every C(system-node-critical) pod on the expected
+        nodes, to be Ready.
+    type: bool
+    default: false
+  critical_namespaces:
+    description:
+      - Namespaces searched for critical pods.
+    type: list
+    elements: str
+    default: [kube-system]
+  passes:
+    description:
+      - How many consecutive successful evaluations are needed.
+    type: int
+    default: 1
+  interval:
+    description:
+      - Time between two evaluations, as seconds (V(10)) or a duration (V(10s), V(1m)).
+    type: raw
+    default: 10s
+  timeout:
+    description:
+      - How long to wait for the passes, as seconds or a duration (V(10m)).
+    type: raw
+    default: 10m
+extends_documentation_fragment:
+  - nodeops.rollout.k8s
+  - nodeops.rollout.aws
+  - nodeops.rollout.attributes.K8S
+attributes:
+  check_mode:
+    support: full
+    details: Evaluates once, without waiting and without failing; RV(ok) and RV(message) say what was found.
+  diff_mode:
+    support: none
+notes:
+  - The AWS options are used only with O(eks_cluster).
+seealso:
+  - module: nodeops.rollout.node_drain
+"""
+
+EXAMPLES = r"""
+- name: Wait until the replacement instances are Ready nodes, in every AZ, twice in a row
+  nodeops.rollout.cluster_validate:
+    instance_ids: "{{ new_instance_ids }}"
+    each_az: true
+    critical_pods: true
+    passes: 2
+    interval: 10s
+    timeout: 10m
+
+- name: The group has at least 6 Ready schedulable nodes
+  nodeops.rollout.cluster_validate:
+    label_selector: eks.amazonaws.com/nodegroup=workers
+    expected_count: 6
+"""
+
+RETURN = r"""
+ok:
+  description: Whether the group passed the required number of consecutive evaluations (in check mode, the one evaluation).
+  returned: always
+  type: bool
+message:
+  description:
+    - What the last evaluation found.
+  returned: always
+  type: str
+  sample: "not valid: 1 of 3 instance(s) have no node registered: i-0abc; no Ready schedulable node in AZ(s) us-east-1c"
+nodes:
+  description: Per expected node name, C(instance_id), C(az), C(ready), C(not_ready_reason), C(schedulable), C(deleting).
+  returned: always
+  type: dict
+missing:
+  description: Instance ids with no registered node.
+  returned: always
+  type: list
+  elements: str
+not_ready:
+  description: Expected nodes that are not Ready.
+  returned: always
+  type: list
+  elements: str
+unschedulable:
+  description: Expected nodes that are cordoned (only checked with O(schedulable=true)).
+  returned: always
+  type: list
+  elements: str
+azs_without_ready_node:
+  description: Availability Zones without a Ready (schedulable) expected node (only with O(each_az)).
+  returned: always
+  type: list
+  elements: str
+critical_pods_not_ready:
+  description: Critical pods that are not Ready, each with C(pod), C(priority_class), C(node) and C(problem).
+  returned: always
+  type: list
+  elements: dict
+ready_count:
+  description: How many expected nodes are Ready (and schedulable when required).
+  returned: always
+  type: int
+expected_count:
+  description: How many nodes were expected.
+  returned: always
+  type: int
+passes_done:
+  description: Consecutive successful evaluations at the end.
+  returned: always
+  type: int
+passes_required:
+  description: The value of O(passes).
+  returned: always
+  type: int
+evaluations:
+  description: How many evaluations were made.
+  returned: always
+  type: int
+seconds:
+  description: Seconds spent.
+  returned: always
+  type: float
+msg:
+  description: The result in one line; on timeout, what failed in the last evaluation.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.validate import run_cluster_validate
+
+
+def argument_spec():
+    spec = dict(AWS_ARGUMENT_SPEC)
+    spec.update(K8S_ARGUMENT_SPEC)
+    spec.update(
+        instance_ids=dict(type="list", elements="str"),
+        label_selector=dict(type="str"),
+        expected_count=dict(type="int"),
+        each_az=dict(type="bool", default=False),
+        azs=dict(type="list", elements="str"),
+        schedulable=dict(type="bool", default=True),
+        critical_pods=dict(type="bool", default=False),
+        critical_namespaces=dict(type="list", elements="str", default=["kube-system"]),
+        passes=dict(type="int", default=1, no_log=False),
+        interval=dict(type="raw", default="10s"),
+        timeout=dict(type="raw", default="10m"),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        mutually_exclusive=[("instance_ids", "label_selector")],
+        required_one_of=[("instance_ids", "label_selector")],
+        required_by={"label_selector": "expected_count"},
+        supports_check_mode=True,
+    )
+    run_cluster_validate(module, k8s_client)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_drain
+short_description: Drain Kubernetes nodes concurrently through the Eviction API, within PodDisruptionBudgets
+version_added: 0.1.0
+author: nodeops.rollout maintainers (@nodeops)
+description:
+  - Cordons every node in O(nodes), then moves every pod off them, all nodes at the same time.
+  - Pods are listed per node. DaemonSet pods and mirror pods are left alone. Finished pods (Succeeded, Failed) are
+    deleted. Every other pod is evicted through the C(policy/v1) Eviction API, which enforces the pods'
+    PodDisruptionBudgets.
+  - An eviction refused with 429 (a budget with no disruption left) is retried with capped exponential backoff
+    and jitter, honouring C(Retry-After). A refusal is never retried at once.
+  - A pod of a Deployment with one replica whose rolling update can surge is not evicted when
+    O(restart_single_replica=true). The Deployment is restarted instead, as C(kubectl rollout restart) does.
+    The new pod starts on another node (this one is cordoned) and the controller removes the old pod once the
+    new one is available, so the workload has no downtime. If the strategy cannot surge (C(Recreate), maxSurge
+    0, paused), the pod is evicted and the result lists it under C(downtime).
+  - The module waits until every evicted pod is gone (deleted, or replaced by a pod with another UID). It does
+    not read pods one by one; it lists the node's pods every O(poll_interval).
+  - Some pods can never be evicted under the options given. These are pods with C(emptyDir) volumes without
+    O(delete_emptydir_data), pods without a controller or annotated C(karpenter.sh/do-not-disrupt=true) without
+    O(force), and pods selected by two PodDisruptionBudgets. With O(timeout_action=fail), the module names them
+    and fails before changing anything. With V(skip), their node is left cordoned and skipped at once. With
+    V(force), they are deleted once the rest of the node is drained.
+  - When a node is not drained within O(timeout), O(timeout_action) decides what happens. The failure message
+    names every pod still there and the PodDisruptionBudget holding it.
+  - In check mode the module is a pre-flight that changes nothing. For each node it reports what would be
+    evicted, deleted or restarted, and every blocker with its reason. Blockers are budgets that allow 0
+    disruptions or fewer than the pods on the nodes drained together, pods under two budgets, pods without a
+    controller, do-not-disrupt annotations, C(emptyDir) data, single-replica workloads (flagged as downtime) and
+    pods that tolerate every taint. It also predicts the outcome.
+options:
+  nodes:
+    description:
+      - Names of the nodes to drain. They are drained concurrently (see O(max_concurrent_nodes)).
+    type: list
+    elements: str
+    required: true
+  timeout:
+    description:
+      - How long each node may take to drain, as seconds (V(900)) or a duration (V(15m), V(1h30m)).
+    type: raw
+    default: 15m
+  timeout_action:
+    description:
+      - What happens to a node that is not drained within O(timeout), or where only pods that can never be
+        evicted are left.
+      - V(fail) fails the module once every node has finished, naming each pod still there and the budget
+        holding it. The node stays cordoned.
+      - V(skip) leaves the node cordoned, reports it under RV(skipped_nodes) and goes on with the other nodes.
+        The module does not fail.
+      - V(force) deletes the pods still there without the Eviction API, ignoring their budgets, as the force
+        flag of EKS managed node groups does. It waits up to their grace period for them to go.
+    type: str
+    choices: [fail, skip, force]
+    default: fail
+  force:
+    description:
+      - Also evict pods that no controller manages, and pods annotated C(karpenter.sh/do-not-disrupt=true),
+        C(cluster-autoscaler.kubernetes.io/safe-to-evict=false) or C(nodeops.rollout/do-not-evict=true).
+      - They are still evicted through the Eviction API; a naked pod is not recreated anywhere.
+    type: bool
+    default: false
+  grace_period:
+    description:
+      - Grace period in seconds given to each evicted or deleted pod, instead of the pod's own
+        C(terminationGracePeriodSeconds). V(0) means immediately.
+    type: int
+  delete_emptydir_data:
+    description:
+      - Also evict pods that use C(emptyDir) volumes; their data is lost.
+    type: bool
+    default: false
+  pod_selector:
+    description:
+      - Drain only the pods matching this label selector, for example V(app=web,tier!=cache).
+    type: str
+  disable_eviction:
+    description:
+      - Delete pods instead of evicting them. This bypasses every PodDisruptionBudget.
+    type: bool
+    default: false
+  restart_single_replica:
+    description:
+      - Move the pod of a single-replica Deployment by restarting the Deployment through its rolling update,
+        so that the new pod is Ready before the old one stops.
+      - V(false) evicts such pods like any other; the workload is down until its replacement is Ready.
+    type: bool
+    default: true
+  max_concurrent_nodes:
+    description:
+      - How many nodes are drained at the same time. All of them when not set.
+    type: int
+  max_concurrent_evictions:
+    description:
+      - How many eviction requests of one node are in flight at the same time.
+    type: int
+    default: 10
+  poll_interval:
+    description:
+      - Seconds between two looks at a node's pods while waiting for them to go (one list request per node).
+    type: float
+    default: 2.0
+  retry_max_delay:
+    description:
+      - The longest wait, in seconds, between two attempts to evict a pod whose eviction was refused.
+      - The wait starts at about 1 second and doubles with each refusal, with jitter.
+    type: float
+    default: 16.0
+extends_documentation_fragment:
+  - nodeops.rollout.k8s
+  - nodeops.rollout.aws
+  - nodeops.rollout.attributes.K8S
+attributes:
+  check_mode:
+    support: full
+    details: A pre-flight that makes no change. It reports per node what would move and every blocker.
+  diff_mode:
+    support: full
+    details: Shows each node's cordon state and pods before and after.
+notes:
+  - The AWS options are used only with O(eks_cluster).
+  - Nodes are cordoned first and stay cordoned whatever happens; uncordon them with M(nodeops.rollout.node_taint).
+  - Every pod has to be gone before a node counts as drained, including pods that were already terminating.
+seealso:
+  - module: nodeops.rollout.node_taint
+  - module: nodeops.rollout.cluster_validate
+"""
+
+EXAMPLES = r"""
+- name: Pre-flight - what would block draining this batch?
+  nodeops.rollout.node_drain:
+    nodes: "{{ batch_nodes }}"
+  check_mode: true
+  register: preflight
+
+- name: Drain a batch of nodes; give up on a node after 15 minutes but go on with the others
+  nodeops.rollout.node_drain:
+    nodes: "{{ batch_nodes }}"
+    delete_emptydir_data: true
+    timeout: 15m
+    timeout_action: skip
+  register: drain
+
+- name: Drain as EKS does with its force flag
+  nodeops.rollout.node_drain:
+    nodes: [ip-10-0-1-12.ec2.internal]
+    timeout: 10m
+    timeout_action: force
+"""
+
+RETURN = r"""
+nodes:
+  description:
+    - Per node name, what the drain did (in check mode, what it would do).
+  returned: always
+  type: dict
+  contains:
+    status:
+      description:
+        - V(drained), V(skipped) (left cordoned), V(failed), or V(not started) when the module failed before
+          changing anything. In check mode, a description of what would happen.
+      type: str
+    cordoned:
+      description: Whether this run cordoned the node (it was schedulable before).
+      type: bool
+    evicted:
+      description: Pods evicted through the Eviction API (C(namespace/name)).
+      type: list
+      elements: str
+    deleted:
+      description: Pods deleted without the Eviction API, which are finished pods, pods under O(disable_eviction)
+        and pods deleted by O(timeout_action=force).
+      type: list
+      elements: str
+    restarted:
+      description:
+        - Pods of single-replica Deployments moved by restarting their Deployment.
+        - Each has C(pod), C(deployment), and C(ready) (the Deployment had a Ready pod once the old one was gone).
+          In check mode each also has C(reason) and C(zero_downtime).
+      type: list
+      elements: dict
+    skipped:
+      description: Pods the drain left alone (DaemonSet pods, mirror pods) or only waited for (already
+        terminating), each with C(pod) and C(reason).
+      type: list
+      elements: dict
+    blocking:
+      description:
+        - Pods that held the node when the drain ended, each with C(pod), C(kind) (V(pdb), V(multiple_pdbs),
+          V(naked_pod), V(emptydir), V(do_not_disrupt), V(api_error), V(throttled), V(retry)), C(pdb), and the
+          API's C(message).
+        - In check mode, every blocker found, including warnings (V(pdb_zero), V(pdb_insufficient),
+          V(single_replica), V(tolerates_all)), each with C(severity) V(error) or V(warning).
+      type: list
+      elements: dict
+    remaining:
+      description: Pods still on the node when the drain ended.
+      type: list
+      elements: str
+    downtime:
+      description: Pods of single-replica workloads that were evicted, so the workload was down until their
+        replacement was Ready, each with C(pod) and C(reason).
+      type: list
+      elements: dict
+    eviction_retries:
+      description: How many refused requests (429 and transient errors) were retried.
+      type: int
+    forced:
+      description: Whether O(timeout_action=force) deleted pods of this node.
+      type: bool
+    seconds:
+      description: Seconds the node's drain took.
+      type: float
+    message:
+      description: One line about the node's drain; for a node not drained, every pod still there and why.
+      type: str
+    predicted:
+      description: Check mode only. V(ok), V(downtime) or V(blocked).
+      type: str
+    outcome:
+      description: Check mode only. One sentence predicting how the drain of this node would end.
+      type: str
+  sample:
+    ip-10-0-1-12.ec2.internal:
+      status: drained
+      cordoned: true
+      evicted: ["shop/web-7d4b9-x2x8k", "shop/api-5f6c7-8hj2q"]
+      deleted: []
+      restarted: [{"pod": "shop/checkout-worker-6d9f-2kq7z", "deployment": "shop/checkout-worker", "ready": true}]
+      skipped: [{"pod": "kube-system/node-agent-4xk2p", "reason": "managed by DaemonSet node-agent"}]
+      blocking: []
+      remaining: []
+      downtime: []
+      eviction_retries: 3
+      forced: false
+      seconds: 41.2
+      message: node ip-10-0-1-12.ec2.internal drained
+drained:
+  description: Nodes drained.
+  returned: always
+  type: list
+  elements: str
+skipped_nodes:
+  description: Nodes left cordoned and skipped (O(timeout_action=skip)).
+  returned: always
+  type: list
+  elements: str
+failed_nodes:
+  description: Nodes not drained.
+  returned: always
+  type: list
+  elements: str
+preflight_ok:
+  description: Check mode only. Whether no node is predicted to be blocked.
+  returned: check mode
+  type: bool
+seconds:
+  description: Seconds the whole drain took.
+  returned: when not in check mode
+  type: float
+msg:
+  description: A summary; on failure, every pod still on a node and the budget holding it.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain import run_node_drain
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC, k8s_client
+
+
+def argument_spec():
+    spec = dict(AWS_ARGUMENT_SPEC)
+    spec.update(K8S_ARGUMENT_SPEC)
+    spec.update(
+        nodes=dict(type="list", elements="str", required=True),
+        timeout=dict(type="raw", default="15m"),
+        timeout_action=dict(type="str", choices=["fail", "skip", "force"], default="fail"),
+        force=dict(type="bool", default=False),
+        grace_period=dict(type="int"),
+        delete_emptydir_data=dict(type="bool", default=False),
+        pod_selector=dict(type="str"),
+        disable_eviction=dict(type="bool", default=False),
+        restart_single_replica=dict(type="bool", default=True),
+        max_concurrent_nodes=dict(type="int"),
+        max_concurrent_evictions=dict(type="int", default=10),
+        poll_interval=dict(type="float", default=2.0),
+        retry_max_delay=dict(type="float", default=16.0),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_node_drain(module, k8s_client)
+
+
+if __name__ == "__main__":
+    main()

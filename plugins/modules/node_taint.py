@@ -1,0 +1,194 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_taint
+short_description: Add or remove taints, labels and annotations on Kubernetes nodes, and cordon or uncordon them
+version_added: 0.1.0
+author: nodeops.rollout maintainers (@nodeops)
+description:
+  - For each node in O(nodes), adds or removes the taints in O(taints), sets or removes the labels in O(labels) and
+    the annotations in O(annotations), and marks the node unschedulable or schedulable (O(cordon)).
+  - Only what is listed is touched. Taints, labels and annotations of other owners (controllers, the cloud
+    provider, other tools) are kept as they are.
+  - Each node is changed by read-modify-write. The write carries the C(resourceVersion) that was read, so a
+    concurrent change makes the API answer 409 Conflict instead of being overwritten. The module then reads the
+    node again and decides again, up to 8 times.
+  - Every node is read before any is changed. If a node does not exist, the module fails and changes nothing.
+  - Used by the rolling update to taint outdated nodes (C(nodeops.rollout/outdated=true:NoSchedule) by default)
+    so that no pod moves onto them again, to cordon them, and to label drained nodes
+    C(node.kubernetes.io/exclude-from-external-load-balancers=true).
+options:
+  nodes:
+    description:
+      - Names of the nodes to change.
+    type: list
+    elements: str
+    required: true
+  taints:
+    description:
+      - Taints to add (O(state=present)) or remove (O(state=absent)).
+      - A node holds one taint per key and effect. With O(state=present), a taint with the same key and effect
+        already on the node gets the value given.
+      - With O(state=absent), a taint is removed when its key matches and, if given, its effect and value match.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      key:
+        description:
+          - The taint key, for example V(nodeops.rollout/outdated).
+        type: str
+        required: true
+      value:
+        description:
+          - The taint value. Empty when not given.
+        type: str
+      effect:
+        description:
+          - The taint effect.
+          - Required with O(state=present).
+        type: str
+        choices: [NoSchedule, PreferNoSchedule, NoExecute]
+  state:
+    description:
+      - Whether the taints, labels and annotations listed should be on the nodes (V(present)) or not (V(absent)).
+      - It does not apply to O(cordon).
+    type: str
+    choices: [present, absent]
+    default: present
+  cordon:
+    description:
+      - V(true) marks the nodes unschedulable (cordon), V(false) marks them schedulable (uncordon).
+      - When not set, the nodes' schedulability is left as it is.
+    type: bool
+  labels:
+    description:
+      - Labels to set (O(state=present)) or remove (O(state=absent); the values are ignored).
+      - With O(state=present), a null value removes the label.
+    type: dict
+    default: {}
+  annotations:
+    description:
+      - Annotations to set (O(state=present)) or remove (O(state=absent); the values are ignored).
+      - With O(state=present), a null value removes the annotation.
+    type: dict
+    default: {}
+extends_documentation_fragment:
+  - nodeops.rollout.k8s
+  - nodeops.rollout.aws
+  - nodeops.rollout.attributes.K8S
+attributes:
+  check_mode:
+    support: full
+    details: Reads the nodes and reports what would change; nothing is written.
+  diff_mode:
+    support: full
+    details: Shows each node's cordon state, taints, labels and annotations before and after.
+notes:
+  - The AWS options are used only with O(eks_cluster).
+seealso:
+  - module: nodeops.rollout.node_drain
+"""
+
+EXAMPLES = r"""
+- name: Taint the outdated nodes so that no pod is scheduled onto them again
+  nodeops.rollout.node_taint:
+    nodes: "{{ outdated_nodes }}"
+    taints:
+      - key: nodeops.rollout/outdated
+        value: "true"
+        effect: NoSchedule
+
+- name: Cordon two nodes and label them out of external load balancers
+  nodeops.rollout.node_taint:
+    nodes: [ip-10-0-1-12.ec2.internal, ip-10-0-2-40.ec2.internal]
+    cordon: true
+    labels:
+      node.kubernetes.io/exclude-from-external-load-balancers: "true"
+
+- name: Roll back - remove the rollout's taint and uncordon
+  nodeops.rollout.node_taint:
+    nodes: "{{ outdated_nodes }}"
+    state: absent
+    taints:
+      - key: nodeops.rollout/outdated
+    cordon: false
+"""
+
+RETURN = r"""
+nodes:
+  description: Per node name, what the node carries after the change (or would carry, in check mode).
+  returned: success
+  type: dict
+  contains:
+    changed:
+      description: Whether this node was changed (or would be, in check mode).
+      type: bool
+    changes:
+      description: Each change as text, for example C(taint nodeops.rollout/outdated=true:NoSchedule added).
+      type: list
+      elements: str
+    unschedulable:
+      description: Whether the node is cordoned.
+      type: bool
+    taints:
+      description: Every taint of the node as C(key=value:Effect).
+      type: list
+      elements: str
+    labels:
+      description: Every label of the node.
+      type: dict
+    annotations:
+      description: Every annotation of the node.
+      type: dict
+    conflicts:
+      description: How many writes met a concurrent change (409 Conflict) and were redone from a fresh read.
+      type: int
+  sample:
+    ip-10-0-1-12.ec2.internal:
+      changed: true
+      changes: ["taint nodeops.rollout/outdated=true:NoSchedule added"]
+      unschedulable: false
+      taints: ["example.com/gpu=true:NoSchedule", "nodeops.rollout/outdated=true:NoSchedule"]
+      labels: {"topology.kubernetes.io/zone": "us-east-1a"}
+      annotations: {}
+      conflicts: 0
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import run_node_taint
+
+
+def argument_spec():
+    spec = dict(AWS_ARGUMENT_SPEC)
+    spec.update(K8S_ARGUMENT_SPEC)
+    spec.update(
+        nodes=dict(type="list", elements="str", required=True),
+        taints=dict(type="list", elements="dict", default=[], options=dict(
+            key=dict(type="str", required=True, no_log=False),
+            value=dict(type="str"),
+            effect=dict(type="str", choices=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+        )),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        cordon=dict(type="bool"),
+        labels=dict(type="dict", default={}),
+        annotations=dict(type="dict", default={}),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_node_taint(module, k8s_client)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""nodes: read-modify-write with the resourceVersion read, retried on 409, never dropping another writer's taint."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, nodes
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import FakeKube, make_node
+
+OUTDATED = node_edits.normalize_taints([{"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}], "present")
+
+
+def taint_outdated(node):
+    return node_edits.node_edit(node, taints=OUTDATED)
+
+
+def test_a_write_racing_another_writer_is_redone_and_the_foreign_taint_survives():
+    kube = FakeKube()
+    kube.add_node(make_node("n1", taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"}]))
+    raced = []
+
+    def race(name):
+        if not raced:  # between our read and our write, someone adds a taint
+            raced.append(name)
+            kube.foreign_write(name, lambda n: n["spec"]["taints"].append({"key": "spot", "effect": "NoExecute"}))
+
+    kube.before_patch = race
+    result = nodes.update_node(kube, "n1", taint_outdated, sleep=lambda _s: None)
+    assert result["changed"] and result["conflicts"] == 1
+    assert [t["key"] for t in kube.nodes["n1"]["spec"]["taints"]] == ["gpu", "spot", "nodeops.rollout/outdated"]
+    assert [entry[0] for entry in kube.requests] == ["get_node", "patch_node", "get_node", "patch_node"]
+
+
+def test_endless_conflicts_give_up_with_a_clear_error():
+    kube = FakeKube()
+    kube.add_node(make_node("n1"))
+    kube.before_patch = lambda name: kube.foreign_write(name, lambda n: None)
+    with pytest.raises(nodes.NodeConflict) as info:
+        nodes.update_node(kube, "n1", taint_outdated, attempts=3, sleep=lambda _s: None)
+    assert str(info.value) == "node n1: 3 writes in a row met a concurrent change (409 Conflict); giving up"
+
+
+def test_check_mode_reads_and_predicts_without_writing():
+    kube = FakeKube()
+    kube.add_node(make_node("n1"))
+    result = nodes.update_node(kube, "n1", taint_outdated, check_mode=True)
+    assert result["changed"] and result["after"]["taints"] == ["nodeops.rollout/outdated=true:NoSchedule"]
+    assert kube.mutating() == [] and "taints" not in kube.nodes["n1"]["spec"]
+
+
+def test_nothing_to_change_sends_no_write():
+    kube = FakeKube()
+    kube.add_node(make_node("n1", taints=[{"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}]))
+    assert not nodes.update_node(kube, "n1", taint_outdated)["changed"]
+    assert kube.mutating() == []
+
+
+def test_a_missing_node_stops_everything_before_any_write():
+    kube = FakeKube()
+    kube.add_node(make_node("n1"))
+    with pytest.raises(nodes.NodeNotFound) as info:
+        nodes.update_nodes(kube, ["n1", "ghost"], taint_outdated)
+    assert str(info.value) == "node ghost not found" and not info.value.while_writing
+    assert kube.mutating() == []
+
+
+def test_many_nodes_are_changed_and_returned_in_order():
+    kube = FakeKube()
+    names = ["n%02d" % i for i in range(20)]
+    for name in names:
+        kube.add_node(make_node(name))
+    results = nodes.update_nodes(kube, names, taint_outdated)
+    assert [r["name"] for r in results] == names and all(r["changed"] for r in results)
+    assert all(kube.nodes[name]["spec"]["taints"][0]["key"] == "nodeops.rollout/outdated" for name in names)
+
+
+def test_cordon_nodes_reports_which_ones_it_cordoned():
+    kube = FakeKube()
+    kube.add_node(make_node("n1"))
+    kube.add_node(make_node("n2", unschedulable=True))
+    assert nodes.cordon_nodes(kube, ["n1", "n2"]) == {"n1": True, "n2": False}
+    assert kube.nodes["n1"]["spec"]["unschedulable"] is True

@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""validate.Validation: consecutive passes, interval, timeout, check mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import validate
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import HealthError
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import FakeKube, make_node
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def opts(**params):
+    return validate.ValidateOptions(params)
+
+
+class Scripted(FakeKube):
+    """Nodes appear and become Ready as evaluations go by: ``script[i]`` is the node list of evaluation i."""
+
+    def __init__(self, script):
+        super().__init__()
+        self.script = script
+        self.calls = 0
+
+    def list_nodes(self, label_selector=None):
+        nodes = self.script[min(self.calls, len(self.script) - 1)]
+        self.calls += 1
+        return nodes
+
+
+def test_fails_then_passes_as_nodes_come_up():
+    kube = Scripted([[], [make_node("a", instance_id="i-1", ready=False)], [make_node("a", instance_id="i-1")],
+                     [make_node("a", instance_id="i-1")]])
+    clock = Clock()
+    result = validate.Validation(kube, opts(instance_ids=["i-1"], passes=2, interval=5, timeout=60), clock=clock,
+                                 sleep=clock.sleep).run()
+    assert result["ok"] and result["passes_done"] == 2 and result["evaluations"] == 4
+    assert clock.sleeps == [5, 5, 5]
+    assert result["msg"] == "valid: 1 node(s) Ready and schedulable in us-east-1a (2 consecutive passes)"
+
+
+def test_a_failure_between_passes_starts_the_count_again():
+    good = [make_node("a", instance_id="i-1")]
+    bad = [make_node("a", instance_id="i-1", ready=False)]
+    kube = Scripted([good, bad, good, good])
+    clock = Clock()
+    result = validate.Validation(kube, opts(instance_ids=["i-1"], passes=2, interval=1, timeout=60), clock=clock,
+                                 sleep=clock.sleep).run()
+    assert result["ok"] and result["evaluations"] == 4
+
+
+def test_timeout_fails_with_what_exactly_failed():
+    kube = Scripted([[make_node("a", instance_id="i-1", az="us-east-1a")]])
+    clock = Clock()
+    result = validate.Validation(kube, opts(instance_ids=["i-1", "i-2"], interval=10, timeout=30, each_az=True,
+                                            azs=["us-east-1a", "us-east-1b"]), clock=clock, sleep=clock.sleep).run()
+    assert result["failed"] and not result["ok"]
+    assert result["missing"] == ["i-2"] and result["azs_without_ready_node"] == ["us-east-1b"]
+    assert result["msg"] == ("cluster validation timed out after 30s: not valid: 1 of 2 instance(s) have no node registered: "
+                             "i-2; no Ready schedulable node in AZ(s) us-east-1b")
+
+
+def test_too_few_consecutive_passes_at_the_timeout_is_a_failure_that_says_so():
+    good = [make_node("a", instance_id="i-1")]
+    kube = Scripted([[], [], good])
+    clock = Clock()
+    result = validate.Validation(kube, opts(instance_ids=["i-1"], passes=3, interval=10, timeout=25), clock=clock,
+                                 sleep=clock.sleep).run()
+    assert result["failed"] and not result["ok"] and result["passes_done"] == 1
+    assert "valid only 1 time(s) in a row, 3 required" in result["msg"]
+
+
+def test_check_mode_evaluates_once_and_does_not_fail():
+    kube = Scripted([[]])
+    clock = Clock()
+    result = validate.Validation(kube, opts(instance_ids=["i-1"], passes=3), check_mode=True, clock=clock, sleep=clock.sleep).run()
+    assert "failed" not in result and not result["ok"] and result["evaluations"] == 1 and clock.sleeps == []
+    assert result["msg"].startswith("check mode, one evaluation: not valid: 1 of 1 instance(s) have no node registered")
+
+
+def test_label_selector_and_critical_pods_are_read_from_the_api():
+    kube = FakeKube()
+    kube.add_node(make_node("a", labels={"group": "workers"}))
+    kube.add_node(make_node("b", labels={"group": "other"}))
+    result = validate.Validation(kube, opts(label_selector="group=workers", expected_count=1, critical_pods=True,
+                                            critical_namespaces=["kube-system", "dns"])).run()
+    assert result["ok"] and list(result["nodes"]) == ["a"]
+    assert ("list_pods", "kube-system") in kube.requests and ("list_pods", "dns") in kube.requests
+
+
+@pytest.mark.parametrize("params, message", [
+    ({}, "instance_ids or label_selector is required"),
+    ({"label_selector": "a=b"}, "expected_count: None is not allowed"),
+    ({"instance_ids": ["i-1"], "passes": 0}, "passes: 0 is not allowed"),
+    ({"instance_ids": ["i-1"], "interval": "often"}, "interval: 'often' is not allowed"),
+    ({"instance_ids": ["node-a"]}, "instance_ids[0]: 'node-a' is not allowed"),
+])
+def test_bad_options_name_the_field(params, message):
+    with pytest.raises((HealthError, ValueError)) as info:
+        validate.ValidateOptions(params)
+    assert message in str(info.value)
