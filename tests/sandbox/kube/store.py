@@ -135,6 +135,7 @@ class Store:
         self._objs = {p: {} for p in RESOURCES}
         self._pods_by_node = collections.defaultdict(set)   # node name -> {(ns, name)}
         self._by_ns = {p: collections.defaultdict(set) for p in RESOURCES}  # plural -> ns -> {name}
+        self._by_label = {p: collections.defaultdict(set) for p in RESOURCES}  # plural -> (key, value) -> {(ns, name)}
         self._history = collections.deque(maxlen=history)    # (rv, plural, type, old, new)
         self._watchers = set()
         self._causes = {}    # pod uid -> cause dict recorded when its end began
@@ -154,8 +155,10 @@ class Store:
     def try_get(self, plural, namespace, name):
         return self._objs[plural].get((namespace or None, name))
 
-    def list(self, plural, namespace=None, label_selector=None, field_selector=None):
-        """(items, resourceVersion). Selectors may be strings or parsed selector objects."""
+    def list(self, plural, namespace=None, label_selector=None, field_selector=None, sort=True):
+        """(items, resourceVersion). Selectors may be strings or parsed selector objects.
+
+        Items come sorted by (namespace, name) unless ``sort`` is False (cheaper for large scans)."""
         if isinstance(label_selector, str):
             label_selector = LabelSelector.parse(label_selector) if label_selector else None
         if isinstance(field_selector, str):
@@ -163,9 +166,12 @@ class Store:
         with self.lock:
             table = self._objs[plural]
             node = field_selector.equality_value("spec.nodeName") if (field_selector and plural == "pods") else None
+            by_label = self._label_candidates(plural, label_selector)
             if node is not None:
                 keys = list(self._pods_by_node.get(node, ()))
                 candidates = [table[k] for k in keys if k in table]
+            elif by_label is not None:
+                candidates = [table[k] for k in by_label if k in table]
             elif namespace:
                 candidates = [table[(namespace, n)] for n in self._by_ns[plural].get(namespace, ())]
             else:
@@ -180,8 +186,19 @@ class Store:
             if field_selector and not field_selector.matches(obj):
                 continue
             out.append(obj)
-        out.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+        if sort:
+            out.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
         return out, rv
+
+    def _label_candidates(self, plural, label_selector):
+        """The smallest label-index set among the selector's ``key=value`` requirements, or None."""
+        best = None
+        for key, op, values in getattr(label_selector, "requirements", None) or ():
+            if op == "In" and len(values) == 1:
+                keys = self._by_label[plural].get((key, values[0]), ())
+                if best is None or len(keys) < len(best):
+                    best = keys
+        return list(best) if best is not None else None
 
     def pods_on_node(self, node):
         with self.lock:
@@ -290,6 +307,18 @@ class Store:
         else:
             table[key] = new
             self._by_ns[plural][ns].add(name)
+        old_labels = (old or {}).get("metadata", {}).get("labels") or {}
+        new_labels = (new or {}).get("metadata", {}).get("labels") or {}
+        if old_labels != new_labels:
+            index = self._by_label[plural]
+            for item in old_labels.items():
+                if new_labels.get(item[0]) != item[1]:
+                    index[item].discard(key)
+                    if not index[item]:
+                        del index[item]
+            for item in new_labels.items():
+                if old_labels.get(item[0]) != item[1]:
+                    index[item].add(key)
         if plural == "pods":
             old_node = (old or {}).get("spec", {}).get("nodeName")
             new_node = (new or {}).get("spec", {}).get("nodeName")
