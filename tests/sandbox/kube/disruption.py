@@ -6,7 +6,8 @@ collection's arithmetic instead of repeating its mistakes.
 
 import math
 
-from .selectors import LabelSelector
+from .errors import ApiError
+from .selectors import NOTHING, LabelSelector
 
 
 def _ready(pod):
@@ -21,23 +22,40 @@ def pod_healthy(pod):
     return "deletionTimestamp" not in pod["metadata"] and _ready(pod)
 
 
+_SELECTORS = {}   # id(pdb) -> (pdb, parsed selector); store objects are immutable snapshots
+
+
+def _selector_of(pdb):
+    hit = _SELECTORS.get(id(pdb))
+    if hit is not None and hit[0] is pdb:
+        return hit[1]
+    try:
+        selector = LabelSelector.from_object((pdb.get("spec") or {}).get("selector"))
+    except ApiError:   # an invalid selector matches no pod (as in the eviction handler)
+        selector = NOTHING
+    if len(_SELECTORS) > 8192:
+        _SELECTORS.clear()
+    _SELECTORS[id(pdb)] = (pdb, selector)
+    return selector
+
+
 def pdb_selects(pdb, pod):
     if pdb["metadata"].get("namespace") != pod["metadata"].get("namespace"):
         return False
-    selector = (pdb.get("spec") or {}).get("selector")
-    return LabelSelector.from_object(selector).matches(pod["metadata"].get("labels"))
+    return _selector_of(pdb).matches(pod["metadata"].get("labels"))
 
 
 def pdbs_for_pod(store, pod):
     ns = pod["metadata"].get("namespace")
-    pdbs, _ = store.list("poddisruptionbudgets", namespace=ns)
-    return [p for p in pdbs if pdb_selects(p, pod)]
+    pdbs = store.list("poddisruptionbudgets", namespace=ns, sort=False)[0]
+    labels = pod["metadata"].get("labels")
+    matched = [p for p in pdbs if _selector_of(p).matches(labels)]
+    matched.sort(key=lambda p: p["metadata"]["name"])
+    return matched
 
 
 def matching_pods(store, pdb):
-    pods, _ = store.list("pods", namespace=pdb["metadata"]["namespace"])
-    selector = LabelSelector.from_object((pdb.get("spec") or {}).get("selector"))
-    return [p for p in pods if selector.matches(p["metadata"].get("labels"))]
+    return store.list("pods", namespace=pdb["metadata"]["namespace"], label_selector=_selector_of(pdb))[0]
 
 
 def _percent(value):
@@ -46,56 +64,88 @@ def _percent(value):
     return None
 
 
+class NoScale(Exception):
+    """A pod's controller is missing or has no scale subresource: the disruption controller fails safe."""
+
+
+def _owned(obj, ref):
+    return obj is not None and (not ref.get("uid") or obj["metadata"].get("uid") == ref.get("uid"))
+
+
 def _controller_scale(store, pod):
-    """The replica count of the pod's scalable controller (Deployment via its ReplicaSet, or ReplicaSet)."""
+    """(controller uid, replicas) of the scalable controller of ``pod``; (None, None) for an unmanaged pod.
+
+    Follows the disruption controller's finders: a ReplicaSet owned by a Deployment counts with the
+    Deployment's replicas (the ReplicaSet's own when that Deployment is gone); any other controller kind
+    (a DaemonSet has no scale subresource) or a missing controller raises :class:`NoScale`."""
     ns = pod["metadata"].get("namespace")
-    for ref in pod["metadata"].get("ownerReferences") or []:
-        if not ref.get("controller"):
-            continue
-        if ref.get("kind") == "ReplicaSet":
-            rs = store.try_get("replicasets", ns, ref.get("name"))
-            if rs is None:
-                return None, None
-            for up in rs["metadata"].get("ownerReferences") or []:
-                if up.get("controller") and up.get("kind") == "Deployment":
-                    dep = store.try_get("deployments", ns, up.get("name"))
-                    if dep is None:
-                        return None, None
-                    return ("Deployment", up.get("name")), int(dep.get("spec", {}).get("replicas", 1))
-            return ("ReplicaSet", ref.get("name")), int(rs.get("spec", {}).get("replicas", 1))
-    return None, None
+    ref = None
+    for candidate in pod["metadata"].get("ownerReferences") or []:
+        if candidate.get("controller"):
+            ref = candidate
+            break
+    if ref is None:
+        return None, None
+    if ref.get("kind") != "ReplicaSet":
+        raise NoScale("%s does not implement the scale subresource" % ref.get("kind"))
+    rs = store.try_get("replicasets", ns, ref.get("name"))
+    if not _owned(rs, ref):
+        raise NoScale('found no controllers for pod "%s"' % pod["metadata"]["name"])
+    for up in rs["metadata"].get("ownerReferences") or []:
+        if up.get("controller") and up.get("kind") == "Deployment":
+            dep = store.try_get("deployments", ns, up.get("name"))
+            if _owned(dep, up):
+                return dep["metadata"]["uid"], int((dep.get("spec") or {}).get("replicas", 1))
+    return rs["metadata"]["uid"], int((rs.get("spec") or {}).get("replicas", 1))
+
+
+def _expected_scale(store, pods):
+    scales = {}
+    for pod in pods:
+        uid, scale = _controller_scale(store, pod)
+        if uid is not None:
+            scales[uid] = scale
+    return sum(scales.values())
 
 
 def expected_and_desired(store, pdb, pods):
-    """(expectedPods, desiredHealthy) for a budget over ``pods`` (the pods its selector matches)."""
+    """(expectedPods, desiredHealthy) for a budget over ``pods`` (the pods its selector matches).
+
+    An integer minAvailable counts the matching pods; a percentage and any maxUnavailable count the
+    replicas of the pods' controllers (unmanaged pods are not counted). Raises :class:`NoScale` when a
+    pod's controller cannot be scaled, where the real controller fails safe to zero disruptions."""
     spec = pdb.get("spec") or {}
     min_av, max_un = spec.get("minAvailable"), spec.get("maxUnavailable")
-    if min_av is not None and _percent(min_av) is None:
-        return len(pods), int(min_av)
-    # percentages and maxUnavailable are relative to the controllers' desired scale
-    scales, expected = {}, 0
-    for pod in pods:
-        key, scale = _controller_scale(store, pod)
-        if key is None:
-            expected = None
-            break
-        scales[key] = scale
-    expected = sum(scales.values()) if expected is not None else len(pods)
     if max_un is not None:
+        expected = _expected_scale(store, pods)
         pct = _percent(max_un)
         unavailable = int(math.ceil(expected * pct / 100.0)) if pct is not None else int(max_un)
         return expected, max(0, expected - unavailable)
     if min_av is not None:
-        return expected, int(math.ceil(expected * _percent(min_av) / 100.0))
-    return expected, 0
+        pct = _percent(min_av)
+        if pct is None:
+            return len(pods), int(min_av)
+        expected = _expected_scale(store, pods)
+        return expected, int(math.ceil(expected * pct / 100.0))
+    return 0, 0
 
 
 def compute_status(store, pdb):
+    """The PDB status the disruption controller would write now (without observedGeneration/conditions)."""
     pods = matching_pods(store, pdb)
-    expected, desired = expected_and_desired(store, pdb, pods)
     healthy = sum(1 for p in pods if pod_healthy(p))
+    try:
+        expected, desired = expected_and_desired(store, pdb, pods)
+    except NoScale:
+        # fail safe as the controller does: no disruptions, the last computed counts stay
+        stored = pdb.get("status") or {}
+        return {"currentHealthy": healthy, "desiredHealthy": stored.get("desiredHealthy", 0),
+                "expectedPods": stored.get("expectedPods", 0), "disruptionsAllowed": 0}
+    allowed = healthy - desired
+    if expected <= 0 or allowed <= 0:
+        allowed = 0
     return {"currentHealthy": healthy, "desiredHealthy": desired, "expectedPods": expected,
-            "disruptionsAllowed": max(0, healthy - desired)}
+            "disruptionsAllowed": allowed}
 
 
 def pdb_snapshot(store, pod):
