@@ -31,17 +31,72 @@ def already_exists(kind_plural, name, group=""):
                     {"name": name, "group": group, "kind": kind_plural})
 
 
-def conflict(kind_plural, name, group=""):
+def conflict(kind_plural, name, group="", why=None):
+    """409 Conflict; ``why`` replaces the usual stale-resourceVersion explanation (e.g. a failed precondition)."""
     resource = kind_plural if not group else "%s.%s" % (kind_plural, group)
-    return ApiError(409, "Conflict",
-                    'Operation cannot be fulfilled on %s "%s": the object has been modified; '
-                    "please apply your changes to the latest version and try again" % (resource, name),
+    why = why or ("the object has been modified; please apply your changes to the latest version and try again")
+    return ApiError(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": %s' % (resource, name, why),
                     {"name": name, "group": group, "kind": kind_plural})
 
 
-def invalid(kind, name, causes):
-    """422 Invalid; ``causes`` is a list of (field, message)."""
-    text = "; ".join("%s: %s" % c for c in causes)
-    return ApiError(422, "Invalid", '%s "%s" is invalid: %s' % (kind, name or "", text),
-                    {"name": name, "kind": kind,
-                     "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes]})
+def bad_request(message):
+    return ApiError(400, "BadRequest", message)
+
+
+def method_not_allowed():
+    return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+
+def route_not_found():
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def unsupported_media_type(accepted):
+    return ApiError(415, "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: "
+                    + ", ".join(accepted), {})
+
+
+def too_many_requests(message="Too many requests, please try again later.", retry_after=1):
+    details = {"retryAfterSeconds": retry_after} if retry_after else {}
+    return ApiError(429, "TooManyRequests", message, details)
+
+
+def internal_error(message):
+    return ApiError(500, "InternalError", "Internal error occurred: %s" % message, {"causes": [{"message": message}]})
+
+
+def service_unavailable(message="the server is currently unable to handle the request"):
+    return ApiError(503, "ServiceUnavailable", message, {})
+
+
+def expired(message):
+    return ApiError(410, "Expired", message)
+
+
+_CAUSE_REASONS = (("Required value", "FieldValueRequired"), ("Invalid value", "FieldValueInvalid"),
+                  ("Unsupported value", "FieldValueNotSupported"), ("Duplicate value", "FieldValueDuplicate"),
+                  ("Forbidden", "FieldValueForbidden"), ("Too long", "FieldValueTooLong"),
+                  ("Too many", "FieldValueTooMany"), ("Not found", "FieldValueNotFound"))
+
+
+def _cause_reason(message):
+    for prefix, reason in _CAUSE_REASONS:
+        if message.startswith(prefix):
+            return reason
+    return "FieldValueInvalid"
+
+
+def invalid(kind, name, causes, group=""):
+    """422 Invalid; ``causes`` is a list of (field, message) in field.Error wording ("Required value", ...).
+
+    The message and the causes' reasons follow apimachinery's NewInvalid: ``Kind.group "name" is invalid:``
+    then the one error, or all of them in brackets."""
+    texts = ["%s: %s" % c for c in causes]
+    text = texts[0] if len(texts) == 1 else "[%s]" % ", ".join(texts)
+    qualified = kind if not group else "%s.%s" % (kind, group)
+    details = {"name": name, "kind": kind,
+               "causes": [{"reason": _cause_reason(m), "message": m, "field": f} for f, m in causes]}
+    if group:
+        details["group"] = group
+    return ApiError(422, "Invalid", '%s "%s" is invalid: %s' % (qualified, name or "", text), details)
