@@ -1,0 +1,566 @@
+"""What kube-apiserver does to an object between decoding and storing it: defaulting and validation.
+
+``default(plural, obj, create)`` fills the fields the real API server's defaulting functions and default
+admission plugins fill (pod restartPolicy, terminationGracePeriodSeconds, the not-ready/unreachable
+tolerations, Deployment strategy, ...). ``validate(plural, obj, old)`` returns a list of
+``(field, message)`` causes in the real server's wording; the caller turns them into one 422 Invalid.
+"""
+
+import re
+
+from .errors import ApiError
+from .selectors import LabelSelector
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUANTITY = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+_PERCENT = re.compile(r"^[0-9]+%$")
+
+SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+                 "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+                 "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+             "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+                   "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+                   "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+NAME_PART_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                 "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+                 "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
+
+
+def q(value):
+    """Go's %q-ish rendering used in field error messages."""
+    if isinstance(value, str):
+        return '"%s"' % value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "map[string]string{%s}" % ", ".join('"%s":"%s"' % kv for kv in sorted(value.items()))
+    return str(value)
+
+
+def invalid_value(value, detail):
+    return "Invalid value: %s: %s" % (q(value), detail)
+
+
+def unsupported(value, allowed):
+    return "Unsupported value: %s: supported values: %s" % (q(value), ", ".join('"%s"' % a for a in allowed))
+
+
+REQUIRED = "Required value"
+
+
+# ---- defaulting --------------------------------------------------------------------------------------
+_NOT_READY_TOLERATIONS = (("node.kubernetes.io/not-ready", 300), ("node.kubernetes.io/unreachable", 300))
+
+
+def _default_container(c):
+    if not isinstance(c, dict):
+        return
+    image = str(c.get("image") or "")
+    tag = image.rsplit("/", 1)[-1]
+    if "imagePullPolicy" not in c:
+        c["imagePullPolicy"] = "Always" if ("@" not in tag and (":" not in tag or tag.endswith(":latest"))) else "IfNotPresent"
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    c.setdefault("resources", {})
+    for port in c.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+def _default_pod_spec(spec):
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    for field in ("containers", "initContainers"):
+        for c in spec.get(field) or []:
+            _default_container(c)
+
+
+def _qos_class(spec):
+    requests_any, guaranteed = False, True
+    for c in spec.get("containers") or []:
+        res = (c or {}).get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        if req or lim:
+            requests_any = True
+        for r in ("cpu", "memory"):
+            if r not in lim or (r in req and str(req[r]) != str(lim[r])):
+                guaranteed = False
+    if not requests_any:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def default(plural, obj, create):
+    """Fill defaults in place (idempotent). ``create`` adds what only admission on create adds."""
+    spec = obj.get("spec")
+    if plural == "pods":
+        if not isinstance(spec, dict):
+            return
+        _default_pod_spec(spec)
+        if create:
+            spec.setdefault("serviceAccountName", "default")
+            spec.setdefault("serviceAccount", spec["serviceAccountName"])
+            spec.setdefault("enableServiceLinks", True)
+            if "priorityClassName" not in spec:
+                spec.setdefault("priority", 0)
+            tolerations = spec.setdefault("tolerations", [])
+            if isinstance(tolerations, list):
+                for key, seconds in _NOT_READY_TOLERATIONS:
+                    if not any(isinstance(t, dict) and t.get("key") == key and t.get("effect") in ("NoExecute", None, "")
+                               for t in tolerations):
+                        tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
+                                            "tolerationSeconds": seconds})
+            obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+    elif plural in ("deployments", "replicasets", "daemonsets"):
+        if not isinstance(spec, dict):
+            return
+        template = spec.get("template")
+        if isinstance(template, dict):
+            _default_pod_spec(template.get("spec"))
+        if plural in ("deployments", "replicasets"):
+            spec.setdefault("replicas", 1)
+        if plural == "deployments":
+            strategy = spec.setdefault("strategy", {})
+            if isinstance(strategy, dict):
+                strategy.setdefault("type", "RollingUpdate")
+                if strategy["type"] == "RollingUpdate":
+                    ru = strategy.setdefault("rollingUpdate", {})
+                    if isinstance(ru, dict):
+                        ru.setdefault("maxUnavailable", "25%")
+                        ru.setdefault("maxSurge", "25%")
+            spec.setdefault("revisionHistoryLimit", 10)
+            spec.setdefault("progressDeadlineSeconds", 600)
+        if plural == "daemonsets":
+            strategy = spec.setdefault("updateStrategy", {})
+            if isinstance(strategy, dict):
+                strategy.setdefault("type", "RollingUpdate")
+                if strategy["type"] == "RollingUpdate":
+                    ru = strategy.setdefault("rollingUpdate", {})
+                    if isinstance(ru, dict):
+                        ru.setdefault("maxUnavailable", 1)
+                        ru.setdefault("maxSurge", 0)
+            spec.setdefault("revisionHistoryLimit", 10)
+        if create:
+            obj["status"] = {"replicas": 0} if plural == "replicasets" else (
+                {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0}
+                if plural == "daemonsets" else {})
+    elif plural == "poddisruptionbudgets" and create:
+        obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+    elif plural == "namespaces":
+        meta = obj.setdefault("metadata", {})
+        if meta.get("name"):
+            meta.setdefault("labels", {})
+            if isinstance(meta["labels"], dict):
+                meta["labels"]["kubernetes.io/metadata.name"] = meta["name"]
+        if create:
+            obj["spec"] = {"finalizers": ["kubernetes"]}
+            obj["status"] = {"phase": "Active"}
+
+
+# ---- validation --------------------------------------------------------------------------------------
+def _qualified_name_errors(key, field, causes):
+    """Label / annotation / taint keys: [prefix/]name."""
+    if not isinstance(key, str) or not key:
+        causes.append((field, invalid_value(key, "name part must be non-empty")))
+        return
+    prefix, _sep, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        causes.append((field, invalid_value(key, "prefix part " + SUBDOMAIN_MSG)))
+    if len(name) > 63:
+        causes.append((field, invalid_value(key, "name part must be no more than 63 characters")))
+    elif not _LABEL_NAME.match(name):
+        causes.append((field, invalid_value(key, NAME_PART_MSG)))
+
+
+def _label_map_errors(labels, field, causes):
+    if labels is None:
+        return
+    if not isinstance(labels, dict):
+        causes.append((field, invalid_value(str(labels), "must be a map of strings")))
+        return
+    for key, value in labels.items():
+        _qualified_name_errors(key, field, causes)
+        if not isinstance(value, str):
+            causes.append((field, invalid_value(str(value), "label values must be strings")))
+        elif len(value) > 63:
+            causes.append((field, invalid_value(value, "must be no more than 63 characters")))
+        elif not _LABEL_VALUE.match(value):
+            causes.append((field, invalid_value(value, LABEL_VALUE_MSG)))
+
+
+def _metadata_errors(plural, obj, causes):
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        causes.append(("metadata", REQUIRED))
+        return
+    name = meta.get("name")
+    if not name and not meta.get("generateName"):
+        causes.append(("metadata.name", "Required value: name or generateName is required"))
+    elif name:
+        if not isinstance(name, str):
+            causes.append(("metadata.name", invalid_value(str(name), "must be a string")))
+        elif plural == "namespaces":
+            if len(name) > 63 or not _DNS_LABEL.match(name):
+                causes.append(("metadata.name", invalid_value(name, LABEL_MSG)))
+        elif plural != "events" and (len(name) > 253 or not _DNS_SUBDOMAIN.match(name)):
+            causes.append(("metadata.name", invalid_value(name, SUBDOMAIN_MSG)))
+    _label_map_errors(meta.get("labels"), "metadata.labels", causes)
+    annotations = meta.get("annotations")
+    if annotations is not None:
+        if not isinstance(annotations, dict):
+            causes.append(("metadata.annotations", invalid_value(str(annotations), "must be a map of strings")))
+        else:
+            for key, value in annotations.items():
+                _qualified_name_errors(key, "metadata.annotations", causes)
+                if not isinstance(value, str):
+                    causes.append(("metadata.annotations", invalid_value(str(value), "annotation values must be strings")))
+    for i, ref in enumerate(meta.get("ownerReferences") or []):
+        base = "metadata.ownerReferences[%d]" % i
+        if not isinstance(ref, dict):
+            causes.append((base, invalid_value(str(ref), "must be an object")))
+            continue
+        for f in ("apiVersion", "kind", "name"):
+            if not ref.get(f):
+                causes.append(("%s.%s" % (base, f), invalid_value("", "%s must not be empty" % f)))
+        if not ref.get("uid"):
+            causes.append(("%s.uid" % base, invalid_value("", "uid must not be empty")))
+    finalizers = meta.get("finalizers")
+    if finalizers is not None and (not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)):
+        causes.append(("metadata.finalizers", invalid_value(str(finalizers), "must be a list of strings")))
+
+
+def _int_value(value, field, causes, minimum=0):
+    if isinstance(value, bool) or not isinstance(value, int):
+        causes.append((field, invalid_value(value, "must be an integer")))
+        return False
+    if value < minimum:
+        causes.append((field, invalid_value(value, "must be greater than or equal to %d" % minimum)))
+        return False
+    return True
+
+
+def _quantity_errors(resources, field, causes):
+    if resources is None:
+        return
+    if not isinstance(resources, dict):
+        causes.append((field, invalid_value(str(resources), "must be an object")))
+        return
+    for kind in ("requests", "limits"):
+        values = resources.get(kind)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            causes.append(("%s.%s" % (field, kind), invalid_value(str(values), "must be a map of quantities")))
+            continue
+        for name, value in values.items():
+            text = str(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+            if text is None or not _QUANTITY.match(text):
+                causes.append(("%s.%s[%s]" % (field, kind, name),
+                               invalid_value(value, "must match the regex ^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")))
+            elif text.startswith("-"):
+                causes.append(("%s.%s[%s]" % (field, kind, name), invalid_value(value, "must be greater than or equal to 0")))
+
+
+def _container_errors(containers, field, causes, required):
+    if containers is None or containers == []:
+        if required:
+            causes.append((field, REQUIRED))
+        return
+    if not isinstance(containers, list):
+        causes.append((field, invalid_value(str(containers), "must be a list")))
+        return
+    seen = set()
+    for i, c in enumerate(containers):
+        base = "%s[%d]" % (field, i)
+        if not isinstance(c, dict):
+            causes.append((base, invalid_value(str(c), "must be an object")))
+            continue
+        name = c.get("name")
+        if not name:
+            causes.append(("%s.name" % base, REQUIRED))
+        elif not isinstance(name, str) or len(name) > 63 or not _DNS_LABEL.match(name):
+            causes.append(("%s.name" % base, invalid_value(name, LABEL_MSG)))
+        elif name in seen:
+            causes.append(("%s.name" % base, "Duplicate value: %s" % q(name)))
+        else:
+            seen.add(name)
+        if not c.get("image"):
+            causes.append(("%s.image" % base, REQUIRED))
+        for j, port in enumerate(c.get("ports") or []):
+            cp = (port or {}).get("containerPort") if isinstance(port, dict) else None
+            pfield = "%s.ports[%d].containerPort" % (base, j)
+            if cp is None:
+                causes.append((pfield, REQUIRED))
+            elif isinstance(cp, bool) or not isinstance(cp, int) or not 1 <= cp <= 65535:
+                causes.append((pfield, invalid_value(cp, "must be between 1 and 65535, inclusive")))
+        _quantity_errors(c.get("resources"), "%s.resources" % base, causes)
+
+
+def _toleration_errors(tolerations, field, causes):
+    if tolerations is None:
+        return
+    if not isinstance(tolerations, list):
+        causes.append((field, invalid_value(str(tolerations), "must be a list")))
+        return
+    for i, t in enumerate(tolerations):
+        base = "%s[%d]" % (field, i)
+        if not isinstance(t, dict):
+            causes.append((base, invalid_value(str(t), "must be an object")))
+            continue
+        op = t.get("operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            causes.append(("%s.operator" % base, unsupported(op, ("Equal", "Exists"))))
+        if op == "Exists" and t.get("value"):
+            causes.append(("%s.operator" % base, invalid_value(t.get("value"), "value must be empty when `operator` is 'Exists'")))
+        if t.get("key"):
+            _qualified_name_errors(t["key"], "%s.key" % base, causes)
+        elif op != "Exists":
+            causes.append(("%s.operator" % base, invalid_value(
+                op, "operator must be Exists when `key` is empty, which means \"match all values and all keys\"")))
+        effect = t.get("effect")
+        if effect not in (None, "") and effect not in TAINT_EFFECTS:
+            causes.append(("%s.effect" % base, unsupported(effect, TAINT_EFFECTS)))
+        if t.get("tolerationSeconds") is not None and effect != "NoExecute":
+            causes.append(("%s.effect" % base, invalid_value(effect or "", "effect must be 'NoExecute' when `tolerationSeconds` is set")))
+
+
+def _pod_spec_errors(spec, field, causes, template=False):
+    if not isinstance(spec, dict):
+        causes.append((field + ".containers", REQUIRED))
+        return
+    _container_errors(spec.get("containers"), field + ".containers", causes, True)
+    _container_errors(spec.get("initContainers"), field + ".initContainers", causes, False)
+    policy = spec.get("restartPolicy")
+    if policy not in RESTART_POLICIES:
+        causes.append((field + ".restartPolicy", unsupported(policy, RESTART_POLICIES)))
+    elif template and policy != "Always":
+        causes.append((field + ".restartPolicy", unsupported(policy, ("Always",))))
+    grace = spec.get("terminationGracePeriodSeconds")
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+        causes.append((field + ".terminationGracePeriodSeconds", invalid_value(grace, "must be an integer")))
+    node_selector = spec.get("nodeSelector")
+    _label_map_errors(node_selector, field + ".nodeSelector", causes)
+    _toleration_errors(spec.get("tolerations"), field + ".tolerations", causes)
+    node_name = spec.get("nodeName")
+    if node_name and (not isinstance(node_name, str) or not _DNS_SUBDOMAIN.match(node_name)):
+        causes.append((field + ".nodeName", invalid_value(node_name, SUBDOMAIN_MSG)))
+
+
+def _selector_errors(selector, field, causes):
+    """A structured LabelSelector; returns the parsed selector or None."""
+    if not isinstance(selector, dict):
+        causes.append((field, invalid_value(str(selector), "must be an object")))
+        return None
+    _label_map_errors(selector.get("matchLabels"), field + ".matchLabels", causes)
+    for i, expr in enumerate(selector.get("matchExpressions") or []):
+        base = "%s.matchExpressions[%d]" % (field, i)
+        if not isinstance(expr, dict):
+            causes.append((base, invalid_value(str(expr), "must be an object")))
+            continue
+        op = expr.get("operator")
+        ops = ("In", "NotIn", "Exists", "DoesNotExist")
+        if op not in ops:
+            causes.append(("%s.operator" % base, invalid_value(op, "not a valid selector operator")))
+        elif op in ("In", "NotIn") and not expr.get("values"):
+            causes.append(("%s.values" % base, "Required value: must be specified when `operator` is 'In' or 'NotIn'"))
+        elif op in ("Exists", "DoesNotExist") and expr.get("values"):
+            causes.append(("%s.values" % base, "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        _qualified_name_errors(expr.get("key"), "%s.key" % base, causes)
+    try:
+        return LabelSelector.from_object(selector)
+    except ApiError:
+        return None
+
+
+def selector_string(selector):
+    """A structured LabelSelector rendered as kube-apiserver prints it (Scale.status.selector)."""
+    parts = []
+    for key, value in sorted(((selector or {}).get("matchLabels") or {}).items()):
+        parts.append("%s=%s" % (key, value))
+    for expr in (selector or {}).get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), sorted(expr.get("values") or [])
+        if op == "In":
+            parts.append("%s in (%s)" % (key, ",".join(values)))
+        elif op == "NotIn":
+            parts.append("%s notin (%s)" % (key, ",".join(values)))
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append("!" + key)
+    return ",".join(sorted(parts))
+
+
+def _int_or_percent(value, field, causes):
+    if isinstance(value, bool):
+        causes.append((field, invalid_value(value, "must be an integer or percentage (e.g '5%')")))
+    elif isinstance(value, int):
+        if value < 0:
+            causes.append((field, invalid_value(value, "must be greater than or equal to 0")))
+    elif isinstance(value, str) and _PERCENT.match(value):
+        if int(value[:-1]) > 100:
+            causes.append((field, invalid_value(value, "must not be greater than 100%")))
+    else:
+        causes.append((field, invalid_value(value, "a valid percent string must be a numeric string followed by an ending '%' "
+                                                   "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")))
+
+
+def _workload_errors(plural, obj, old, causes):
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        causes.append(("spec", REQUIRED))
+        return
+    if "replicas" in spec:
+        _int_value(spec["replicas"], "spec.replicas", causes)
+    selector = spec.get("selector")
+    parsed = None
+    if selector is None:
+        causes.append(("spec.selector", REQUIRED))
+    else:
+        parsed = _selector_errors(selector, "spec.selector", causes)
+        if isinstance(selector, dict) and not selector.get("matchLabels") and not selector.get("matchExpressions"):
+            causes.append(("spec.selector", invalid_value("{}", "empty selector is invalid for %s" % plural[:-1])))
+            parsed = None
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        causes.append(("spec.template", REQUIRED))
+    else:
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        _label_map_errors(labels, "spec.template.metadata.labels", causes)
+        if parsed is not None and not parsed.matches(labels):
+            causes.append(("spec.template.metadata.labels",
+                           invalid_value(labels, "`selector` does not match template `labels`")))
+        _pod_spec_errors(template.get("spec"), "spec.template.spec", causes, template=True)
+    if old is not None and (old.get("spec") or {}).get("selector") != selector:
+        causes.append(("spec.selector", invalid_value(selector, "field is immutable")))
+    if plural == "deployments":
+        strategy = spec.get("strategy") or {}
+        stype = strategy.get("type")
+        if stype not in ("RollingUpdate", "Recreate"):
+            causes.append(("spec.strategy.type", unsupported(stype, ("Recreate", "RollingUpdate"))))
+        elif stype == "Recreate" and strategy.get("rollingUpdate"):
+            causes.append(("spec.strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` is 'Recreate'"))
+        elif stype == "RollingUpdate":
+            ru = strategy.get("rollingUpdate") or {}
+            for f in ("maxUnavailable", "maxSurge"):
+                _int_or_percent(ru.get(f), "spec.strategy.rollingUpdate.%s" % f, causes)
+            if ru.get("maxSurge") in (0, "0%") and ru.get("maxUnavailable") in (0, "0%"):
+                causes.append(("spec.strategy.rollingUpdate.maxUnavailable",
+                               invalid_value(ru.get("maxUnavailable"), "may not be 0 when `maxSurge` is 0")))
+    if plural == "daemonsets":
+        strategy = spec.get("updateStrategy") or {}
+        stype = strategy.get("type")
+        if stype not in ("RollingUpdate", "OnDelete"):
+            causes.append(("spec.updateStrategy.type", unsupported(stype, ("OnDelete", "RollingUpdate"))))
+
+
+def _pdb_errors(obj, causes):
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        spec = {}
+    min_av, max_un = spec.get("minAvailable"), spec.get("maxUnavailable")
+    if min_av is not None and max_un is not None:
+        causes.append(("spec", invalid_value("minAvailable=%s, maxUnavailable=%s" % (min_av, max_un),
+                                             "minAvailable and maxUnavailable cannot be both set")))
+    if min_av is not None:
+        _int_or_percent(min_av, "spec.minAvailable", causes)
+    if max_un is not None:
+        _int_or_percent(max_un, "spec.maxUnavailable", causes)
+    if spec.get("selector") is not None:
+        _selector_errors(spec["selector"], "spec.selector", causes)
+    policy = spec.get("unhealthyPodEvictionPolicy")
+    if policy is not None and policy not in EVICTION_POLICIES:
+        causes.append(("spec.unhealthyPodEvictionPolicy", unsupported(policy, EVICTION_POLICIES)))
+
+
+def _node_errors(obj, old, causes):
+    spec = obj.get("spec") or {}
+    seen = set()
+    taints = spec.get("taints")
+    if taints is not None and not isinstance(taints, list):
+        causes.append(("spec.taints", invalid_value(str(taints), "must be a list")))
+        taints = []
+    for i, t in enumerate(taints or []):
+        base = "spec.taints[%d]" % i
+        if not isinstance(t, dict):
+            causes.append((base, invalid_value(str(t), "must be an object")))
+            continue
+        if not t.get("key"):
+            causes.append(("%s.key" % base, invalid_value("", "name part must be non-empty")))
+        else:
+            _qualified_name_errors(t["key"], "%s.key" % base, causes)
+        value = t.get("value")
+        if value and (not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value)):
+            causes.append(("%s.value" % base, invalid_value(value, LABEL_VALUE_MSG)))
+        effect = t.get("effect")
+        if not effect:
+            causes.append(("%s.effect" % base, REQUIRED))
+        elif effect not in TAINT_EFFECTS:
+            causes.append(("%s.effect" % base, unsupported(effect, TAINT_EFFECTS)))
+        ident = (t.get("key"), effect)
+        if ident in seen:
+            causes.append((base, "Duplicate value: %s: taints must be unique by key and effect pair" % q("%s:%s" % ident)))
+        seen.add(ident)
+    if old is not None:
+        old_pid = (old.get("spec") or {}).get("providerID")
+        if old_pid and spec.get("providerID") != old_pid:
+            causes.append(("spec.providerID", 'Forbidden: node updates may not change providerID except from "" to valid'))
+
+
+_POD_MUTABLE = ("activeDeadlineSeconds", "terminationGracePeriodSeconds", "tolerations", "schedulingGates")
+
+
+def _pod_update_errors(obj, old, causes):
+    new_spec, old_spec = dict(obj.get("spec") or {}), dict(old.get("spec") or {})
+    stripped_new, stripped_old = _strip_pod_mutable(new_spec), _strip_pod_mutable(old_spec)
+    if stripped_new != stripped_old:
+        causes.append(("spec", "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+                               "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+                               "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                               "(allow it to be set to 1 if it was previously negative)"))
+    old_tol = old_spec.get("tolerations") or []
+    new_tol = new_spec.get("tolerations") or []
+    if isinstance(new_tol, list) and any(t not in new_tol for t in old_tol):
+        causes.append(("spec.tolerations", "Forbidden: existing toleration can not be modified except its tolerationSeconds"))
+
+
+def _strip_pod_mutable(spec):
+    out = {k: v for k, v in spec.items() if k not in _POD_MUTABLE}
+    for field in ("containers", "initContainers"):
+        if isinstance(out.get(field), list):
+            out[field] = [{k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c for c in out[field]]
+    return out
+
+
+def validate(plural, obj, old=None):
+    """The validation causes for ``obj`` (``old`` is the stored object on update, else None)."""
+    causes = []
+    _metadata_errors(plural, obj, causes)
+    if plural == "pods":
+        _pod_spec_errors(obj.get("spec"), "spec", causes)
+        if old is not None and not causes:
+            _pod_update_errors(obj, old, causes)
+    elif plural in ("deployments", "replicasets", "daemonsets"):
+        _workload_errors(plural, obj, old, causes)
+    elif plural == "poddisruptionbudgets":
+        _pdb_errors(obj, causes)
+    elif plural == "nodes":
+        _node_errors(obj, old, causes)
+    elif plural == "events":
+        if not isinstance(obj.get("involvedObject"), dict):
+            causes.append(("involvedObject", REQUIRED))
+    return causes
