@@ -1,0 +1,107 @@
+"""API discovery documents, built from the store's resource table, in the legacy JSON form kubectl reads.
+
+kubectl (1.27+) first asks for aggregated discovery (``application/json;g=apidiscovery.k8s.io;v=v2...``) and
+falls back to these documents when the answer is plain ``application/json``; the official Python client
+makes no discovery calls. ``pods/eviction`` is advertised as ``policy/v1 Eviction``: kubectl drain only
+uses the Eviction API (and so honours PodDisruptionBudgets) when it finds exactly that.
+"""
+
+import json
+
+from .store import RESOURCES, api_version
+
+GIT_VERSION = "v1.30.6"
+
+VERSION = {"major": "1", "minor": "30", "gitVersion": GIT_VERSION, "gitCommit": "0000000000000000000000000000000000000000",
+           "gitTreeState": "clean", "buildDate": "2024-10-22T20:00:00Z", "goVersion": "go1.22.8", "compiler": "gc",
+           "platform": "linux/amd64"}
+
+ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+STATUS_VERBS = ["get", "patch", "update"]
+CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"], "daemonsets": ["all"]}
+SINGULAR = {"poddisruptionbudgets": "poddisruptionbudget", "replicasets": "replicaset", "daemonsets": "daemonset",
+            "deployments": "deployment", "namespaces": "namespace", "nodes": "node", "pods": "pod", "events": "event"}
+
+# plural -> {subresource: (group, version, kind, verbs)}; group None means the parent's group/version
+SUBRESOURCES = {
+    "pods": {"status": (None, None, "Pod", STATUS_VERBS),
+             "eviction": ("policy", "v1", "Eviction", ["create"]),
+             "binding": (None, None, "Binding", ["create"])},
+    "nodes": {"status": (None, None, "Node", STATUS_VERBS)},
+    "namespaces": {"status": (None, None, "Namespace", STATUS_VERBS)},
+    "deployments": {"status": (None, None, "Deployment", STATUS_VERBS),
+                    "scale": ("autoscaling", "v1", "Scale", STATUS_VERBS)},
+    "replicasets": {"status": (None, None, "ReplicaSet", STATUS_VERBS),
+                    "scale": ("autoscaling", "v1", "Scale", STATUS_VERBS)},
+    "daemonsets": {"status": (None, None, "DaemonSet", STATUS_VERBS)},
+    "poddisruptionbudgets": {"status": (None, None, "PodDisruptionBudget", STATUS_VERBS)},
+}
+
+
+def group_versions():
+    """{(group, version)} served, in a stable order (core first)."""
+    seen = []
+    for res in RESOURCES.values():
+        gv = (res.group, res.version)
+        if gv not in seen:
+            seen.append(gv)
+    return sorted(seen, key=lambda gv: (gv[0] != "", gv[0], gv[1]))
+
+
+def resource_list(group, version):
+    """The APIResourceList for one group/version, or None when it is not served."""
+    resources = []
+    for res in sorted(RESOURCES.values(), key=lambda r: r.plural):
+        if (res.group, res.version) != (group, version):
+            continue
+        entry = {"name": res.plural, "singularName": SINGULAR.get(res.plural, res.kind.lower()),
+                 "namespaced": res.namespaced, "kind": res.kind, "verbs": list(ALL_VERBS),
+                 "shortNames": list(res.short_names)}
+        if res.plural in CATEGORIES:
+            entry["categories"] = CATEGORIES[res.plural]
+        if res.plural == "namespaces":
+            entry["verbs"] = ["create", "delete", "get", "list", "patch", "update", "watch"]
+        resources.append(entry)
+        for sub, (sgroup, sversion, skind, verbs) in sorted(SUBRESOURCES.get(res.plural, {}).items()):
+            item = {"name": "%s/%s" % (res.plural, sub), "singularName": "", "namespaced": res.namespaced,
+                    "kind": skind, "verbs": list(verbs)}
+            if sgroup is not None:
+                item["group"] = sgroup
+                item["version"] = sversion
+            resources.append(item)
+    if not resources:
+        return None
+    gv = api_version(RESOURCES[resources[0]["name"]])
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+
+
+def api_versions():
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]}
+
+
+def api_group(group):
+    versions = [v for g, v in group_versions() if g == group]
+    if not versions:
+        return None
+    entries = [{"groupVersion": "%s/%s" % (group, v), "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries, "preferredVersion": entries[0]}
+
+
+def api_group_list():
+    groups = []
+    for group, _version in group_versions():
+        if group and all(g["name"] != group for g in groups):
+            groups.append(api_group(group))
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def documents():
+    """Every discovery path -> its JSON body (bytes), built once per server."""
+    docs = {"/version": VERSION, "/api": api_versions(), "/apis": api_group_list(),
+            "/api/v1": resource_list("", "v1")}
+    for group, version in group_versions():
+        if group:
+            docs["/apis/%s" % group] = api_group(group)
+            docs["/apis/%s/%s" % (group, version)] = resource_list(group, version)
+    return {path: json.dumps(body, separators=(",", ":")).encode() for path, body in docs.items()}

@@ -1,0 +1,66 @@
+"""Runtime fault injection for the sandbox's Kubernetes API server (``KubeApiServer.faults``)."""
+
+import random
+import threading
+
+VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "evict")
+FAULT_CODES = ("429", "500", "503")
+
+
+class Faults:
+    """Runtime fault injection; thread-safe and seeded so a scenario is reproducible.
+
+    ``verb_rates`` maps a verb (one of :data:`VERBS`, or ``"*"`` for every verb) to ``{code: rate}`` with
+    code in 429/500/503 and rate in [0, 1]. ``eviction_latency`` is extra simulated seconds every eviction
+    waits before it is decided."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._rates = {}
+        self._rng = random.Random()
+        self.eviction_latency = 0.0
+
+    def set(self, verb_rates=None, eviction_latency=None, seed=None):
+        rates = None
+        if verb_rates is not None:
+            rates = {}
+            if not isinstance(verb_rates, dict):
+                raise ValueError("verb_rates must be a dict of verb -> {code: rate}, got %r" % (verb_rates,))
+            for verb, codes in verb_rates.items():
+                if verb != "*" and verb not in VERBS:
+                    raise ValueError("verb_rates: unknown verb %r; allowed: %s, *" % (verb, ", ".join(VERBS)))
+                if not isinstance(codes, dict):
+                    raise ValueError("verb_rates[%r] must be a dict of code -> rate, got %r" % (verb, codes))
+                rates[verb] = {}
+                for code, rate in codes.items():
+                    if str(code) not in FAULT_CODES:
+                        raise ValueError("verb_rates[%r]: unknown code %r; allowed: %s" % (verb, code, ", ".join(FAULT_CODES)))
+                    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+                        raise ValueError("verb_rates[%r][%r]: rate must be a number in [0, 1], got %r" % (verb, code, rate))
+                    rates[verb][str(code)] = float(rate)
+        if eviction_latency is not None and (isinstance(eviction_latency, bool) or not isinstance(eviction_latency, (int, float))
+                                             or eviction_latency < 0):
+            raise ValueError("eviction_latency must be a number of simulated seconds >= 0, got %r" % (eviction_latency,))
+        with self._lock:
+            if rates is not None:
+                self._rates = rates
+            if eviction_latency is not None:
+                self.eviction_latency = float(eviction_latency)
+            if seed is not None:
+                self._rng.seed(seed)
+
+    def clear(self):
+        with self._lock:
+            self._rates = {}
+            self.eviction_latency = 0.0
+
+    def roll(self, verb):
+        """The HTTP code (int) to fail this request with, or None."""
+        with self._lock:
+            if not self._rates:
+                return None
+            for key in (verb, "*"):
+                for code, rate in sorted(self._rates.get(key, {}).items()):
+                    if rate and self._rng.random() < rate:
+                        return int(code)
+        return None
