@@ -205,6 +205,21 @@ def test_unknown_routes_and_wrong_methods_get_real_status_reasons(sb):
     assert status == 405
 
 
+def test_table_printing_for_kubectl(sb):
+    add_node(sb, "n1", {"node-role.kubernetes.io/worker": ""})
+    add_pod(sb, "web-0", {"app": "web"})
+    sb.core.delete_namespaced_pod("web-0", NS, grace_period_seconds=30)
+    table_accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    nodes = raw(sb, "GET", "/api/v1/nodes?limit=500", headers={"Accept": table_accept})[2]
+    assert nodes["kind"] == "Table"
+    assert [c["name"] for c in nodes["columnDefinitions"]][:5] == ["Name", "Status", "Roles", "Age", "Version"]
+    assert nodes["rows"][0]["cells"][:3] == ["n1", "Ready", "worker"]
+    pods = raw(sb, "GET", "/api/v1/namespaces/shop/pods/web-0", headers={"Accept": table_accept})[2]
+    assert pods["rows"][0]["cells"][:3] == ["web-0", "2/2", "Terminating"]
+    assert pods["rows"][0]["object"]["metadata"]["namespace"] == NS
+    assert raw(sb, "GET", "/api/v1/nodes")[2]["kind"] == "NodeList"
+
+
 # ---- kubectl -------------------------------------------------------------------------------------
 def kubeconfig(sb, tmp_path):
     path = tmp_path / "kubeconfig"
@@ -224,9 +239,10 @@ def kubectl(sb, tmp_path, *args, timeout=60):
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 def test_kubectl_get_nodes_and_api_resources(sb, tmp_path):
     add_node(sb, "ip-10-0-1-1.eu-west-1.compute.internal")
+    sb.core.patch_node("ip-10-0-1-1.eu-west-1.compute.internal", {"spec": {"unschedulable": True}})
     out = kubectl(sb, tmp_path, "get", "nodes")
     assert out.returncode == 0, out.stderr
-    assert "ip-10-0-1-1.eu-west-1.compute.internal" in out.stdout
+    assert out.stdout.split("\n")[1].split()[:2] == ["ip-10-0-1-1.eu-west-1.compute.internal", "Ready,SchedulingDisabled"]
     out = kubectl(sb, tmp_path, "api-resources")
     assert out.returncode == 0, out.stderr
     lines = {line.split()[0]: line.split() for line in out.stdout.splitlines()[1:]}

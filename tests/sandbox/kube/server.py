@@ -29,7 +29,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from . import disruption, discovery, patch, validation
+from . import disruption, discovery, patch, tables, validation
 from .errors import (ApiError, already_exists, bad_request, conflict, expired, internal_error, invalid, method_not_allowed,
                      not_found, route_not_found, service_unavailable, too_many_requests, unsupported_media_type)
 from .faults import Faults
@@ -405,6 +405,8 @@ class KubeApiServer:
             obj = self.store.get(req.res.plural, req.namespace, req.name)
             if sub == "scale":
                 return 200, _dumps(self._scale_of(obj)), ()
+            if tables.wants_table(req.headers.get("Accept")):
+                return 200, _dumps(tables.table(req.res.plural, [obj], obj["metadata"]["resourceVersion"], self._age)), ()
             return 200, self._ser(req.res.plural, obj), ()
         if verb == "evict":
             return self._evict(req)
@@ -485,6 +487,8 @@ class KubeApiServer:
             if label is None and field is None:
                 meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
+        if tables.wants_table(req.headers.get("Accept")):
+            return 200, _dumps(tables.table(res.plural, items, meta["resourceVersion"], self._age, meta.get("continue"))), ()
         head = _dumps({"kind": res.kind + "List", "apiVersion": api_version(res), "metadata": meta})
         plural = res.plural
         body = b"".join((head[:-1], b',"items":[', b",".join([self._ser(plural, o) for o in items]), b"]}"))
@@ -522,9 +526,17 @@ class KubeApiServer:
                 "Transfer-Encoding: chunked\r\n\r\n").encode()
         kind, gv, plural = res.kind, api_version(res), res.plural
 
+        as_table = tables.wants_table(req.headers.get("Accept"))
+
+        def encode(etype, obj):
+            if etype not in _OBJECT_EVENTS:
+                return _dumps(obj)
+            if as_table:   # kubectl get -w: each event carries a one-row Table
+                return _dumps(tables.table(plural, [obj], obj["metadata"]["resourceVersion"], self._age))
+            return self._ser(plural, obj)
+
         def chunk(events):
-            data = b"".join(b'{"type":"%s","object":%s}\n' % (t.encode(), self._ser(plural, o) if t in _OBJECT_EVENTS else _dumps(o))
-                            for t, o in events)
+            data = b"".join(b'{"type":"%s","object":%s}\n' % (t.encode(), encode(t, o)) for t, o in events)
             return b"%x\r\n%s\r\n" % (len(data), data)
 
         def bookmark(resource_version, annotations=None):
@@ -850,6 +862,10 @@ class KubeApiServer:
         body = {"kind": req.res.kind + "List", "apiVersion": api_version(req.res), "metadata": {"resourceVersion": rv},
                 "items": out}
         return 200, _dumps(body), ()
+
+    def _age(self, obj):
+        created = obj["metadata"].get("creationTimestamp")
+        return self.clock.now() - self._sim_of(created) if created else 0
 
     def _sim_of(self, timestamp):
         """Simulated seconds of an RFC 3339 timestamp written by the clock."""
