@@ -298,6 +298,59 @@ def test_kubectl_cordon_and_drain_use_evictions_within_the_budget(sb, tmp_path):
     assert pod_exists(sb, "agent-n1")
 
 
+MANIFEST = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 3
+  strategy: {type: %s}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "registry.example/web:%s"}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: shop}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: web}}
+"""
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_apply_creates_then_patches_workloads(sb, tmp_path):
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(MANIFEST % ("RollingUpdate", "1.0"))
+    out = kubectl(sb, tmp_path, "apply", "-f", str(manifest))
+    assert out.returncode == 0, out.stderr
+    assert "deployment.apps/web created" in out.stdout and "poddisruptionbudget.policy/web created" in out.stdout
+    dep = sb.apps.read_namespaced_deployment("web", NS)
+    assert dep.spec.strategy.rolling_update.max_surge == "25%"        # defaulted by the server
+    manifest.write_text(MANIFEST % ("Recreate", "2.0"))
+    out = kubectl(sb, tmp_path, "apply", "-f", str(manifest))
+    assert out.returncode == 0, out.stderr
+    dep = sb.apps.read_namespaced_deployment("web", NS)
+    assert dep.spec.strategy.type == "Recreate" and dep.spec.strategy.rolling_update is None   # $retainKeys
+    assert dep.spec.template.spec.containers[0].image == "registry.example/web:2.0"
+    assert dep.metadata.generation == 2
+
+
+def test_strategic_merge_patch_replaces_a_budget_selector_and_honours_retain_keys(sb):
+    add_pdb(sb, "web", {"app": "web", "tier": "front"}, min_available=1)
+    sb.policy.patch_namespaced_pod_disruption_budget("web", NS, {"spec": {"selector": {"matchLabels": {"app": "shop"}}}})
+    pdb = sb.policy.read_namespaced_pod_disruption_budget("web", NS)
+    assert pdb.spec.selector.match_labels == {"app": "shop"}       # patchStrategy=replace: no merge with tier
+    sb.apps.create_namespaced_deployment(NS, {"metadata": {"name": "web"}, "spec": {
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    sb.apps.patch_namespaced_deployment("web", NS, {"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}})
+    strategy = sb.apps.read_namespaced_deployment("web", NS).spec.strategy
+    assert strategy.type == "Recreate" and strategy.rolling_update is None
+
+
 # ---- eviction ------------------------------------------------------------------------------------
 def test_eviction_granted_is_201_and_starts_graceful_deletion_and_spends_the_budget(sb):
     web_fleet(sb, replicas=3)

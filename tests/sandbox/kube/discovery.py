@@ -96,11 +96,45 @@ def api_group_list():
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
+def _gv_path(group, version):
+    return "api/%s" % version if not group else "apis/%s/%s" % (group, version)
+
+
+def openapi_v3_paths():
+    """``/openapi/v3``: where each group/version's document is."""
+    return {"paths": {_gv_path(g, v): {"serverRelativeURL": "/openapi/v3/%s" % _gv_path(g, v)} for g, v in group_versions()}}
+
+
+def openapi_v3(group, version):
+    """A minimal OpenAPI v3 document for one group/version: the PATCH operation of every resource, marked with
+    its group/version/kind and the ``fieldValidation`` parameter.
+
+    kubectl (create/apply) downloads it to learn that the server validates fields itself; without it kubectl
+    insists on client-side validation from ``/openapi/v2`` schemas. The request bodies list JSON and merge
+    patches only, so ``kubectl apply`` computes its strategic merge patches from its built-in types."""
+    paths = {}
+    params = [{"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+              for name in ("dryRun", "fieldManager", "fieldValidation")]
+    patch_types = ("application/json-patch+json", "application/merge-patch+json")
+    body = {"content": {ctype: {"schema": {"type": "object"}} for ctype in patch_types}}
+    for res in sorted(RESOURCES.values(), key=lambda r: r.plural):
+        if (res.group, res.version) != (group, version):
+            continue
+        base = "/%s/%s%s" % (_gv_path(group, version), "namespaces/{namespace}/" if res.namespaced else "", res.plural)
+        gvk = {"group": group, "version": version, "kind": res.kind}
+        paths[base + "/{name}"] = {"patch": {"operationId": "patch%s" % res.kind, "x-kubernetes-action": "patch",
+                                             "x-kubernetes-group-version-kind": gvk, "parameters": params,
+                                             "requestBody": body, "responses": {"200": {"description": "OK"}}}}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION}, "paths": paths,
+            "components": {"schemas": {}}}
+
+
 def documents():
     """Every discovery path -> its JSON body (bytes), built once per server."""
     docs = {"/version": VERSION, "/api": api_versions(), "/apis": api_group_list(),
-            "/api/v1": resource_list("", "v1")}
+            "/api/v1": resource_list("", "v1"), "/openapi/v3": openapi_v3_paths()}
     for group, version in group_versions():
+        docs["/openapi/v3/%s" % _gv_path(group, version)] = openapi_v3(group, version)
         if group:
             docs["/apis/%s" % group] = api_group(group)
             docs["/apis/%s/%s" % (group, version)] = resource_list(group, version)

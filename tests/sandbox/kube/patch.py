@@ -27,6 +27,7 @@ PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC)
 #   ("map", schema)          a nested struct (unknown struct fields merge recursively with an empty schema)
 #   ("list", key, schema)    a list merged by ``key`` whose items follow ``schema``
 #   ("set",)                 a list of primitives merged as a set (metadata.finalizers)
+#   ("replace",)             a struct the patch replaces whole (patchStrategy=replace: a PDB's spec.selector)
 # Lists not declared here are atomic: a patch replaces them.
 
 
@@ -60,7 +61,7 @@ SCHEMAS = {
     "deployments": _WORKLOAD,
     "replicasets": _WORKLOAD,
     "daemonsets": _WORKLOAD,
-    "poddisruptionbudgets": {"metadata": _map(_META), "status": _map(_CONDITIONS)},
+    "poddisruptionbudgets": {"metadata": _map(_META), "spec": _map({"selector": ("replace",)}), "status": _map(_CONDITIONS)},
     "scale": {"metadata": _map(_META)},
 }
 
@@ -130,7 +131,9 @@ def _merge_map(original, patch, schema):
             out.pop(key, None)
             continue
         current = out.get(key)
-        if isinstance(value, dict):
+        if isinstance(value, dict) and spec and spec[0] == "replace" and value.get(_DIRECTIVE) != "delete":
+            out[key] = _strip(value, {})
+        elif isinstance(value, dict):
             sub = spec[1] if spec and spec[0] == "map" else {}
             merged = _merge_map(current if isinstance(current, dict) else {}, value, sub)
             if merged is None:
