@@ -129,13 +129,15 @@ def test_provision_builds_the_documented_estate(aws_sandbox, aws_estate):
 
 
 def test_instances_view_matches_describe_instances(aws_sandbox, aws_estate):
+    # Once booted, so that both views are read in the same state.
+    assert wait_for(lambda: {i["LifecycleState"] for i in describe(aws_sandbox, "sandbox-nodes")["Instances"]} == {"InService"})
     group = describe(aws_sandbox, aws_estate["groups"][0]["name"])
     ids = {i["InstanceId"] for i in group["Instances"]}
     view = {i["instance_id"]: i for i in aws_sandbox.instances() if i["instance_id"] in ids}
     assert set(view) == ids
     for instance_id, ec2 in ec2_instances(aws_sandbox, ids).items():
         mine = view[instance_id]
-        assert mine["state"] == ec2["State"]["Name"]
+        assert mine["state"] == ec2["State"]["Name"] == "running"
         assert mine["az"] == ec2["Placement"]["AvailabilityZone"]
         assert mine["private_dns_name"] == ec2["PrivateDnsName"] and mine["private_ip"] == ec2["PrivateIpAddress"]
         assert mine["image_id"] == ec2["ImageId"] == aws_estate["amis"]["old"]
@@ -338,6 +340,7 @@ def test_detach_keeps_the_instance_running_and_launches_a_replacement(aws_sandbo
     assert events_of(aws_sandbox, "instance.detached", instance_id=detached, group="fid-detach")
 
 
+@pytest.mark.usefixtures("aws_slow_boot")
 def test_ec2_terminate_of_a_member_is_logged(aws_sandbox, aws_estate):
     make_group(aws_sandbox, aws_estate, "fid-ec2-terminate", 1)
     victim = describe(aws_sandbox, "fid-ec2-terminate")["Instances"][0]["InstanceId"]

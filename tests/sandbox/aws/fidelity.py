@@ -187,26 +187,6 @@ def state_name(instance, now):
     return state.name
 
 
-def describe_instance(instance):
-    """The plain-dict view of an instance that :meth:`AwsSandbox.instances` returns (state excluded)."""
-    info = instance.__dict__.get("_sb_info")
-    if info is not None:
-        return info
-    lt_tags = {t["key"]: t["value"] for t in instance.get_tags()}
-    group = getattr(instance, "autoscaling_group", None)
-    return {
-        "instance_id": instance.id,
-        "az": instance.placement.zone,
-        "private_dns_name": instance.private_dns_name,
-        "private_ip": instance.private_ip,
-        "instance_type": instance.instance_type,
-        "image_id": instance.image_id,
-        "launch_time": None,
-        "group": group.name if group is not None else None,
-        "launch_template": {"id": lt_tags.get("aws:ec2launchtemplate:id"), "version": lt_tags.get("aws:ec2launchtemplate:version")},
-    }
-
-
 # --------------------------------------------------------------------------------------------------
 # EC2
 # --------------------------------------------------------------------------------------------------

@@ -206,6 +206,7 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
                 return None
 
         app = _Gate(DomainDispatcherApplication(create_backend_app), self)
+        self._sizes = {}
         self._server = make_server(self.host, self.port, app, threaded=True, request_handler=Handler)
         host, port = self._server.server_address[:2]
         self.url = "http://%s:%d" % (host, port)
@@ -322,17 +323,24 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         return self._moto[kind][ACCOUNT_ID][self.region]
 
     def instances(self):
-        """Every EC2 instance in the region as plain dicts (read in-process, no HTTP)."""
+        """Every EC2 instance in the region as plain dicts (read in-process, no HTTP).
+
+        Lock-free, so a long request (a full DescribeInstances of 1000 instances takes seconds in moto)
+        does not stall the caller: list() copies of moto's containers are atomic, and each instance's
+        record is complete once its launch has finished (instances still being launched are left out).
+        """
         fidelity = self._moto["fidelity"]
         now = self.clock.now()
         out = []
-        with self.lock:
-            for reservation in list(self._backend("ec2").reservations.values()):
-                for instance in reservation.instances:
-                    record = dict(fidelity.describe_instance(instance))
-                    record["launch_template"] = dict(record["launch_template"])
-                    record["state"] = fidelity.state_name(instance, now)
-                    out.append(record)
+        for reservation in list(self._backend("ec2").reservations.values()):
+            for instance in list(reservation.instances):
+                info = instance.__dict__.get("_sb_info")
+                if info is None:
+                    continue
+                record = dict(info)
+                record["launch_template"] = dict(info["launch_template"])
+                record["state"] = fidelity.state_name(instance, now)
+                out.append(record)
         return out
 
     def groups(self):
