@@ -107,7 +107,7 @@ def test_restore_after_an_autoscaler_moved_desired_takes_back_only_the_rollouts_
 
 
 def test_restore_an_autoscaler_scale_up_keeps_its_nodes_and_room_for_them():
-    state, _ = _state_after_surge(_sizes(2, 8, 6), 3)   # 2/11/9
+    state = _state_after_surge(_sizes(2, 8, 6), 3)[0]   # 2/11/9
     state["surge_owed"] = 1                            # two paid back: desired 7
     restored = gs.restore_sizes(state, _sizes(2, 11, 10))  # the autoscaler added 3
     assert restored["desired_capacity"] == 9 and restored["max_size"] == 9
@@ -115,13 +115,13 @@ def test_restore_an_autoscaler_scale_up_keeps_its_nodes_and_room_for_them():
 
 
 def test_restore_after_detach_only_resets_processes_and_tags():
-    state, _ = _state_after_surge(_sizes(3, 3, 3), 2, method="detach")
+    state = _state_after_surge(_sizes(3, 3, 3), 2, method="detach")[0]
     restored = gs.restore_sizes(state, _sizes(3, 3, 3))
     assert (restored["max_size"], restored["desired_capacity"], restored["autoscaler_moved"]) == (3, 3, False)
 
 
 def test_an_interrupted_restore_keeps_the_sizes_it_chose():
-    state, _ = _state_after_surge(_sizes(2, 8, 6), 3)
+    state = _state_after_surge(_sizes(2, 8, 6), 3)[0]
     state["restore_sizes"] = _sizes(2, 8, 7)
     # The first run already set desired 7; recomputing would take the owed surge back a second time.
     restored = gs.restore_sizes(state, _sizes(2, 8, 7))
@@ -129,7 +129,7 @@ def test_an_interrupted_restore_keeps_the_sizes_it_chose():
 
 
 def test_restore_never_goes_below_a_minimum_raised_meanwhile():
-    state, _ = _state_after_surge(_sizes(2, 8, 4), 2)
+    state = _state_after_surge(_sizes(2, 8, 4), 2)[0]
     restored = gs.restore_sizes(state, _sizes(5, 10, 6))
     assert restored["min_size"] == 5 and restored["desired_capacity"] == 5
 
@@ -155,9 +155,9 @@ def test_a_surge_inside_the_headroom_is_detected_by_desired():
 
 
 def test_detach_and_zero_surges_are_always_applied():
-    state, _ = _state_after_surge(_sizes(3, 3, 3), 2, method="detach")
+    state = _state_after_surge(_sizes(3, 3, 3), 2, method="detach")[0]
     assert gs.surge_applied(state, _sizes(3, 3, 3))
-    state, _ = _state_after_surge(_sizes(3, 3, 3), 0)
+    state = _state_after_surge(_sizes(3, 3, 3), 0)[0]
     assert gs.surge_applied(state, _sizes(3, 3, 3))
 
 

@@ -1,0 +1,318 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""A group's launch template: which one and which explicit version it launches, the AMI in it, and the setup
+step of a rollout (``launch_template_version``): a new version with the target AMI, pointed at by number.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
+    AWS_ERRORS,
+    RolloutError,
+    aws_clients,
+    error_code,
+    require_group,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import StateError, group_state
+
+AMI_ID_RE = re.compile(r"^ami-[0-9a-f]{8,17}$")
+SYMBOLIC_VERSIONS = ("$Latest", "$Default")
+_DIGITS_RE = re.compile(r"^[0-9]+$")
+_DESCRIPTION_LIMIT = 255
+
+
+def template_spec(group):
+    """The group's launch template as configured: ``{"id", "name", "version", "mixed_instances_policy"}``.
+
+    ``version`` is what the group says (a number, ``$Latest`` or ``$Default``; ``$Default`` when unset, as AWS
+    reads it). Groups with a MixedInstancesPolicy use its launch template specification. None for groups
+    with a launch configuration.
+    """
+    spec = group.get("LaunchTemplate")
+    mixed = False
+    if not spec and group.get("MixedInstancesPolicy"):
+        spec = ((group["MixedInstancesPolicy"].get("LaunchTemplate") or {}).get("LaunchTemplateSpecification"))
+        mixed = True
+    if not spec:
+        return None
+    return {"id": spec.get("LaunchTemplateId"), "name": spec.get("LaunchTemplateName"),
+            "version": str(spec.get("Version") or "$Default"), "mixed_instances_policy": mixed}
+
+
+def describe_template(ec2, spec):
+    """DescribeLaunchTemplates for the template ``spec`` names (by id, else by name)."""
+    kwargs = {"LaunchTemplateIds": [spec["id"]]} if spec.get("id") else {"LaunchTemplateNames": [spec["name"]]}
+    templates = ec2.describe_launch_templates(**kwargs)["LaunchTemplates"]
+    if not templates:
+        raise RolloutError("launch template %s not found" % (spec.get("id") or spec.get("name")))
+    return templates[0]
+
+
+def resolve_version(template, version, field="version"):
+    """``$Latest``/``$Default``/``"7"``/``7`` -> the explicit version number (int) of ``template``."""
+    if version in (None, "", "$Default"):
+        return int(template["DefaultVersionNumber"])
+    if version == "$Latest":
+        return int(template["LatestVersionNumber"])
+    text = str(version).strip()
+    if isinstance(version, bool) or not _DIGITS_RE.match(text) or int(text) < 1:
+        raise RolloutError("%s: %r is not allowed; use a version number (1 or more), $Latest or $Default" % (field, version))
+    number = int(text)
+    if number > int(template["LatestVersionNumber"]):
+        raise RolloutError("%s: launch template %s (%s) has no version %d; its versions go up to %d"
+                           % (field, template["LaunchTemplateId"], template["LaunchTemplateName"], number,
+                              template["LatestVersionNumber"]))
+    return number
+
+
+def describe_version(ec2, template, number, field="version"):
+    """The LaunchTemplateVersion ``number`` of ``template`` (a deleted version is an error naming ``field``)."""
+    try:
+        versions = ec2.describe_launch_template_versions(
+            LaunchTemplateId=template["LaunchTemplateId"], Versions=[str(number)])["LaunchTemplateVersions"]
+    except AWS_ERRORS as exc:
+        if (error_code(exc) or "").startswith("InvalidLaunchTemplateId.VersionNotFound"):
+            versions = []
+        else:
+            raise
+    if not versions:
+        raise RolloutError("%s: launch template %s (%s) has no version %s" % (
+            field, template["LaunchTemplateId"], template["LaunchTemplateName"], number))
+    return versions[0]
+
+
+def group_target(ec2, group):
+    """What the group launches now, resolved: ``{"launch_template_id", "launch_template_name", "version" (int),
+    "version_spec", "default_version", "latest_version", "image_id", "instance_type", "mixed_instances_policy"}``.
+
+    None for a group with a launch configuration (not supported by a rollout).
+    """
+    spec = template_spec(group)
+    if spec is None:
+        return None
+    template = describe_template(ec2, spec)
+    number = resolve_version(template, spec["version"])
+    data = describe_version(ec2, template, number).get("LaunchTemplateData") or {}
+    return {
+        "launch_template_id": template["LaunchTemplateId"],
+        "launch_template_name": template["LaunchTemplateName"],
+        "version": number,
+        "version_spec": spec["version"],
+        "default_version": int(template["DefaultVersionNumber"]),
+        "latest_version": int(template["LatestVersionNumber"]),
+        "image_id": data.get("ImageId"),
+        "instance_type": data.get("InstanceType"),
+        "mixed_instances_policy": spec["mixed_instances_policy"],
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Images
+# ---------------------------------------------------------------------------------------------------------
+
+def check_image(ec2, image_id, region, field="image_id", source=None):
+    """Refuse an AMI id that is malformed, unknown or not available; return the image."""
+    where = "%s: AMI '%s'%s" % (field, image_id, " (from %s)" % source if source else "")
+    if not isinstance(image_id, str) or not AMI_ID_RE.match(image_id):
+        raise RolloutError("%s is not an AMI id; use an id such as ami-0123456789abcdef0" % where)
+    try:
+        images = ec2.describe_images(ImageIds=[image_id])["Images"]
+    except AWS_ERRORS as exc:
+        if (error_code(exc) or "").startswith("InvalidAMIID"):
+            images = []
+        else:
+            raise
+    if not images:
+        raise RolloutError("%s not found in region %s" % (where, region))
+    image = images[0]
+    if image.get("State") not in (None, "available"):
+        raise RolloutError("%s is %s, not available" % (where, image.get("State")))
+    return image
+
+
+def image_from_ssm(ssm, name, region):
+    """The AMI id an SSM parameter holds (as EKS publishes them, or the user's own)."""
+    try:
+        value = ssm.get_parameter(Name=name)["Parameter"]["Value"]
+    except AWS_ERRORS as exc:
+        if error_code(exc) in ("ParameterNotFound", "ParameterVersionNotFound", "ValidationException"):
+            raise RolloutError("ssm_parameter: SSM parameter '%s' not found in region %s" % (name, region)) from None
+        raise
+    value = str(value).strip()
+    if not AMI_ID_RE.match(value):
+        raise RolloutError("ssm_parameter: SSM parameter '%s' holds %r, not an AMI id" % (name, value[:80]))
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The module: launch_template_version
+# ---------------------------------------------------------------------------------------------------------
+
+def _point_group(client, group, spec, template_id, number):
+    """Make the group launch ``template_id`` version ``number`` (the MixedInstancesPolicy's template for such groups)."""
+    name = group["AutoScalingGroupName"]
+    if spec["mixed_instances_policy"]:
+        # Send the whole policy with only the template specification changed, so the instances distribution and the
+        # overrides stay as they are whatever the endpoint does with the parts it is not given.
+        policy = copy.deepcopy(group["MixedInstancesPolicy"])
+        launch_template = policy.setdefault("LaunchTemplate", {})
+        launch_template["LaunchTemplateSpecification"] = {"LaunchTemplateId": template_id, "Version": str(number)}
+        if not launch_template.get("Overrides"):
+            launch_template.pop("Overrides", None)
+        client.update_auto_scaling_group(AutoScalingGroupName=name, MixedInstancesPolicy=policy)
+    else:
+        client.update_auto_scaling_group(AutoScalingGroupName=name, LaunchTemplate={
+            "LaunchTemplateId": template_id, "Version": str(number)})
+
+
+def _reusable_version(ec2, template, source_number, image_id):
+    """The latest version when an earlier, interrupted run already made it from the same source with ``image_id``."""
+    latest = int(template["LatestVersionNumber"])
+    if latest <= source_number:
+        return None
+    version = describe_version(ec2, template, latest)
+    if (version.get("LaunchTemplateData") or {}).get("ImageId") == image_id:
+        return version
+    return None
+
+
+def _check_options(params):
+    version = params.get("version")
+    if version is not None:
+        text = str(version).strip()
+        if text not in SYMBOLIC_VERSIONS and (not _DIGITS_RE.match(text) or int(text) < 1):
+            raise RolloutError("version: %r is not allowed; use a version number (1 or more), $Latest or $Default" % (version,))
+    image_id = params.get("image_id")
+    if image_id is not None and not AMI_ID_RE.match(str(image_id)):
+        raise RolloutError("image_id: %r is not an AMI id; use an id such as ami-0123456789abcdef0" % (image_id,))
+    if params.get("ssm_parameter") is not None and not str(params["ssm_parameter"]).strip():
+        raise RolloutError("ssm_parameter: an empty name is not allowed; use the parameter's name or ARN")
+    description = params.get("version_description")
+    if description is not None and len(description) > _DESCRIPTION_LIMIT:
+        raise RolloutError("version_description: %d characters is not allowed; use at most %d" % (len(description), _DESCRIPTION_LIMIT))
+
+
+def run_launch_template_version(module):
+    """Resolve the target, create a version with the new AMI when needed, point the group at it by number."""
+    params = module.params
+    try:
+        _check_options(params)
+    except RolloutError as exc:
+        module.fail_json(msg=exc.msg)
+    connection, autoscaling, ec2, ssm = aws_clients(module, "autoscaling", "ec2", "ssm")
+    region = connection.region
+    name = params["asg_name"]
+    operation = "DescribeAutoScalingGroups"
+    try:
+        group = require_group(autoscaling, name, region, field="asg_name")
+        spec = template_spec(group)
+        if spec is None:
+            raise RolloutError("asg_name: Auto Scaling group '%s' uses a launch configuration; only groups with a launch "
+                               "template (or a MixedInstancesPolicy with one) can be rolled" % name)
+        operation = "DescribeLaunchTemplates"
+        template = describe_template(ec2, spec)
+        source_number = resolve_version(template, spec["version"])
+        source = describe_version(ec2, template, source_number)
+        source_image = (source.get("LaunchTemplateData") or {}).get("ImageId")
+
+        image_id = None
+        image_source = None
+        operation = "DescribeImages"
+        if params.get("ssm_parameter"):
+            operation = "GetParameter"
+            image_id = image_from_ssm(ssm, params["ssm_parameter"], region)
+            image_source = "SSM parameter %s" % params["ssm_parameter"]
+            operation = "DescribeImages"
+            check_image(ec2, image_id, region, field="ssm_parameter", source=image_source)
+        elif params.get("image_id"):
+            image_id = params["image_id"]
+            check_image(ec2, image_id, region)
+
+        target = None
+        reused = None
+        if params.get("version") is not None:
+            number = resolve_version(template, params["version"])
+            target = describe_version(ec2, template, number)
+        elif image_id is None or image_id == source_image:
+            target = source
+        else:
+            reused = _reusable_version(ec2, template, source_number, image_id)
+            target = reused
+        state = group_state(group)
+    except StateError as exc:
+        module.fail_json(msg=str(exc))
+    except RolloutError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    except AWS_ERRORS as exc:
+        module.fail_json(msg=describe_aws_error(exc, operation, "Auto Scaling group '%s'" % name))
+
+    create = target is None
+    target_number = int(target["VersionNumber"]) if target else int(template["LatestVersionNumber"]) + 1
+    target_image = (target.get("LaunchTemplateData") or {}).get("ImageId") if target else image_id
+    point = spec["version"] != str(target_number)
+    make_default = bool(params["set_default"]) and int(template["DefaultVersionNumber"]) != target_number
+    changed = create or point or make_default
+
+    if state and state.get("target_version") not in (None, target_number):
+        module.warn("Auto Scaling group '%s' has rollout %s recorded with target version %s; this run points it at version %d, "
+                    "so instances launched from now on differ from the recorded target"
+                    % (name, state["rollout_id"], state["target_version"], target_number))
+
+    result = {
+        "changed": changed,
+        "asg_name": name,
+        "launch_template_id": template["LaunchTemplateId"],
+        "launch_template_name": template["LaunchTemplateName"],
+        "version": target_number,
+        "previous_version": source_number,
+        "previous_version_spec": spec["version"],
+        "image_id": target_image,
+        "previous_image_id": source_image,
+        "created": create,
+        "reused_interrupted_version": reused is not None,
+        "default_version": target_number if params["set_default"] else int(template["DefaultVersionNumber"]),
+        "mixed_instances_policy": spec["mixed_instances_policy"],
+        "target": {"launch_template_id": template["LaunchTemplateId"], "version": target_number, "image_id": target_image},
+    }
+    if module._diff:  # pylint: disable=protected-access
+        result["diff"] = {
+            "before": {"launch_template_version": spec["version"], "image_id": source_image,
+                       "default_version": int(template["DefaultVersionNumber"])},
+            "after": {"launch_template_version": str(target_number), "image_id": target_image,
+                      "default_version": result["default_version"]},
+        }
+    if module.check_mode or not changed:
+        module.exit_json(**result)
+
+    operation = "CreateLaunchTemplateVersion"
+    try:
+        if create:
+            description = params.get("version_description") or "nodeops.rollout: %s from version %d" % (image_id, source_number)
+            created = ec2.create_launch_template_version(
+                LaunchTemplateId=template["LaunchTemplateId"], SourceVersion=str(source_number),
+                VersionDescription=description[:_DESCRIPTION_LIMIT], LaunchTemplateData={"ImageId": image_id},
+            )["LaunchTemplateVersion"]
+            target_number = int(created["VersionNumber"])
+            result["version"] = target_number
+            result["target"]["version"] = target_number
+            if params["set_default"]:
+                result["default_version"] = target_number
+            if module._diff:  # pylint: disable=protected-access
+                result["diff"]["after"]["launch_template_version"] = str(target_number)
+                result["diff"]["after"]["default_version"] = result["default_version"]
+        if params["set_default"] and int(template["DefaultVersionNumber"]) != target_number:
+            operation = "ModifyLaunchTemplate"
+            ec2.modify_launch_template(LaunchTemplateId=template["LaunchTemplateId"], DefaultVersion=str(target_number))
+        if spec["version"] != str(target_number):
+            operation = "UpdateAutoScalingGroup"
+            _point_group(autoscaling, group, spec, template["LaunchTemplateId"], target_number)
+    except AWS_ERRORS as exc:
+        module.fail_json(msg=describe_aws_error(exc, operation, "Auto Scaling group '%s' launch template %s" % (name, template["LaunchTemplateId"])),
+                         **result)
+    module.exit_json(**result)

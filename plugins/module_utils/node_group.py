@@ -1,0 +1,145 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""``node_group_info``: one or more Auto Scaling groups as node groups -- sizes, target launch template version,
+every instance joined to its node, what is outdated, the recorded rollout state and the plan."""
+
+from __future__ import annotations
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
+    AWS_ERRORS,
+    K8S_ERRORS,
+    RolloutError,
+    aws_clients,
+    detached_instances,
+    find_groups,
+    group_azs,
+    group_instances,
+    group_tags,
+    members,
+    nodes_by_instance,
+    require_group,
+    suspended_processes,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
+from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_int_or_percent, rollout_plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import StateError, group_state
+
+_PUBLIC_INSTANCE_KEYS = ("instance_id", "az", "lifecycle_state", "health_status", "launch_template", "image_id",
+                         "instance_type", "launch_time", "private_dns_name", "ec2_state", "protected_from_scale_in",
+                         "detached")
+
+
+def check_settings(params):
+    """Refuse bad max_unavailable/max_surge/tags before any API call (the percentages need the group's size later)."""
+    if params.get("max_unavailable") is not None:
+        parse_int_or_percent(params["max_unavailable"], "max_unavailable")
+    if params.get("max_surge") is not None:
+        parse_int_or_percent(params["max_surge"], "max_surge", allow_zero=True)
+    tags = params.get("tags")
+    if tags is not None:
+        if not tags:
+            raise PlanError("tags: an empty dict is not allowed; give at least one tag, for example {'eks:nodegroup-name': 'workers'}")
+        for key, value in tags.items():
+            if not isinstance(key, str) or not key:
+                raise PlanError("tags: key %r is not allowed; use tag keys as text" % (key,))
+            if value is not None and not isinstance(value, (str, int)):
+                raise PlanError("tags: the value of %s is %r; use text, or null to match the key alone" % (key, value))
+
+
+def _node_view(node):
+    if node is None:
+        return None
+    return {"name": node["name"], "ready": node["ready"], "schedulable": node["schedulable"], "taints": node["taints"]}
+
+
+def _instance_view(record, outdated):
+    view = {key: record.get(key) for key in _PUBLIC_INSTANCE_KEYS}
+    view["node"] = _node_view(record.get("node"))
+    reasons = outdated.get(record["instance_id"])
+    view["outdated"] = reasons is not None
+    view["outdated_reasons"] = list(reasons or [])
+    return view
+
+
+def describe_node_group(ec2, group, nodes, params):
+    """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None)."""
+    name = group["AutoScalingGroupName"]
+    target = group_target(ec2, group)
+    if target is None:
+        raise RolloutError("Auto Scaling group '%s' uses a launch configuration; only groups with a launch template "
+                           "(or a MixedInstancesPolicy with one) can be rolled" % name)
+    state = group_state(group)
+    records = group_instances(ec2, group)
+    if nodes is not None:
+        for record in records:
+            record["node"] = nodes.get(record["instance_id"])
+    azs = group_azs(group)
+    group_size = state["original_desired_capacity"] if state else group["DesiredCapacity"]
+    plan_target = {"launch_template_id": target["launch_template_id"], "version": target["version"],
+                   "image_id": target["image_id"]}
+    plan = rollout_plan(records, plan_target, max_unavailable=params.get("max_unavailable"),
+                        max_surge=params.get("max_surge"), az_count=len(azs), group_size=group_size)
+    outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}
+    in_group = members(group)
+    return {
+        "name": name,
+        "arn": group.get("AutoScalingGroupARN"),
+        "min_size": group["MinSize"],
+        "max_size": group["MaxSize"],
+        "desired_capacity": group["DesiredCapacity"],
+        "availability_zones": azs,
+        "az_count": len(azs),
+        "suspended_processes": suspended_processes(group),
+        "tags": group_tags(group),
+        "launch_template": target,
+        "target": plan["target"],
+        "instance_count": len(in_group),
+        "in_service_count": sum(1 for instance in in_group if instance.get("LifecycleState") == "InService"),
+        "instances": [_instance_view(record, outdated) for record in records],
+        "detached_instances": [record["instance_id"] for record in records if record["detached"]],
+        "outdated": plan["outdated"],
+        "outdated_count": plan["outdated_count"],
+        "up_to_date": plan["up_to_date"],
+        "nodes_joined": nodes is not None,
+        "state": state,
+        "plan": plan,
+    }
+
+
+def run_node_group_info(module):
+    params = module.params
+    try:
+        check_settings(params)
+    except PlanError as exc:
+        module.fail_json(msg=str(exc))
+    connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
+    api_client = k8s_client(module) if params["include_nodes"] else None
+    where = "Auto Scaling group '%s'" % params["name"] if params.get("name") else "Auto Scaling groups tagged %s" % params.get("tags")
+    operation = "DescribeAutoScalingGroups"
+    try:
+        if params.get("name"):
+            groups = [require_group(autoscaling, params["name"], connection.region)]
+            if not groups[0].get("Instances") and not detached_instances(ec2, params["name"]):
+                raise RolloutError("name: Auto Scaling group '%s' has no instances (desired capacity %d): there are no nodes to roll"
+                                   % (params["name"], groups[0]["DesiredCapacity"]))
+        else:
+            groups = find_groups(autoscaling, params["tags"])
+            if not groups:
+                raise RolloutError("tags: no Auto Scaling group in region %s has the tags %s" % (connection.region, params["tags"]))
+        nodes = None
+        if api_client is not None:
+            operation = "list nodes"
+            nodes = nodes_by_instance(api_client)
+        operation = "DescribeInstances"
+        node_groups = [describe_node_group(ec2, group, nodes, params) for group in groups]
+    except (RolloutError, PlanError, StateError) as exc:
+        module.fail_json(msg=str(exc), **getattr(exc, "details", {}))
+    except K8S_ERRORS as exc:
+        module.fail_json(msg=describe_k8s_error(exc, "list", "nodes"))
+    except AWS_ERRORS as exc:
+        module.fail_json(msg=describe_aws_error(exc, operation, where))
+    module.exit_json(changed=False, node_groups=node_groups)

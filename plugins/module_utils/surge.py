@@ -1,0 +1,396 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""``asg_surge``: give a group extra instances for a rollout and take them back afterwards.
+
+``surged`` records the rollout on the group first (original sizes, surge, target, the processes it suspends),
+then suspends those processes, then raises max and desired (``scale``) or detaches outdated instances without
+decrementing desired (``detach``). Each step is checked against what the group already shows, so a rerun after
+an interruption finishes the same rollout instead of starting a second one. ``restored`` puts the sizes back
+(only the rollout's own outstanding surge when something else moved desired), resumes only the processes the
+rollout suspended, and removes the rollout's tags last.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timezone
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
+    AWS_ERRORS,
+    INSTANCE_ID_RE,
+    RolloutError,
+    aws_clients,
+    detached_instances,
+    group_azs,
+    group_instances,
+    group_tags,
+    members,
+    require_group,
+    suspended_processes,
+    wait_for,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import (
+    check_surge_syntax,
+    detach_candidates,
+    group_settled,
+    resolve_surge,
+    restore_sizes,
+    resume_sizes,
+    sizes_of,
+    surge_applied,
+    surged_sizes,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
+from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, outdated_instances, parse_int_or_percent
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
+    TAG_INSTANCE_DETACHED,
+    TAG_INSTANCE_DETACHED_FROM,
+    TAG_RESTORE_SIZES,
+    StateError,
+    clear_state,
+    format_sizes,
+    format_time,
+    group_state,
+    new_rollout_id,
+    recorded_tags,
+    state_tags,
+    valid_rollout_id,
+    write_state,
+)
+
+# DetachInstances takes at most 20 instance ids per call.
+_DETACH_CHUNK = 20
+
+
+def check_options(params):
+    """Refuse bad options before any API call."""
+    check_surge_syntax(params.get("surge"))
+    if params.get("max_unavailable") is not None:
+        parse_int_or_percent(params["max_unavailable"], "max_unavailable")
+    limit = params.get("max_size_limit")
+    if limit is not None and limit < 0:
+        raise PlanError("max_size_limit: %r is not allowed; use a whole number >= 0" % (limit,))
+    if params.get("wait_timeout") is not None and params["wait_timeout"] < 0:
+        raise PlanError("wait_timeout: %r is not allowed; use a number of seconds >= 0" % (params["wait_timeout"],))
+    ids = params.get("instance_ids")
+    if ids:
+        if params["method"] != "detach" or params["state"] != "surged":
+            raise PlanError("instance_ids: only allowed with method=detach and state=surged (the instances to detach)")
+        for instance_id in ids:
+            if not isinstance(instance_id, str) or not INSTANCE_ID_RE.match(instance_id):
+                raise PlanError("instance_ids: %r is not an EC2 instance id; use ids such as i-0123456789abcdef0" % (instance_id,))
+        if len(set(ids)) != len(ids):
+            raise PlanError("instance_ids: each instance may be listed once")
+    rollout_id = params.get("rollout_id")
+    if rollout_id is not None and not valid_rollout_id(rollout_id):
+        raise PlanError("rollout_id: %r is not allowed; use 1-64 letters, digits, '.', '_', ':' or '-', starting with a letter or digit"
+                        % (rollout_id,))
+
+
+def _sizes_diff(sizes, processes, tags):
+    return {"min_size": sizes["min_size"], "max_size": sizes["max_size"], "desired_capacity": sizes["desired_capacity"],
+            "suspended_processes": sorted(processes), "tags": dict(sorted(tags.items()))}
+
+
+class _Surge:
+    """The decisions of ``state: surged`` for one group, made before anything changes."""
+
+    def __init__(self, params, group, ec2):
+        self.params = params
+        self.group = group
+        self.name = group["AutoScalingGroupName"]
+        self.current = sizes_of(group)
+        self.suspended_now = suspended_processes(group)
+        self.state = group_state(group)
+        self.resumed = self.state is not None
+        self.write = {}
+        self.to_suspend = []
+        self.new_sizes = None
+        self.to_detach = []
+        if self.state:
+            self._resume(ec2)
+        else:
+            self._start(ec2)
+
+    def _resume(self, ec2):
+        state = self.state
+        if state["method"] != self.params["method"]:
+            raise RolloutError("method: Auto Scaling group '%s' has rollout %s recorded with method %s; use method=%s to resume "
+                               "it, or end it with state=restored first" % (self.name, state["rollout_id"], state["method"], state["method"]))
+        if self.params.get("rollout_id") and self.params["rollout_id"] != state["rollout_id"]:
+            raise RolloutError("rollout_id: Auto Scaling group '%s' has rollout %s recorded, not %s; end it with state=restored first"
+                               % (self.name, state["rollout_id"], self.params["rollout_id"]))
+        # Interrupted between recording the state and suspending: suspend what the state says is ours.
+        self.to_suspend = [name for name in state["suspended_processes"] if name not in self.suspended_now]
+        if state["method"] == "scale":
+            if not surge_applied(state, self.current):
+                self.new_sizes = resume_sizes(state, self.current)
+        else:
+            tagged = set(instance["InstanceId"] for instance in detached_instances(ec2, self.name)
+                         if any(tag["Key"] == TAG_INSTANCE_DETACHED and tag["Value"] == state["rollout_id"] for tag in instance.get("Tags") or []))
+            self.to_detach = sorted(instance["InstanceId"] for instance in members(self.group) if instance["InstanceId"] in tagged)
+
+    def _start(self, ec2):
+        params = self.params
+        in_group = members(self.group)
+        if not in_group:
+            raise RolloutError("name: Auto Scaling group '%s' has no instances (desired capacity %d): there is nothing to surge for"
+                               % (self.name, self.current["desired_capacity"]))
+        target = group_target(ec2, self.group)
+        if target is None:
+            raise RolloutError("name: Auto Scaling group '%s' uses a launch configuration; only groups with a launch template can be rolled"
+                               % self.name)
+        surge = resolve_surge(params.get("surge"), self.current["desired_capacity"], len(group_azs(self.group)),
+                              params.get("max_unavailable"))
+        if params["method"] == "scale":
+            surged = surged_sizes(self.current, surge, params.get("max_size_limit"))
+            self.new_sizes = surged if surge else None
+        else:
+            self.to_detach = self._detach_choice(ec2, in_group, target, surge)
+            surge = len(self.to_detach)
+            # Detached instances keep running next to their replacements: the same limit applies.
+            surged = surged_sizes(self.current, surge, params.get("max_size_limit"))
+        self.to_suspend = [name for name in params["suspend_processes"] if name not in self.suspended_now]
+        now = datetime.now(timezone.utc)
+        self.state = {
+            "rollout_id": params.get("rollout_id") or new_rollout_id(now, secrets.token_hex(3)),
+            "method": params["method"],
+            "original_min_size": self.current["min_size"],
+            "original_max_size": self.current["max_size"],
+            "original_desired_capacity": self.current["desired_capacity"],
+            "surge": surge,
+            "surge_owed": surge if params["method"] == "scale" else 0,
+            "surged_max_size": surged["surged_max_size"] if params["method"] == "scale" else None,
+            "target_launch_template": target["launch_template_id"],
+            "target_version": target["version"],
+            "suspended_processes": self.to_suspend,
+            "started_at": format_time(now),
+            "restore_sizes": None,
+        }
+        self.write = state_tags(self.state)
+
+    def _detach_choice(self, ec2, in_group, target, surge):
+        ids = self.params.get("instance_ids")
+        if ids:
+            in_service = set(instance["InstanceId"] for instance in in_group if instance.get("LifecycleState") == "InService")
+            for instance_id in ids:
+                if instance_id not in in_service:
+                    raise RolloutError("instance_ids: %s is not an instance in service in Auto Scaling group '%s'" % (instance_id, self.name))
+            return list(ids)
+        records = [record for record in group_instances(ec2, self.group, include_detached=False)
+                   if record["lifecycle_state"] == "InService"]
+        plan_target = {"launch_template_id": target["launch_template_id"], "version": target["version"], "image_id": target["image_id"]}
+        chosen = detach_candidates(outdated_instances(records, plan_target), surge)
+        return [record["instance_id"] for record in chosen]
+
+    @property
+    def changed(self):
+        return bool(self.write or self.to_suspend or self.new_sizes or self.to_detach)
+
+    def diff(self):
+        tags_before = recorded_tags(group_tags(self.group))
+        tags_after = dict(tags_before, **self.write)
+        after_sizes = self.new_sizes or self.current
+        return {"before": _sizes_diff(self.current, self.suspended_now, tags_before),
+                "after": _sizes_diff(after_sizes, set(self.suspended_now) | set(self.to_suspend), tags_after)}
+
+    def apply(self, autoscaling, ec2):
+        """Record, suspend, then resize or detach; the order keeps every interruption resumable."""
+        steps = []
+        if self.write:
+            write_state(autoscaling, self.name, self.write)
+            steps.append("recorded")
+        if self.to_suspend:
+            autoscaling.suspend_processes(AutoScalingGroupName=self.name, ScalingProcesses=self.to_suspend)
+            steps.append("suspended")
+        if self.new_sizes:
+            autoscaling.update_auto_scaling_group(AutoScalingGroupName=self.name, MaxSize=self.new_sizes["max_size"],
+                                                  DesiredCapacity=self.new_sizes["desired_capacity"])
+            steps.append("resized")
+        if self.to_detach:
+            # Tag first: an instance detached by an interrupted run is still found (and drained, terminated) later.
+            ec2.create_tags(Resources=self.to_detach, Tags=[
+                {"Key": TAG_INSTANCE_DETACHED, "Value": self.state["rollout_id"]},
+                {"Key": TAG_INSTANCE_DETACHED_FROM, "Value": self.name}])
+            for start in range(0, len(self.to_detach), _DETACH_CHUNK):
+                autoscaling.detach_instances(AutoScalingGroupName=self.name, InstanceIds=self.to_detach[start:start + _DETACH_CHUNK],
+                                             ShouldDecrementDesiredCapacity=False)
+            steps.append("detached")
+        return steps
+
+
+class _Restore:
+    """The decisions of ``state: restored`` for one group."""
+
+    def __init__(self, group, ec2):
+        self.group = group
+        self.name = group["AutoScalingGroupName"]
+        self.current = sizes_of(group)
+        self.suspended_now = suspended_processes(group)
+        self.state = group_state(group)
+        self.tags = recorded_tags(group_tags(group))
+        self.sizes = None
+        self.to_resume = []
+        self.detached_remaining = []
+        if self.state is None:
+            return
+        self.sizes = restore_sizes(self.state, self.current)
+        self.to_resume = [name for name in self.state["suspended_processes"] if name in self.suspended_now]
+        self.detached_remaining = [instance["InstanceId"] for instance in detached_instances(ec2, self.name)]
+
+    @property
+    def resize(self):
+        if self.sizes is None:
+            return False
+        return any(self.sizes[key] != self.current[key] for key in ("min_size", "max_size", "desired_capacity"))
+
+    @property
+    def changed(self):
+        return bool(self.state is not None and (self.resize or self.to_resume or self.tags))
+
+    def diff(self):
+        after_sizes = self.sizes or self.current
+        return {"before": _sizes_diff(self.current, self.suspended_now, self.tags),
+                "after": _sizes_diff(after_sizes, set(self.suspended_now) - set(self.to_resume), {})}
+
+    def apply(self, autoscaling):
+        """Fix the sizes first (recorded, so an interrupted restore does not take the surge back twice), resume,
+        and remove the rollout's tags last."""
+        steps = []
+        if self.resize:
+            if not self.state.get("restore_sizes"):
+                write_state(autoscaling, self.name, {TAG_RESTORE_SIZES: format_sizes(self.sizes)})
+            autoscaling.update_auto_scaling_group(AutoScalingGroupName=self.name, MinSize=self.sizes["min_size"],
+                                                  MaxSize=self.sizes["max_size"], DesiredCapacity=self.sizes["desired_capacity"])
+            steps.append("resized")
+        if self.to_resume:
+            autoscaling.resume_processes(AutoScalingGroupName=self.name, ScalingProcesses=self.to_resume)
+            steps.append("resumed")
+        present = dict(self.tags, **{TAG_RESTORE_SIZES: ""}) if self.resize else self.tags
+        if clear_state(autoscaling, self.name, present):
+            steps.append("cleared")
+        return steps
+
+
+def _wait_settled(autoscaling, name, region, timeout):
+    def check():
+        group = require_group(autoscaling, name, region)
+        instances = group.get("Instances") or []
+        settled = group_settled(instances, group["DesiredCapacity"])
+        states = {}
+        for instance in instances:
+            states[instance.get("LifecycleState")] = states.get(instance.get("LifecycleState"), 0) + 1
+        detail = "desired capacity %d, instances by lifecycle state %s" % (
+            group["DesiredCapacity"], ", ".join("%s=%d" % item for item in sorted(states.items())) or "none")
+        return settled, detail, group
+
+    return wait_for(check, timeout, "Auto Scaling group '%s' to have exactly its desired capacity in service" % name)
+
+
+def run_asg_surge(module):
+    params = module.params
+    try:
+        check_options(params)
+    except PlanError as exc:
+        module.fail_json(msg=str(exc))
+    connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
+    region = connection.region
+    name = params["name"]
+    resource = "Auto Scaling group '%s'" % name
+    operation = "DescribeAutoScalingGroups"
+    try:
+        group = require_group(autoscaling, name, region)
+        if params["state"] == "surged":
+            decision = _Surge(params, group, ec2)
+        else:
+            decision = _Restore(group, ec2)
+    except (RolloutError, PlanError, StateError) as exc:
+        module.fail_json(msg=str(exc), **getattr(exc, "details", {}))
+    except AWS_ERRORS as exc:
+        module.fail_json(msg=describe_aws_error(exc, operation, resource))
+
+    result = {"changed": decision.changed, "name": name, "state": params["state"]}
+    if params["state"] == "surged":
+        result.update(_surge_result(decision))
+    else:
+        result.update(_restore_result(decision))
+        if decision.sizes and decision.sizes["scale_in"] > 0:
+            module.warn("restoring Auto Scaling group '%s' lowers desired capacity by %d: the group's termination policy chooses "
+                        "which instances go, without a drain; pay the surge back with instance_terminate first to choose them"
+                        % (name, decision.sizes["scale_in"]))
+        if decision.detached_remaining:
+            module.warn("instances detached from Auto Scaling group '%s' for surge are still running: %s; drain and terminate them "
+                        "(node_group_info lists them as outdated)" % (name, ", ".join(decision.detached_remaining)))
+    if module._diff:  # pylint: disable=protected-access
+        result["diff"] = decision.diff()
+    if module.check_mode or not decision.changed:
+        if params["wait"] and not module.check_mode and decision.state is not None:
+            _finish_wait(module, autoscaling, name, region, params, result)
+        module.exit_json(**result)
+
+    operation = "UpdateAutoScalingGroup"
+    try:
+        if params["state"] == "surged":
+            result["steps"] = decision.apply(autoscaling, ec2)
+        else:
+            result["steps"] = decision.apply(autoscaling)
+    except AWS_ERRORS as exc:
+        module.fail_json(msg=describe_aws_error(exc, operation, resource), **result)
+    if params["wait"]:
+        _finish_wait(module, autoscaling, name, region, params, result)
+    module.exit_json(**result)
+
+
+def _finish_wait(module, autoscaling, name, region, params, result):
+    try:
+        group = _wait_settled(autoscaling, name, region, params["wait_timeout"])
+    except RolloutError as exc:
+        module.fail_json(msg=exc.msg, **dict(result, **exc.details))
+    except AWS_ERRORS as exc:
+        module.fail_json(msg=describe_aws_error(exc, "DescribeAutoScalingGroups", "Auto Scaling group '%s'" % name), **result)
+    result["in_service_instances"] = sorted(instance["InstanceId"] for instance in group.get("Instances") or []
+                                            if instance.get("LifecycleState") == "InService")
+
+
+def _surge_result(decision):
+    state = decision.state
+    after = decision.new_sizes or decision.current
+    return {
+        "rollout_id": state["rollout_id"],
+        "method": state["method"],
+        "resumed": decision.resumed,
+        "surge": state["surge"],
+        "sizes": {"before": decision.current,
+                  "after": {key: after[key] for key in ("min_size", "max_size", "desired_capacity")}},
+        "suspended_processes": sorted(set(decision.suspended_now) | set(decision.to_suspend)),
+        "suspended_by_rollout": list(state["suspended_processes"]),
+        "detached_instances": list(decision.to_detach),
+        "rollout_state": state,
+    }
+
+
+def _restore_result(decision):
+    if decision.state is None:
+        return {"rollout_id": None, "restored": False, "sizes": {"before": decision.current, "after": decision.current},
+                "resumed_processes": [], "autoscaler_moved": False, "removed_tags": [], "detached_remaining": [],
+                "msg": "no rollout is recorded on Auto Scaling group '%s'; nothing to restore" % decision.name}
+    sizes = decision.sizes
+    return {
+        "rollout_id": decision.state["rollout_id"],
+        "restored": True,
+        "sizes": {"before": decision.current,
+                  "after": {key: sizes[key] for key in ("min_size", "max_size", "desired_capacity")}},
+        "original_sizes": {"min_size": decision.state["original_min_size"], "max_size": decision.state["original_max_size"],
+                           "desired_capacity": decision.state["original_desired_capacity"]},
+        "surge_owed": decision.state["surge_owed"],
+        "autoscaler_moved": sizes["autoscaler_moved"],
+        "autoscaler_delta": sizes["autoscaler_delta"],
+        "scale_in": sizes["scale_in"],
+        "resumed_processes": list(decision.to_resume),
+        "removed_tags": sorted(decision.tags),
+        "detached_remaining": list(decision.detached_remaining),
+        "rollout_state": decision.state,
+    }

@@ -1,0 +1,266 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""``instance_terminate``: terminate drained instances of a node group.
+
+Members go through the Auto Scaling group (decrementing desired only for the instances the caller says, so
+the group never scales in a node that was not drained); instances detached for surge go through EC2 (they
+no longer count toward the group). The surge still owed by a recorded rollout goes down with each decrement,
+one tag write after each, so an interrupted run never pays the surge back twice.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
+    AWS_ERRORS,
+    GONE_EC2_STATES,
+    INSTANCE_ID_RE,
+    K8S_ERRORS,
+    LEAVING_STATES,
+    RolloutError,
+    aws_clients,
+    describe_instances,
+    ec2_state,
+    error_code,
+    members,
+    nodes_by_instance,
+    delete_node,
+    require_group,
+    wait_for,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import (
+    check_decrement,
+    decrement_count,
+    group_settled,
+    sizes_of,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
+    TAG_INSTANCE_DETACHED_FROM,
+    TAG_SURGE_OWED,
+    StateError,
+    group_state,
+    tags_to_dict,
+    write_state,
+)
+
+_EC2_TERMINATE_CHUNK = 1000
+
+
+def check_options(params):
+    """Refuse bad options before any API call; returns how many of the listed instances decrement desired."""
+    ids = params.get("instance_ids") or []
+    if not ids:
+        raise PlanError("instance_ids: an empty list is not allowed; list the instances to terminate (i-...)")
+    for instance_id in ids:
+        if not isinstance(instance_id, str) or not INSTANCE_ID_RE.match(instance_id):
+            raise PlanError("instance_ids: %r is not an EC2 instance id; use ids such as i-0123456789abcdef0" % (instance_id,))
+    if len(set(ids)) != len(ids):
+        duplicate = next(instance_id for instance_id in ids if ids.count(instance_id) > 1)
+        raise PlanError("instance_ids: %s is listed more than once; list each instance once" % duplicate)
+    if params.get("wait_timeout") is not None and params["wait_timeout"] < 0:
+        raise PlanError("wait_timeout: %r is not allowed; use a number of seconds >= 0" % (params["wait_timeout"],))
+    return decrement_count(params.get("decrement_desired_capacity"), len(ids))
+
+
+class _Termination:
+    """Which listed instance is a member, detached from the group, or already gone -- decided before any change."""
+
+    def __init__(self, group, ec2, instance_ids, count):
+        self.name = group["AutoScalingGroupName"]
+        self.group = group
+        self.current = sizes_of(group)
+        self.state = group_state(group)
+        self.instance_ids = list(instance_ids)
+        listed = describe_instances(ec2, self.instance_ids)
+        in_group = set(instance["InstanceId"] for instance in members(group))
+        leaving = set(instance["InstanceId"] for instance in group.get("Instances") or []
+                      if instance.get("LifecycleState") in LEAVING_STATES)
+        self.members, self.detached, self.gone = [], [], []
+        for instance_id in self.instance_ids:
+            instance = listed.get(instance_id)
+            tags = tags_to_dict((instance or {}).get("Tags"))
+            if instance_id in in_group:
+                self.members.append(instance_id)
+            elif instance_id in leaving or instance is None or ec2_state(instance) in GONE_EC2_STATES:
+                self.gone.append(instance_id)
+            elif tags.get(TAG_INSTANCE_DETACHED_FROM) == self.name:
+                self.detached.append(instance_id)
+            else:
+                other = tags.get("aws:autoscaling:groupName")
+                where = "it is in Auto Scaling group '%s'" % other if other else "it belongs to no Auto Scaling group"
+                raise RolloutError("instance_ids: %s is not in Auto Scaling group '%s' (%s) and was not detached from it"
+                                   % (instance_id, self.name, where))
+        # "The first N listed": a listed instance that is gone or detached uses its place without decrementing.
+        self.decrement = [instance_id for instance_id in self.instance_ids[:count] if instance_id in self.members]
+        check_decrement(self.current, len(self.decrement), self.state, self.name)
+
+    @property
+    def changed(self):
+        return bool(self.members or self.detached)
+
+    def owed_after(self):
+        if self.state is None:
+            return None
+        if self.state["method"] != "scale":
+            return self.state["surge_owed"]
+        return max(0, self.state["surge_owed"] - len(self.decrement))
+
+    def predicted_desired(self):
+        return self.current["desired_capacity"] - len(self.decrement)
+
+
+def _terminate(autoscaling, ec2, plan, result):
+    """Terminate every member (one call each, desired decremented as decided) then the detached instances."""
+    owed = plan.state["surge_owed"] if plan.state else None
+    for instance_id in plan.members:
+        decrement = instance_id in plan.decrement
+        try:
+            autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=instance_id, ShouldDecrementDesiredCapacity=decrement)
+        except AWS_ERRORS as exc:
+            if error_code(exc) == "ValidationError" and "not found" in str(exc).lower():
+                # Gone between the read and this call (another run, a spot interruption): not an error.
+                result["already_gone"].append(instance_id)
+                continue
+            raise
+        result["terminated"].append(instance_id)
+        if decrement:
+            result["decremented"].append(instance_id)
+            if plan.state is not None and plan.state["method"] == "scale":
+                owed = max(0, owed - 1)
+                write_state(autoscaling, plan.name, {TAG_SURGE_OWED: owed})
+    for start in range(0, len(plan.detached), _EC2_TERMINATE_CHUNK):
+        chunk = plan.detached[start:start + _EC2_TERMINATE_CHUNK]
+        ec2.terminate_instances(InstanceIds=chunk)
+        result["terminated_detached"].extend(chunk)
+    if owed is not None:
+        result["surge_owed"]["after"] = owed
+
+
+def _wait_terminated(ec2, instance_ids, timeout):
+    def check():
+        listed = describe_instances(ec2, instance_ids)
+        pending = {instance_id: ec2_state(listed[instance_id]) for instance_id in instance_ids
+                   if instance_id in listed and ec2_state(listed[instance_id]) != "terminated"}
+        detail = ", ".join("%s is %s" % item for item in sorted(pending.items()))
+        return not pending, detail, None
+
+    wait_for(check, timeout, "instances %s to be terminated" % ", ".join(instance_ids))
+
+
+def _wait_replacements(autoscaling, ec2, name, region, before, timeout):
+    def check():
+        group = require_group(autoscaling, name, region, field="asg_name")
+        instances = group.get("Instances") or []
+        states = {}
+        for instance in instances:
+            states[instance.get("LifecycleState")] = states.get(instance.get("LifecycleState"), 0) + 1
+        detail = "desired capacity %d, instances by lifecycle state %s" % (
+            group["DesiredCapacity"], ", ".join("%s=%d" % item for item in sorted(states.items())) or "none")
+        return group_settled(instances, group["DesiredCapacity"]), detail, group
+
+    group = wait_for(check, timeout, "Auto Scaling group '%s' to have its desired capacity in service again" % name)
+    new = [instance for instance in group.get("Instances") or [] if instance["InstanceId"] not in before]
+    details = describe_instances(ec2, [instance["InstanceId"] for instance in new]) if new else {}
+    replacements = []
+    for instance in sorted(new, key=lambda item: item["InstanceId"]):
+        template = instance.get("LaunchTemplate") or {}
+        replacements.append({
+            "instance_id": instance["InstanceId"],
+            "az": instance.get("AvailabilityZone"),
+            "lifecycle_state": instance.get("LifecycleState"),
+            "launch_template_id": template.get("LaunchTemplateId"),
+            "launch_template_version": template.get("Version"),
+            "image_id": (details.get(instance["InstanceId"]) or {}).get("ImageId"),
+        })
+    return group, replacements
+
+
+def _delete_lingering_nodes(api_client, ec2, instance_ids, result):
+    """Delete the Node objects of instances EC2 reports terminated (a kubelet still running would register again)."""
+    listed = describe_instances(ec2, instance_ids)
+    terminated = [instance_id for instance_id in instance_ids
+                  if instance_id not in listed or ec2_state(listed[instance_id]) == "terminated"]
+    nodes = nodes_by_instance(api_client)
+    for instance_id in instance_ids:
+        node = nodes.get(instance_id)
+        if node is None:
+            continue
+        if instance_id not in terminated:
+            result["nodes_left"].append(node["name"])
+            continue
+        if delete_node(api_client, node["name"]):
+            result["nodes_deleted"].append(node["name"])
+
+
+def run_instance_terminate(module):
+    params = module.params
+    try:
+        count = check_options(params)
+    except PlanError as exc:
+        module.fail_json(msg=str(exc))
+    connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
+    api_client = k8s_client(module) if params["delete_node"] else None
+    region = connection.region
+    name = params["asg_name"]
+    resource = "Auto Scaling group '%s'" % name
+    try:
+        group = require_group(autoscaling, name, region, field="asg_name")
+        plan = _Termination(group, ec2, params["instance_ids"], count)
+    except (RolloutError, PlanError, StateError) as exc:
+        module.fail_json(msg=str(exc), **getattr(exc, "details", {}))
+    except AWS_ERRORS as exc:
+        module.fail_json(msg=describe_aws_error(exc, "DescribeInstances", resource))
+
+    owed_before = plan.state["surge_owed"] if plan.state else None
+    result = {
+        "changed": plan.changed,
+        "asg_name": name,
+        "rollout_id": plan.state["rollout_id"] if plan.state else None,
+        "members": list(plan.members),
+        "detached": list(plan.detached),
+        "terminated": [],
+        "terminated_detached": [],
+        "already_gone": list(plan.gone),
+        "decremented": [],
+        "desired_capacity": {"before": plan.current["desired_capacity"], "after": plan.predicted_desired()},
+        "surge_owed": {"before": owed_before, "after": plan.owed_after()},
+        "nodes_deleted": [],
+        "nodes_left": [],
+        "replacements": [],
+    }
+    if module.check_mode:
+        result["terminated"] = list(plan.members)
+        result["terminated_detached"] = list(plan.detached)
+        result["decremented"] = list(plan.decrement)
+        module.exit_json(**result)
+
+    operation = "TerminateInstanceInAutoScalingGroup"
+    try:
+        _terminate(autoscaling, ec2, plan, result)
+        result["changed"] = bool(result["terminated"] or result["terminated_detached"])
+        ended = result["terminated"] + result["terminated_detached"]
+        if params["wait"] and ended:
+            operation = "DescribeInstances"
+            _wait_terminated(ec2, ended, params["wait_timeout"])
+        if api_client is not None:
+            operation = "delete nodes"
+            _delete_lingering_nodes(api_client, ec2, ended + list(plan.gone), result)
+            if result["nodes_left"]:
+                module.warn("Node objects %s were left in place: their instances are not terminated yet (set wait: true to wait)"
+                            % ", ".join(result["nodes_left"]))
+        if params["wait_for_replacement"]:
+            operation = "DescribeAutoScalingGroups"
+            before = set(instance["InstanceId"] for instance in group.get("Instances") or [])
+            group_after, result["replacements"] = _wait_replacements(autoscaling, ec2, name, region, before, params["wait_timeout"])
+            result["desired_capacity"]["after"] = group_after["DesiredCapacity"]
+    except RolloutError as exc:
+        module.fail_json(msg=exc.msg, **dict(result, **exc.details))
+    except K8S_ERRORS as exc:
+        module.fail_json(msg=describe_k8s_error(exc, "delete", "nodes of instances %s" % ", ".join(params["instance_ids"])), **result)
+    except AWS_ERRORS as exc:
+        module.fail_json(msg=describe_aws_error(exc, operation, resource), **result)
+    module.exit_json(**result)

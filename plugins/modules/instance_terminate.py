@@ -1,0 +1,199 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: instance_terminate
+short_description: Terminate drained instances of a node group, through its Auto Scaling group or EC2
+version_added: 0.1.0
+author: nodeops.rollout maintainers (@nodeops)
+description:
+  - Terminates the listed instances of an Auto Scaling group, each through C(TerminateInstanceInAutoScalingGroup), with or
+    without decrementing the group's desired capacity (O(decrement_desired_capacity)).
+  - Instances that a rollout detached from the group for surge (EC2 tag C(nodeops.rollout/detached-from=<group>)) are
+    terminated through EC2; they no longer count toward the group, so nothing replaces them.
+  - An instance that is already terminated, terminating or unknown to EC2 is reported in RV(already_gone) and is not an
+    error. A running instance that is neither in the group nor detached from it is refused before anything is terminated.
+  - When the group has a rollout recorded by M(nodeops.rollout.asg_surge), each decrement lowers the surge the rollout
+    still owes (tag C(nodeops.rollout/surge-owed)), written after each termination; decrementing more than is owed is refused.
+  - Waits until the instances are terminated, deletes the Node objects that outlive their instances, and optionally waits
+    until the group has its desired capacity in service again.
+  - Drain the nodes first (M(nodeops.rollout.node_drain)); this module does not look at pods.
+extends_documentation_fragment:
+  - nodeops.rollout.aws
+  - nodeops.rollout.k8s
+  - nodeops.rollout.attributes.AWS
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+options:
+  asg_name:
+    description:
+      - Name of the Auto Scaling group the instances belong to (or were detached from).
+    type: str
+    required: true
+  instance_ids:
+    description:
+      - The instances to terminate, each listed once.
+    type: list
+    elements: str
+    required: true
+  decrement_desired_capacity:
+    description:
+      - Whether terminating an instance also lowers the group's desired capacity, so that the group does not replace it.
+      - V(true) for every listed instance, V(false) for none, or a whole number N for the first N listed instances only (a
+        listed instance that is gone or detached uses its place without decrementing).
+      - The C(nodeops.rollout.rolling_update) role decrements only while paying the surge back, passing the smaller of the
+        batch size and the surge still owed, so the group never scales in a node that was not drained.
+      - Refused when the desired capacity would fall below the group's minimum size, or below its original size while a
+        rollout is recorded.
+    type: raw
+    default: false
+  wait:
+    description:
+      - Wait until EC2 reports every terminated instance V(terminated).
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to wait, for O(wait) and again for O(wait_for_replacement). The module fails on timeout.
+    type: int
+    default: 600
+  wait_for_replacement:
+    description:
+      - Also wait until the group has exactly its desired capacity in service, and report the instances that replaced the
+        terminated ones in RV(replacements).
+    type: bool
+    default: false
+  delete_node:
+    description:
+      - Delete the Kubernetes Node object of each instance that is terminated (or was already gone) if it still exists. This
+        needs the Kubernetes connection options; set V(false) without Kubernetes access.
+      - Only nodes of instances that EC2 reports V(terminated) are deleted (a running kubelet would register again), so this
+        works best with O(wait=true).
+    type: bool
+    default: true
+seealso:
+  - module: nodeops.rollout.node_group_info
+  - module: nodeops.rollout.asg_surge
+  - module: nodeops.rollout.node_drain
+"""
+
+EXAMPLES = r"""
+- name: Terminate a drained batch, paying back the surge for two of them, and wait for the replacements
+  nodeops.rollout.instance_terminate:
+    asg_name: eks-workers-20240501
+    instance_ids:
+      - i-0123456789abcdef0
+      - i-0fedcba9876543210
+      - i-00112233445566778
+    decrement_desired_capacity: 2
+    wait_for_replacement: true
+
+- name: Terminate instances detached for surge, AWS only
+  nodeops.rollout.instance_terminate:
+    asg_name: nodes-eu-west-1a.prod.k8s.local
+    instance_ids: "{{ group.detached_instances }}"
+    delete_node: false
+"""
+
+RETURN = r"""
+asg_name:
+  description: Name of the Auto Scaling group.
+  returned: always
+  type: str
+rollout_id:
+  description: Id of the rollout recorded on the group, or null.
+  returned: success
+  type: str
+members:
+  description: Listed instances that were in the group.
+  returned: success
+  type: list
+  elements: str
+detached:
+  description: Listed instances that were detached from the group for surge.
+  returned: success
+  type: list
+  elements: str
+terminated:
+  description: Instances terminated through the group (predicted in check mode).
+  returned: success
+  type: list
+  elements: str
+terminated_detached:
+  description: Detached instances terminated through EC2 (predicted in check mode).
+  returned: success
+  type: list
+  elements: str
+already_gone:
+  description: Listed instances already terminated, terminating or unknown.
+  returned: success
+  type: list
+  elements: str
+decremented:
+  description: Instances whose termination decremented desired capacity.
+  returned: success
+  type: list
+  elements: str
+desired_capacity:
+  description: The group's desired capacity C(before) and C(after).
+  returned: success
+  type: dict
+  sample: {before: 9, after: 7}
+surge_owed:
+  description: The recorded rollout's surge still owed C(before) and C(after) (both null without a rollout).
+  returned: success
+  type: dict
+  sample: {before: 6, after: 4}
+nodes_deleted:
+  description: Node objects deleted because their instances were gone.
+  returned: success
+  type: list
+  elements: str
+nodes_left:
+  description: Node objects left in place because their instances were not terminated yet.
+  returned: success
+  type: list
+  elements: str
+replacements:
+  description: Instances launched by the group meanwhile, with C(instance_id), C(az), C(lifecycle_state),
+    C(launch_template_id), C(launch_template_version) and C(image_id).
+  returned: when O(wait_for_replacement=true)
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import run_instance_terminate
+
+
+def argument_spec():
+    spec = dict(AWS_ARGUMENT_SPEC, **K8S_ARGUMENT_SPEC)
+    spec.update(
+        asg_name=dict(type="str", required=True),
+        instance_ids=dict(type="list", elements="str", required=True),
+        decrement_desired_capacity=dict(type="raw", default=False),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="int", default=600),
+        wait_for_replacement=dict(type="bool", default=False),
+        delete_node=dict(type="bool", default=True),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_instance_terminate(module)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,318 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_group_info
+short_description: Describe Auto Scaling groups as Kubernetes node groups, with what is outdated and the rollout plan
+version_added: 0.1.0
+author: nodeops.rollout maintainers (@nodeops)
+description:
+  - Reads one Auto Scaling group by name, or every group carrying the given tags, and reports each as a node group.
+  - For each group, returns its sizes, its Availability Zones and the launch template and version it launches now, with
+    V($Latest) and V($Default) resolved to the version number (also for groups with a MixedInstancesPolicy).
+  - Lists every instance (id, Availability Zone, lifecycle state, health, launch template version, image, launch time)
+    joined to its Kubernetes node through the node's C(spec.providerID) (name, Ready, schedulable, taints).
+    Instances that an earlier rollout detached from the group for surge (EC2 tag C(nodeops.rollout/detached-from))
+    are listed too.
+  - An instance is outdated when it was launched from another launch template or version than the group's, when its
+    node is annotated C(nodeops.rollout/needs-update), or when a rollout detached it for surge.
+  - Returns the rollout recorded on the group by M(nodeops.rollout.asg_surge) (C(nodeops.rollout/*) tags), if any,
+    and the plan of a rollout - surge, batch size, canary and batches spread across Availability Zones.
+  - Makes no changes.
+extends_documentation_fragment:
+  - nodeops.rollout.aws
+  - nodeops.rollout.k8s
+  - nodeops.rollout.attributes.AWS
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: N/A
+options:
+  name:
+    description:
+      - Name of the Auto Scaling group.
+      - The module fails when the group does not exist or has no instances.
+      - Exactly one of O(name) and O(tags) is required.
+    type: str
+  tags:
+    description:
+      - Find every Auto Scaling group that carries all of these tags (keys and values), for example the tag
+        C(eks:nodegroup-name) of an EKS node group, C(kubernetes.io/cluster/<cluster>) for every group of a cluster, or
+        C(kops.k8s.io/instancegroup) of a kops instance group.
+      - A value of V(null) or an empty string matches the tag key alone, whatever its value.
+      - The module fails when no group matches. Matching groups without instances are reported with an empty plan.
+    type: dict
+  max_unavailable:
+    description:
+      - How many nodes may be out of service at once, the batch size of the plan.
+      - A whole number, or a percentage of the group's desired capacity such as V(25%) (rounded down).
+        The result is at least 1 and at most 100 (the EKS quota).
+      - While a rollout is recorded, percentages are of the group's original desired capacity.
+      - Default is one node, as EKS.
+    type: raw
+  max_surge:
+    description:
+      - How many extra instances the plan launches before draining.
+      - A whole number (V(0) for none), or a percentage of the group's desired capacity such as V(20%) (rounded up).
+      - Default is the EKS rule, the larger of twice the number of the group's Availability Zones and the batch size.
+      - The plan never surges more than the number of outdated instances in the group.
+    type: raw
+  include_nodes:
+    description:
+      - Join instances to their Kubernetes nodes. This needs the Kubernetes connection options.
+      - With V(false) no Kubernetes API is called; the node annotation C(nodeops.rollout/needs-update) is then not seen.
+    type: bool
+    default: true
+notes:
+  - The plan is data for the C(nodeops.rollout.rolling_update) role and for review in check mode; the estimated duration
+    uses default timings (boot 180 s, drain 90 s, post-drain delay 60 s, validation 30 s per batch).
+seealso:
+  - module: nodeops.rollout.asg_surge
+  - module: nodeops.rollout.launch_template_version
+  - module: nodeops.rollout.instance_terminate
+"""
+
+EXAMPLES = r"""
+- name: Describe one node group and plan a rollout two nodes at a time
+  nodeops.rollout.node_group_info:
+    name: eks-workers-20240501
+    max_unavailable: 2
+    region: eu-west-1
+    kubeconfig: ~/.kube/prod
+  register: workers
+
+- name: Show what would be replaced
+  ansible.builtin.debug:
+    msg: "{{ workers.node_groups[0].outdated | map(attribute='instance_id') | list }}"
+
+- name: Every node group of an EKS cluster, 25% of each group at a time, no extra surge beyond two instances
+  nodeops.rollout.node_group_info:
+    tags:
+      kubernetes.io/cluster/prod: owned
+    max_unavailable: 25%
+    max_surge: 2
+    eks_cluster: prod
+
+- name: A kops instance group, AWS only
+  nodeops.rollout.node_group_info:
+    tags:
+      kops.k8s.io/instancegroup: nodes-eu-west-1a
+    include_nodes: false
+"""
+
+RETURN = r"""
+node_groups:
+  description: One entry per Auto Scaling group, sorted by name.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Name of the Auto Scaling group.
+      type: str
+      sample: eks-workers-20240501
+    arn:
+      description: ARN of the Auto Scaling group.
+      type: str
+    min_size:
+      description: Minimum size of the group now.
+      type: int
+      sample: 3
+    max_size:
+      description: Maximum size of the group now.
+      type: int
+      sample: 6
+    desired_capacity:
+      description: Desired capacity of the group now.
+      type: int
+      sample: 3
+    availability_zones:
+      description: The group's Availability Zones.
+      type: list
+      elements: str
+      sample: [eu-west-1a, eu-west-1b, eu-west-1c]
+    az_count:
+      description: Number of the group's Availability Zones.
+      type: int
+      sample: 3
+    suspended_processes:
+      description: Scaling processes suspended on the group.
+      type: list
+      elements: str
+      sample: [AZRebalance]
+    tags:
+      description: The group's tags.
+      type: dict
+    launch_template:
+      description: The launch template the group launches now, resolved.
+      type: dict
+      contains:
+        launch_template_id:
+          description: Launch template id.
+          type: str
+          sample: lt-0123456789abcdef0
+        launch_template_name:
+          description: Launch template name.
+          type: str
+        version:
+          description: The explicit version number new instances are launched from.
+          type: int
+          sample: 4
+        version_spec:
+          description: The version as the group names it, V($Latest), V($Default) or a number.
+          type: str
+          sample: $Latest
+        default_version:
+          description: The template's default version.
+          type: int
+        latest_version:
+          description: The template's latest version.
+          type: int
+        image_id:
+          description: The AMI of that version.
+          type: str
+          sample: ami-0123456789abcdef0
+        instance_type:
+          description: The instance type of that version, if it sets one.
+          type: str
+        mixed_instances_policy:
+          description: Whether the template comes from the group's MixedInstancesPolicy.
+          type: bool
+    target:
+      description: What instances are compared with, C(launch_template_id), C(version) (text) and C(image_id).
+      type: dict
+    instance_count:
+      description: Instances in the group that are not leaving it.
+      type: int
+    in_service_count:
+      description: Instances in the group that are InService.
+      type: int
+    instances:
+      description: Every instance of the group, then the instances detached from it for surge.
+      type: list
+      elements: dict
+      contains:
+        instance_id:
+          description: EC2 instance id.
+          type: str
+        az:
+          description: Availability Zone.
+          type: str
+        lifecycle_state:
+          description: Auto Scaling lifecycle state (V(InService), V(Pending), ...); V(Detached) for detached instances.
+          type: str
+        health_status:
+          description: Auto Scaling health status.
+          type: str
+        launch_template:
+          description: C(id), C(name) and C(version) the instance was launched from.
+          type: dict
+        image_id:
+          description: The instance's AMI.
+          type: str
+        instance_type:
+          description: The instance type.
+          type: str
+        launch_time:
+          description: Launch time, UTC, ISO 8601.
+          type: str
+        private_dns_name:
+          description: Private DNS name (the node name on EKS).
+          type: str
+        ec2_state:
+          description: EC2 state (V(pending), V(running), ...).
+          type: str
+        protected_from_scale_in:
+          description: Whether the instance is protected from scale-in.
+          type: bool
+        detached:
+          description: Whether a rollout detached the instance from the group for surge.
+          type: bool
+        node:
+          description: The instance's node (C(name), C(ready), C(schedulable), C(taints)), or null when none is registered
+            or O(include_nodes=false).
+          type: dict
+        outdated:
+          description: Whether the instance must be replaced.
+          type: bool
+        outdated_reasons:
+          description: Why it must be replaced.
+          type: list
+          elements: str
+    detached_instances:
+      description: Ids of the instances detached from the group for surge and still alive.
+      type: list
+      elements: str
+    outdated:
+      description: The outdated instances with C(instance_id), C(az), C(node), C(launch_time), C(lifecycle_state), C(reason) and
+        C(reasons).
+      type: list
+      elements: dict
+    outdated_count:
+      description: Number of outdated instances.
+      type: int
+    up_to_date:
+      description: Ids of the instances in service or pending that need nothing.
+      type: list
+      elements: str
+    nodes_joined:
+      description: Whether instances were joined to nodes (O(include_nodes)).
+      type: bool
+    state:
+      description:
+        - The rollout recorded on the group, or null when none is.
+        - C(rollout_id), C(method), C(original_min_size), C(original_max_size), C(original_desired_capacity), C(surge),
+          C(surge_owed) (desired capacity still to give back), C(surged_max_size), C(target_launch_template),
+          C(target_version), C(suspended_processes) (suspended by the rollout), C(started_at), C(restore_sizes).
+      type: dict
+    plan:
+      description:
+        - The rollout plan. C(batch_size) (maxUnavailable resolved), C(surge) (extra instances to launch, never more than the
+          outdated instances in the group), C(surge_requested), C(canary) (true when nothing is up to date, so the first
+          batch has one instance), C(batches) (each with C(index), C(canary), C(instance_ids), C(azs), C(nodes)),
+          C(batch_count), C(eta_seconds) and the inputs C(group_size), C(az_count), C(azs), C(target).
+      type: dict
+      sample:
+        batch_size: 1
+        surge: 6
+        canary: true
+        batches:
+          - index: 1
+            canary: true
+            instance_ids: [i-0123456789abcdef0]
+            azs: [eu-west-1a]
+            nodes: [ip-10-0-1-2.eu-west-1.compute.internal]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import run_node_group_info
+
+
+def argument_spec():
+    spec = dict(AWS_ARGUMENT_SPEC, **K8S_ARGUMENT_SPEC)
+    spec.update(
+        name=dict(type="str"),
+        tags=dict(type="dict"),
+        max_unavailable=dict(type="raw"),
+        max_surge=dict(type="raw"),
+        include_nodes=dict(type="bool", default=True),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), mutually_exclusive=[("name", "tags")],
+                           required_one_of=[("name", "tags")], supports_check_mode=True)
+    run_node_group_info(module)
+
+
+if __name__ == "__main__":
+    main()
