@@ -1,0 +1,32 @@
+# Developer entry points; every target runs scripts/test.sh (the same code path CI uses through .ci/run).
+SHELL := /bin/bash
+TEST := scripts/test.sh
+
+.PHONY: test venv sanity units lint integration molecule clean
+
+## make test: every stage (sanity, units, lint, integration, molecule) and the summary line
+test:
+	@$(TEST)
+
+## make venv: create or reuse .venv, write the ansible-test pip bootstrap, lay the collection out under .build/
+venv:
+	@$(TEST) venv
+
+sanity:
+	@$(TEST) sanity
+
+units:
+	@$(TEST) units
+
+lint:
+	@$(TEST) lint
+
+integration:
+	@$(TEST) integration
+
+molecule:
+	@$(TEST) molecule
+
+## make clean: remove the collection layouts and test results (keeps .venv)
+clean:
+	rm -rf .build

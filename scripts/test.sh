@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# The one test command of nodeops.rollout (make test runs it with no arguments).
+#
+#   scripts/test.sh                 every stage: sanity, units, lint, integration, molecule
+#   scripts/test.sh units lint      only the named stages
+#   scripts/test.sh venv            only prepare .venv (and the pip bootstrap and collection layouts)
+#
+# From a fresh clone with nothing installed but Python 3.11 and git it:
+#   1. creates .venv from requirements.txt + tests/requirements.txt (reused while their hash is unchanged);
+#   2. writes the offline pip bootstrap ansible-test looks for in ~/.ansible/test/cache;
+#   3. copies the git-visible files to .build/ansible_collections/nodeops/rollout (ansible-test needs that path),
+#      and links .build/collections/ansible_collections/nodeops/rollout to the working tree for ansible-lint,
+#      pytest and molecule (exported as ANSIBLE_COLLECTIONS_PATH, with .venv/bin on PATH);
+#   4. runs the stages in order; a failing stage does not stop the next ones;
+#   5. prints a per-stage table and one last line "summary: N passed, M failed", counting individual tests
+#      (pytest test cases, each sanity test, ansible-lint as one, each molecule scenario as one).
+# It exits non-zero when anything failed or when no test ran at all.
+
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 2
+
+PYTHON_VERSION=3.11
+VENV="$ROOT/.venv"
+BUILD="$ROOT/.build"
+LAYOUT="$BUILD/ansible_collections/nodeops/rollout"
+RUNTIME_COLLECTIONS="$BUILD/collections"
+RESULTS="$BUILD/results"
+REQUIREMENT_FILES=(requirements.txt tests/requirements.txt tests/constraints.txt)
+ALL_STAGES=(sanity units lint integration molecule)
+
+STAGE_NAMES=()
+STAGE_PASSED=()
+STAGE_FAILED=()
+STAGE_SKIPPED=()
+STAGE_SECONDS=()
+STAGE_NOTES=()
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'test.sh: %s\n' "$*" >&2; exit 2; }
+
+header() {
+    say ""
+    say "================================================================================"
+    say "== $*"
+    say "================================================================================"
+}
+
+find_python() {
+    local candidate
+    for candidate in "${PYTHON:-}" "python$PYTHON_VERSION" python3; do
+        [[ -n "$candidate" ]] || continue
+        if command -v "$candidate" >/dev/null 2>&1 &&
+            [[ "$("$candidate" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" == "$PYTHON_VERSION" ]]; then
+            printf '%s\n' "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+requirements_hash() {
+    {
+        printf 'python %s\n' "$PYTHON_VERSION"
+        cat "${REQUIREMENT_FILES[@]}"
+    } | sha256sum | cut -d' ' -f1
+}
+
+# --- preparation ---------------------------------------------------------------------------------------------------
+
+prepare_venv() {
+    local wanted python
+    wanted=$(requirements_hash)
+    if [[ -x "$VENV/bin/python" && -f "$VENV/.requirements-hash" && "$(cat "$VENV/.requirements-hash")" == "$wanted" ]]; then
+        say "Reusing $VENV (requirements unchanged)"
+        return 0
+    fi
+    python=$(find_python) || die "Python $PYTHON_VERSION is required (set PYTHON=/path/to/python$PYTHON_VERSION)"
+    say "Creating $VENV with $python and installing ${REQUIREMENT_FILES[*]}"
+    rm -rf "$VENV"
+    "$python" -m venv "$VENV" || die "cannot create $VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        -r requirements.txt -r tests/requirements.txt || die "pip install of the pinned requirements failed"
+    printf '%s\n' "$wanted" >"$VENV/.requirements-hash"
+}
+
+# ansible-test bootstraps pip in every sanity virtualenv with a get-pip script it downloads from a host that is
+# not reachable here; it uses ~/.ansible/test/cache/get_pip_<version>.py instead when that file exists.
+prepare_pip_bootstrap() {
+    local pip_version cache script wheel
+    pip_version=$("$VENV/bin/python" - "$PYTHON_VERSION" <<'EOF'
+import sys
+import types
+from ansible_test._internal.python_requirements import get_venv_packages
+print(get_venv_packages(types.SimpleNamespace(version=sys.argv[1]))["pip"])
+EOF
+) || die "cannot read the pip version ansible-test wants"
+    cache="$HOME/.ansible/test/cache"
+    script="$cache/get_pip_${pip_version//./_}.py"
+    wheel="$cache/pip-$pip_version-py3-none-any.whl"
+    mkdir -p "$cache"
+    if [[ ! -f "$wheel" ]]; then
+        "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+            -d "$cache" "pip==$pip_version" || die "cannot download the pip $pip_version wheel"
+    fi
+    cat >"$script.tmp" <<EOF
+"""Offline stand-in for get-pip.py $pip_version, written by nodeops.rollout's scripts/test.sh.
+
+ansible-test runs it as: <python> get_pip --disable-pip-version-check pip==$pip_version --no-setuptools --no-wheel.
+It installs pip from the wheel beside it instead of from a download.
+"""
+import os
+import sys
+
+WHEEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pip-$pip_version-py3-none-any.whl")
+sys.path.insert(0, WHEEL)
+
+from pip._internal.cli.main import main  # noqa: E402  (importable only once the wheel is on sys.path)
+
+args = [WHEEL if arg == "pip==$pip_version" else arg for arg in sys.argv[1:] if arg not in ("--no-setuptools", "--no-wheel")]
+sys.exit(main(["install", "--no-cache-dir"] + args))
+EOF
+    mv "$script.tmp" "$script"
+}
+
+# ansible-test needs the collection at .../ansible_collections/<namespace>/<name> and sees only the files git
+# knows about: copy exactly those (tracked or untracked-but-not-ignored, and still present) into a fresh layout.
+prepare_layout() {
+    rm -rf "$LAYOUT"
+    mkdir -p "$LAYOUT"
+    git ls-files -z --cached --others --exclude-standard |
+        while IFS= read -r -d '' path; do
+            if [[ -e "$path" || -L "$path" ]]; then printf '%s\0' "$path"; fi
+        done |
+        tar --null -T - -cf - | tar -xf - -C "$LAYOUT" || die "cannot copy the collection to $LAYOUT"
+    # Mark the copy as its own git work tree (all files untracked) so ansible-test lists its files from the
+    # copy and not from the enclosing repository, where .build/ is ignored.
+    git -C "$LAYOUT" init --quiet || die "cannot initialise $LAYOUT"
+
+    mkdir -p "$RUNTIME_COLLECTIONS/ansible_collections/nodeops"
+    ln -sfn "$ROOT" "$RUNTIME_COLLECTIONS/ansible_collections/nodeops/rollout"
+}
+
+# --- counting --------------------------------------------------------------------------------------------------------
+
+# Print "passed failed skipped" for the test cases in the given junit XML files.
+junit_counts() {
+    "$VENV/bin/python" - "$@" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        failed += 1
+        continue
+    for case in root.iter("testcase"):
+        kinds = {child.tag for child in case}
+        if kinds & {"failure", "error"}:
+            failed += 1
+        elif "skipped" in kinds:
+            skipped += 1
+        else:
+            passed += 1
+print(passed, failed, skipped)
+EOF
+}
+
+record() {
+    # record NAME PASSED FAILED SKIPPED SECONDS NOTE
+    STAGE_NAMES+=("$1")
+    STAGE_PASSED+=("$2")
+    STAGE_FAILED+=("$3")
+    STAGE_SKIPPED+=("$4")
+    STAGE_SECONDS+=("$5")
+    STAGE_NOTES+=("$6")
+}
+
+# record_junit NAME RC SECONDS FILES... : counts from junit; a failing command with no failed test counts as one failure.
+record_junit() {
+    local name=$1 rc=$2 seconds=$3 passed failed skipped note=""
+    shift 3
+    if (($# == 0)); then
+        passed=0 failed=0 skipped=0
+    else
+        read -r passed failed skipped < <(junit_counts "$@")
+    fi
+    if ((rc != 0 && failed == 0)); then
+        failed=1
+        note="exit status $rc without a failed test case"
+    fi
+    record "$name" "$passed" "$failed" "$skipped" "$seconds" "$note"
+}
+
+# --- stages ------------------------------------------------------------------------------------------------------------
+
+stage_sanity() {
+    local start=$SECONDS rc ignore_problems=0 file
+    header "sanity: ansible-test sanity --python $PYTHON_VERSION --requirements"
+    rm -rf "$LAYOUT/tests/output"
+    (cd "$LAYOUT" && env -u ANSIBLE_COLLECTIONS_PATH ansible-test sanity --python "$PYTHON_VERSION" --requirements --junit)
+    rc=$?
+    # The collection promises sanity without ignore entries: any non-comment line in an ignore file fails.
+    for file in tests/sanity/ignore-*.txt; do
+        [[ -f "$file" ]] || continue
+        if grep -qvE '^[[:space:]]*(#|$)' "$file"; then
+            say "ERROR: $file has ignore entries; fix the code instead:"
+            grep -vE '^[[:space:]]*(#|$)' "$file"
+            ignore_problems=1
+        fi
+    done
+    shopt -s nullglob
+    local files=("$LAYOUT"/tests/output/junit/ansible-test-sanity-*.xml)
+    shopt -u nullglob
+    record_junit sanity "$rc" $((SECONDS - start)) "${files[@]}"
+    local last=$((${#STAGE_NAMES[@]} - 1))
+    if ((ignore_problems)); then
+        STAGE_FAILED[last]=$((STAGE_FAILED[last] + 1))
+        STAGE_NOTES[last]="tests/sanity ignore entries present"
+    else
+        STAGE_PASSED[last]=$((STAGE_PASSED[last] + 1))
+    fi
+}
+
+stage_units() {
+    local start=$SECONDS rc
+    header "units: ansible-test units --python $PYTHON_VERSION"
+    rm -rf "$LAYOUT/tests/output/junit"
+    (cd "$LAYOUT" && env -u ANSIBLE_COLLECTIONS_PATH ansible-test units --python "$PYTHON_VERSION")
+    rc=$?
+    shopt -s nullglob
+    local files=("$LAYOUT"/tests/output/junit/python*-units.xml)
+    shopt -u nullglob
+    record_junit units "$rc" $((SECONDS - start)) "${files[@]}"
+}
+
+stage_lint() {
+    local start=$SECONDS rc
+    header "lint: ansible-lint (production profile, offline)"
+    ansible-lint --offline --profile production
+    rc=$?
+    if ((rc == 0)); then
+        record lint 1 0 0 $((SECONDS - start)) ""
+    else
+        record lint 0 1 0 $((SECONDS - start)) "ansible-lint exit status $rc"
+    fi
+}
+
+stage_integration() {
+    local start=$SECONDS rc
+    header "integration: pytest tests/integration"
+    if [[ ! -d tests/integration ]] || [[ -z "$(find tests/integration -name 'test_*.py' -o -name '*_test.py' | head -n 1)" ]]; then
+        say "No integration tests (tests/integration/test_*.py); stage not run."
+        record integration 0 0 0 0 "no tests yet"
+        return
+    fi
+    rm -f "$RESULTS/integration.xml"
+    python -m pytest tests/integration -p no:cacheprovider --junitxml="$RESULTS/integration.xml"
+    rc=$?
+    if [[ -f "$RESULTS/integration.xml" ]]; then
+        record_junit integration "$rc" $((SECONDS - start)) "$RESULTS/integration.xml"
+    else
+        record_junit integration "$rc" $((SECONDS - start))
+    fi
+}
+
+stage_molecule() {
+    local start=$SECONDS passed=0 failed=0 scenario scenarios=() failed_names=()
+    header "molecule: every scenario under extensions/molecule/"
+    if [[ -d extensions/molecule ]]; then
+        while IFS= read -r scenario; do
+            scenarios+=("$scenario")
+        done < <(find extensions/molecule -name molecule.yml -printf '%h\n' | sed 's#^extensions/molecule/##' | sort)
+    fi
+    if ((${#scenarios[@]} == 0)); then
+        say "No molecule scenarios (extensions/molecule/*/molecule.yml); stage not run."
+        record molecule 0 0 0 0 "no scenarios yet"
+        return
+    fi
+    for scenario in "${scenarios[@]}"; do
+        say "--- molecule test -s $scenario"
+        if molecule test -s "$scenario"; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1))
+            failed_names+=("$scenario")
+        fi
+    done
+    record molecule "$passed" "$failed" 0 $((SECONDS - start)) "${failed_names[*]:+failed: ${failed_names[*]}}"
+}
+
+# --- main ----------------------------------------------------------------------------------------------------------------
+
+main() {
+    local stages=("$@") stage total_start=$SECONDS
+    if ((${#stages[@]} == 0)); then
+        stages=("${ALL_STAGES[@]}")
+    fi
+    for stage in "${stages[@]}"; do
+        case "$stage" in
+        sanity | units | lint | integration | molecule | venv) ;;
+        *) die "unknown stage '$stage': choose from ${ALL_STAGES[*]} venv" ;;
+        esac
+    done
+
+    # Runs in the same tree share .venv and .build/: take turns instead of rebuilding them under each other.
+    mkdir -p "$BUILD"
+    if command -v flock >/dev/null 2>&1; then
+        exec 9>"$BUILD/.lock"
+        if ! flock -n 9; then
+            say "Another test run in this tree holds $BUILD/.lock; waiting for it to finish..."
+            flock 9
+        fi
+    fi
+
+    header "prepare: .venv, pip bootstrap for ansible-test, collection layouts"
+    prepare_venv
+    prepare_pip_bootstrap
+    prepare_layout
+    mkdir -p "$RESULTS"
+    export PATH="$VENV/bin:$PATH"
+    export ANSIBLE_COLLECTIONS_PATH="$RUNTIME_COLLECTIONS"
+    say "PATH starts with $VENV/bin; ANSIBLE_COLLECTIONS_PATH=$ANSIBLE_COLLECTIONS_PATH"
+    say "ansible-test layout: $LAYOUT"
+
+    if [[ "${stages[*]}" == "venv" ]]; then
+        say "Environment ready."
+        return 0
+    fi
+
+    for stage in "${stages[@]}"; do
+        [[ "$stage" == venv ]] && continue
+        "stage_$stage"
+    done
+
+    local i passed=0 failed=0 skipped=0
+    header "results"
+    printf '%-12s %8s %8s %8s %9s  %s\n' stage passed failed skipped seconds note
+    for i in "${!STAGE_NAMES[@]}"; do
+        printf '%-12s %8d %8d %8d %9d  %s\n' "${STAGE_NAMES[i]}" "${STAGE_PASSED[i]}" "${STAGE_FAILED[i]}" \
+            "${STAGE_SKIPPED[i]}" "${STAGE_SECONDS[i]}" "${STAGE_NOTES[i]}"
+        passed=$((passed + STAGE_PASSED[i]))
+        failed=$((failed + STAGE_FAILED[i]))
+        skipped=$((skipped + STAGE_SKIPPED[i]))
+    done
+    say "total time: $((SECONDS - total_start)) s; skipped (not counted below): $skipped"
+    say "summary: $passed passed, $failed failed"
+    if ((failed > 0 || passed == 0)); then
+        return 1
+    fi
+    return 0
+}
+
+main "$@"
