@@ -546,6 +546,7 @@ def test_label_selectors(sb):
     assert names(list_node(label_selector="role=worker").items) == ["a", "b"]
     assert names(list_node(label_selector="role==worker,zone!=z1").items) == ["b"]
     assert names(list_node(label_selector="zone in (z1,z3)").items) == ["a", "c"]
+    assert names(list_node(label_selector="zone in(z2)").items) == ["b"]
     assert names(list_node(label_selector="zone notin (z1,z3)").items) == ["b"]
     assert names(list_node(label_selector="legacy").items) == ["b"]
     assert names(list_node(label_selector="!legacy").items) == ["a", "c"]

@@ -50,7 +50,7 @@ def _split_top(text):
     return [p.strip() for p in parts if p.strip()]
 
 
-_SET_RE = re.compile(r"^(\S+)\s+(in|notin)\s+\((.*)\)$")
+_SET_RE = re.compile(r"^([^\s(]+)\s+(in|notin)\s*\((.*)\)$")
 _EQ_RE = re.compile(r"^([^!=<>\s]+)\s*(==|=|!=)\s*(\S*)$")
 
 
