@@ -70,10 +70,13 @@ class Validation:
         deadline = started + self.opts.timeout
         passes = 0
         evaluations = 0
+        history = []
         while True:
             result = self.evaluate()
             evaluations += 1
             passes = passes + 1 if result["ok"] else 0
+            if not history or history[-1]["message"] != result["message"]:
+                history.append({"seconds": round(self.clock() - started, 3), "ok": result["ok"], "message": result["message"]})
             if self.check_mode or passes >= self.opts.passes:
                 break
             if self.clock() + self.opts.interval > deadline:
@@ -82,6 +85,7 @@ class Validation:
         result["passes_done"] = passes
         result["passes_required"] = self.opts.passes
         result["evaluations"] = evaluations
+        result["history"] = history
         result["seconds"] = round(self.clock() - started, 3)
         result["changed"] = False
         done = passes >= self.opts.passes

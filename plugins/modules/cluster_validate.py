@@ -176,6 +176,17 @@ evaluations:
   description: How many evaluations were made.
   returned: always
   type: int
+history:
+  description:
+    - What the evaluations found while the module waited, one entry each time the finding changed, with
+      C(seconds) (since the start), C(ok) and C(message).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {"seconds": 0.0, "ok": false, "message": "not valid: 1 of 4 instance(s) have no node registered: i-0abc"}
+    - {"seconds": 20.1, "ok": false, "message": "not valid: node ip-10-0-1-7.ec2.internal (i-0abc) not Ready: KubeletNotReady"}
+    - {"seconds": 30.2, "ok": true, "message": "valid: 4 node(s) Ready and schedulable in us-east-1a, us-east-1b"}
 seconds:
   description: Seconds spent.
   returned: always

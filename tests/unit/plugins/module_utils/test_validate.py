@@ -52,6 +52,9 @@ def test_fails_then_passes_as_nodes_come_up():
     assert result["ok"] and result["passes_done"] == 2 and result["evaluations"] == 4
     assert clock.sleeps == [5, 5, 5]
     assert result["msg"] == "valid: 1 node(s) Ready and schedulable in us-east-1a (2 consecutive passes)"
+    assert [(entry["seconds"], entry["ok"]) for entry in result["history"]] == [(0, False), (5, False), (10, True)]
+    assert result["history"][0]["message"] == "not valid: 1 of 1 instance(s) have no node registered: i-1"
+    assert result["history"][1]["message"].startswith("not valid: node a (i-1) not Ready")
 
 
 def test_a_failure_between_passes_starts_the_count_again():

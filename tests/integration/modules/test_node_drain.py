@@ -1,0 +1,278 @@
+"""node_drain end to end on the sandbox: budgets respected, timeouts, concurrency, pre-flight, zero-downtime restarts."""
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+import pytest
+import yaml
+
+from tests.integration.harness import BIN, ROOT
+from tests.integration.modules.conftest import assert_safe
+
+FAST = {"poll_interval": 0.2, "retry_max_delay": 1.0}
+SHUTDOWN = "sandbox.nodeops.io/shutdown-seconds"
+
+
+# ---- scenario helpers -------------------------------------------------------------------------------
+
+def wait_for(check, timeout=60.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for %s" % what)
+        time.sleep(0.2)
+
+
+def namespace(name):
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def deployment(ns, name, replicas, annotations=None, strategy=None, volumes=False, shutdown=None, grace=None):
+    pod_annotations = dict(annotations or {})
+    if shutdown is not None:
+        pod_annotations[SHUTDOWN] = str(shutdown)
+    template = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "registry.example/%s:1" % name}]}}
+    if pod_annotations:
+        template["metadata"]["annotations"] = pod_annotations
+    if volumes:
+        template["spec"]["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    if grace is not None:
+        template["spec"]["terminationGracePeriodSeconds"] = grace
+    spec = {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template}
+    if strategy:
+        spec["strategy"] = strategy
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def budget(ns, name, app, **spec):
+    spec["selector"] = {"matchLabels": {"app": app}}
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def naked_pod(ns, name, node):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.example/%s:1" % name}]}}
+
+
+def ready_on(sandbox, ns, node=None):
+    pods = sandbox.core().list_namespaced_pod(ns).items
+    return [p for p in pods if not p.metadata.deletion_timestamp and (node is None or p.spec.node_name == node)
+            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
+
+
+def pin(sandbox, node, objects, ns, expect):
+    """Create ``objects`` so that their pods land on ``node``: every other node is cordoned meanwhile."""
+    core = sandbox.core()
+    others = [n.metadata.name for n in core.list_node().items if n.metadata.name != node and not n.spec.unschedulable]
+    for name in others:
+        core.patch_node(name, {"spec": {"unschedulable": True}})
+    try:
+        sandbox.apply(yaml.safe_dump_all(objects))
+        wait_for(lambda: len(ready_on(sandbox, ns, node)) >= expect, what="%d Ready pods of %s on %s" % (expect, ns, node))
+    finally:
+        for name in others:
+            core.patch_node(name, {"spec": {"unschedulable": None}})
+
+
+def uncordon(sandbox, *names):
+    for name in names:
+        sandbox.core().patch_node(name, {"spec": {"unschedulable": None}})
+
+
+def run_module(sandbox, name, args, check=False, diff=False):
+    """``sandbox.run_module`` for any arguments: its own ``timeout`` keyword hides the modules' ``timeout`` option."""
+    with tempfile.TemporaryDirectory() as tree:
+        cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local", "-m", "nodeops.rollout." + name,
+               "-a", json.dumps(args), "-t", tree] + (["--check"] if check else []) + (["--diff"] if diff else [])
+        proc = subprocess.run(cmd, cwd=ROOT, env=sandbox.ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=900, check=False)
+        path = os.path.join(tree, "localhost")
+        if not os.path.exists(path):
+            raise AssertionError("ansible produced no result (rc %d):\n%s" % (proc.returncode, proc.stdout))
+        with open(path, encoding="utf-8") as fh:
+            result = json.load(fh)
+    result["rc"] = proc.returncode
+    result["output"] = proc.stdout
+    return result
+
+
+def drain(sandbox, nodes, check=False, diff=False, **args):
+    params = dict(FAST, nodes=list(nodes))
+    params.update(args)
+    return run_module(sandbox, "node_drain", params, check=check, diff=diff)
+
+
+@pytest.fixture(scope="module")
+def sandbox(start_sandbox):
+    return start_sandbox(nodes=6, azs=3, speed=20)
+
+
+@pytest.fixture(scope="module")
+def names(sandbox):
+    return sorted(node.metadata.name for node in sandbox.core().list_node().items)
+
+
+# ---- the tests ----------------------------------------------------------------------------------------
+
+def test_preflight_names_every_blocker_kind_without_a_single_mutating_request(sandbox, names):
+    node = names[0]
+    ns = "preflight"
+    pin(sandbox, node, [
+        namespace(ns),
+        deployment(ns, "zero", 2), budget(ns, "zero", "zero", minAvailable=2),
+        deployment(ns, "tight", 3), budget(ns, "tight", "tight", maxUnavailable=1),
+        deployment(ns, "twice", 2), budget(ns, "twice-a", "twice", minAvailable=1), budget(ns, "twice-b", "twice", maxUnavailable=1),
+        deployment(ns, "keep", 2, annotations={"karpenter.sh/do-not-disrupt": "true"}),
+        deployment(ns, "cache", 2, volumes=True),
+        deployment(ns, "solo", 1, strategy={"type": "Recreate"}),
+        deployment(ns, "single", 1),
+        naked_pod(ns, "naked", node),
+    ], ns, expect=14)
+    since = sandbox.now() + 0.01  # after the newest event so far (which may be a request of the previous test)
+    result = drain(sandbox, [node], check=True, diff=True)
+    assert result["rc"] == 0, result["output"]
+    assert sandbox.mutating_requests(since=since) == []
+    assert not sandbox.core().read_node(node).spec.unschedulable
+
+    report = result["nodes"][node]
+    kinds = {}
+    for blocker in report["blocking"]:
+        kinds.setdefault(blocker["kind"], set()).add(blocker["pod"].split("/")[1].rsplit("-", 2)[0]
+                                                     if blocker["pod"] != ns + "/naked" else "naked")
+    assert kinds["pdb_zero"] == {"zero"}
+    assert kinds["pdb_insufficient"] == {"tight"}
+    assert kinds["multiple_pdbs"] == {"twice"}
+    assert kinds["naked_pod"] == {"naked"}
+    assert kinds["do_not_disrupt"] == {"keep"}
+    assert kinds["emptydir"] == {"cache"}
+    assert kinds["single_replica"] == {"solo"}
+    by_kind = {b["kind"]: b for b in report["blocking"]}
+    assert by_kind["multiple_pdbs"]["pdb"] == "preflight/twice-a, preflight/twice-b"
+    assert by_kind["pdb_zero"]["pdb"] == "preflight/zero" and "allows 0 disruptions" in by_kind["pdb_zero"]["message"]
+    assert [r["deployment"] for r in report["restarted"]] == ["preflight/single"]
+    assert report["predicted"] == "blocked" and report["outcome"].startswith("blocked by")
+    assert not result["preflight_ok"]
+    assert '+    "unschedulable": true' in result["output"]
+
+
+def test_a_budget_blocked_drain_proceeds_as_replacements_become_ready(sandbox, names):
+    node = names[1]
+    ns = "blocked"
+    pin(sandbox, node, [namespace(ns), deployment(ns, "web", 3), budget(ns, "web", "web", minAvailable=2)], ns, expect=3)
+    started = sandbox.now()
+    result = drain(sandbox, [node])
+    assert result["rc"] == 0, result["output"]
+    outcome = result["nodes"][node]
+    assert outcome["status"] == "drained" and len(outcome["evicted"]) == 3 and outcome["blocking"] == []
+    assert outcome["eviction_retries"] >= 2  # the budget refused evictions while replacements started
+    events = [e for e in sandbox.events() if e["t"] >= started and e.get("owner") == "Deployment/%s/web" % ns]
+    evictions = sorted(e["t"] for e in events if e["kind"] == "pod.terminating" and e.get("how") == "evicted")
+    replacements = sorted(e["t"] for e in events if e["kind"] == "pod.ready" and e.get("node") != node)
+    assert len(evictions) == 3
+    for index, moment in enumerate(evictions[1:], start=1):
+        assert sum(1 for t in replacements if t <= moment) >= index, "eviction %d came before a replacement was Ready" % index
+    report = sandbox.report()
+    assert report["deployments"]["%s/web" % ns]["min_ready_pods"] >= 2
+    assert_safe(report)
+    uncordon(sandbox, node)
+
+
+def test_single_replica_deployment_moves_without_downtime_and_recreate_is_reported(sandbox, names):
+    node = names[2]
+    ns = "solo"
+    pin(sandbox, node, [namespace(ns), deployment(ns, "worker", 1), budget(ns, "worker", "worker", minAvailable=1),
+                        deployment(ns, "batch", 1, strategy={"type": "Recreate"})], ns, expect=2)
+    result = drain(sandbox, [node])
+    assert result["rc"] == 0, result["output"]
+    outcome = result["nodes"][node]
+    assert [(r["deployment"], r["ready"]) for r in outcome["restarted"]] == [("solo/worker", True)]
+    # (pods of earlier tests may have landed on this node too: look at this test's namespace only)
+    assert [e.split("/")[1].rsplit("-", 2)[0] for e in outcome["evicted"] if e.startswith(ns + "/")] == ["batch"]
+    assert outcome["downtime"] and "Recreate" in outcome["downtime"][0]["reason"]
+    report = sandbox.report()
+    assert report["deployments"]["solo/worker"]["zero_ready_seconds"] == 0
+    assert report["deployments"]["solo/batch"]["zero_ready_seconds"] > 0  # the downtime the result announced
+    assert [r for r in ready_on(sandbox, ns) if r.metadata.labels["app"] == "worker"][0].spec.node_name != node
+    assert_safe(report)
+    uncordon(sandbox, node)
+
+
+def test_timeout_action_fail_names_every_pod_and_the_budget_holding_it(sandbox, names):
+    node = names[3]
+    ns = "stuck"
+    pin(sandbox, node, [namespace(ns), deployment(ns, "db", 2), budget(ns, "db", "db", minAvailable=2)], ns, expect=2)
+    result = drain(sandbox, [node], timeout=3)
+    assert result["rc"] != 0
+    outcome = result["nodes"][node]
+    assert outcome["status"] == "failed" and len(outcome["remaining"]) == 2
+    assert all(pod.startswith(ns + "/") for pod in outcome["remaining"])
+    assert {b["pdb"] for b in outcome["blocking"]} == {"stuck/db"}
+    for pod in outcome["remaining"]:
+        assert pod in result["msg"]
+    assert "eviction refused by PodDisruptionBudget stuck/db" in result["msg"]
+    assert "needs 2 healthy pods" in result["msg"]
+    assert sandbox.core().read_node(node).spec.unschedulable is True
+    assert len(ready_on(sandbox, ns, node)) == 2
+    assert_safe(sandbox.report())
+
+
+def test_timeout_action_skip_leaves_the_node_cordoned_and_drains_the_others(sandbox, names):
+    stuck, free = names[3], names[4]
+    pin(sandbox, free, [namespace("free"), deployment("free", "app", 2)], "free", expect=2)
+    result = drain(sandbox, [stuck, free], timeout=3, timeout_action="skip")
+    assert result["rc"] == 0, result["output"]
+    assert result["skipped_nodes"] == [stuck] and result["drained"] == [free]
+    assert result["nodes"][stuck]["status"] == "skipped" and "left cordoned" in result["nodes"][stuck]["message"]
+    assert sandbox.core().read_node(stuck).spec.unschedulable is True
+    assert_safe(sandbox.report())
+    uncordon(sandbox, stuck, free)
+
+
+def test_three_nodes_drain_concurrently_in_about_the_time_of_one(sandbox, names):
+    trio = [names[1], names[2], names[4]]
+    for index, node in enumerate(trio):
+        ns = "trio-%d" % index
+        pin(sandbox, node, [namespace(ns), deployment(ns, "app", 8, shutdown=60, grace=60)], ns, expect=8)
+    result = drain(sandbox, trio)
+    assert result["rc"] == 0, result["output"]
+    seconds = [result["nodes"][node]["seconds"] for node in trio]
+    for index, node in enumerate(trio):
+        assert len([pod for pod in result["nodes"][node]["evicted"] if pod.startswith("trio-%d/" % index)]) == 8
+    # each node waits out its pods' 60 s shutdown (3 s at speed 20); together they take about as long as one
+    assert min(seconds) >= 2.5
+    assert result["seconds"] < 1.5 * max(seconds)
+    assert result["seconds"] < 0.6 * sum(seconds)
+    assert_safe(sandbox.report())
+    uncordon(sandbox, *trio)
+
+
+def test_invariants_hold_for_every_non_force_drain(sandbox):
+    assert_safe(sandbox.report())
+
+
+@pytest.fixture(scope="module")
+def force_sandbox(start_sandbox):
+    return start_sandbox(nodes=3, azs=3, speed=20)
+
+
+def test_timeout_action_force_deletes_what_the_budget_holds(force_sandbox):
+    sandbox = force_sandbox
+    node = sorted(n.metadata.name for n in sandbox.core().list_node().items)[0]
+    ns = "forced"
+    pin(sandbox, node, [namespace(ns), deployment(ns, "db", 2), budget(ns, "db", "db", minAvailable=2),
+                        naked_pod(ns, "naked", node)], ns, expect=3)
+    result = drain(sandbox, [node], timeout=3, timeout_action="force")
+    assert result["rc"] == 0, result["output"]
+    outcome = result["nodes"][node]
+    assert outcome["status"] == "drained" and outcome["forced"]
+    assert len(outcome["deleted"]) == 3 and "forced/naked" in outcome["deleted"]
+    assert ready_on(sandbox, ns, node) == []
+    report = sandbox.report()
+    assert report["pdb_violations"] >= 1  # force breaks the budget on purpose, and the report shows it
+    assert report["deleted_without_eviction"] == 3

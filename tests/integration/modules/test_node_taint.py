@@ -1,0 +1,129 @@
+"""node_taint end to end: taints, cordon, labels and annotations on sandbox nodes, other owners' taints untouched."""
+
+import sys
+
+import pytest
+
+from tests.integration.harness import collections_path
+from tests.integration.modules.conftest import assert_safe
+
+OUTDATED = {"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}
+FOREIGN = {"key": "example.com/gpu", "value": "a100", "effect": "NoSchedule"}
+
+
+@pytest.fixture(scope="module")
+def sandbox(start_sandbox):
+    return start_sandbox(nodes=3, azs=3, speed=20)
+
+
+@pytest.fixture(scope="module")
+def names(sandbox):
+    return sorted(node.metadata.name for node in sandbox.core().list_node().items)
+
+
+def taints_of(sandbox, name):
+    node = sandbox.core().read_node(name)
+    return ["%s=%s:%s" % (t.key, t.value or "", t.effect) for t in node.spec.taints or []]
+
+
+def test_taints_added_to_every_node_keep_foreign_taints_and_are_idempotent(sandbox, names):
+    sandbox.core().patch_node(names[0], {"spec": {"taints": [FOREIGN]}})
+    result = sandbox.run_module("node_taint", nodes=names, taints=[OUTDATED])
+    assert result["rc"] == 0 and result["changed"], result["output"]
+    assert taints_of(sandbox, names[0]) == ["example.com/gpu=a100:NoSchedule", "nodeops.rollout/outdated=true:NoSchedule"]
+    for name in names[1:]:
+        assert taints_of(sandbox, name) == ["nodeops.rollout/outdated=true:NoSchedule"]
+    again = sandbox.run_module("node_taint", nodes=names, taints=[OUTDATED])
+    assert again["rc"] == 0 and not again["changed"]
+    assert all(not node["changed"] for node in again["nodes"].values())
+
+
+def test_removing_our_taint_leaves_the_foreign_one(sandbox, names):
+    result = sandbox.run_module("node_taint", nodes=names, state="absent", taints=[{"key": OUTDATED["key"]}])
+    assert result["rc"] == 0 and result["changed"]
+    assert taints_of(sandbox, names[0]) == ["example.com/gpu=a100:NoSchedule"]
+    assert taints_of(sandbox, names[1]) == []
+
+
+def test_check_mode_and_diff_predict_without_a_single_mutating_request(sandbox, names):
+    since = sandbox.now() + 0.01  # after the newest event so far (which may be a request of the previous test)
+    result = sandbox.run_module("node_taint", check=True, diff=True, nodes=names[:2], taints=[OUTDATED], cordon=True,
+                                labels={"node.kubernetes.io/exclude-from-external-load-balancers": "true"})
+    assert result["rc"] == 0 and result["changed"]
+    assert sandbox.mutating_requests(since=since) == []
+    assert taints_of(sandbox, names[1]) == []
+    node = result["nodes"][names[1]]
+    assert node["unschedulable"] is True and node["taints"] == ["nodeops.rollout/outdated=true:NoSchedule"]
+    # Ansible prints the diff (the result file leaves it out): one section per node, whole-node before/after
+    assert "--- before: node %s" % names[1] in result["output"]
+    assert '-    "unschedulable": false' in result["output"] and '+    "unschedulable": true' in result["output"]
+    assert '+        "node.kubernetes.io/exclude-from-external-load-balancers": "true",' in result["output"]
+    assert '+        "nodeops.rollout/outdated=true:NoSchedule"' in result["output"]
+
+
+def test_cordon_label_annotate_then_undo(sandbox, names):
+    label = "node.kubernetes.io/exclude-from-external-load-balancers"
+    result = sandbox.run_module("node_taint", nodes=[names[2]], cordon=True, labels={label: "true"},
+                                annotations={"nodeops.rollout/drained-at": "2024-05-01T12:00:00Z"})
+    assert result["rc"] == 0 and result["changed"]
+    node = sandbox.core().read_node(names[2])
+    assert node.spec.unschedulable is True
+    assert node.metadata.labels[label] == "true"
+    assert node.metadata.labels["topology.kubernetes.io/zone"]  # the node's own labels are still there
+    assert node.metadata.annotations["nodeops.rollout/drained-at"] == "2024-05-01T12:00:00Z"
+    undo = sandbox.run_module("node_taint", nodes=[names[2]], cordon=False, state="absent", labels={label: None},
+                              annotations={"nodeops.rollout/drained-at": None})
+    assert undo["rc"] == 0 and undo["changed"]
+    node = sandbox.core().read_node(names[2])
+    assert not node.spec.unschedulable
+    assert label not in node.metadata.labels and "nodeops.rollout/drained-at" not in (node.metadata.annotations or {})
+    assert node.metadata.labels["topology.kubernetes.io/zone"]
+
+
+def test_a_missing_node_fails_and_changes_nothing(sandbox, names):
+    since = sandbox.now() + 0.01  # after the newest event so far (which may be a request of the previous test)
+    result = sandbox.run_module("node_taint", nodes=[names[1], "ip-10-9-9-9.ec2.internal"], taints=[OUTDATED])
+    assert result["rc"] != 0
+    assert result["msg"] == "node ip-10-9-9-9.ec2.internal not found; no node was changed"
+    assert sandbox.mutating_requests(since=since) == []
+
+
+def test_bad_input_gets_one_clear_error(sandbox, names):
+    result = sandbox.run_module("node_taint", nodes=names, taints=[{"key": "nodeops.rollout/outdated", "effect": "NoSchedule "}])
+    assert result["rc"] != 0 and "effect" in result["msg"] and "NoSchedule, PreferNoSchedule, NoExecute" in result["msg"]
+    result = sandbox.run_module("node_taint", nodes=names, labels={"tier": "front end"})
+    assert result["rc"] != 0 and result["msg"].startswith("labels.tier: 'front end' is not allowed")
+
+
+def test_a_concurrent_writer_between_read_and_write_is_not_overwritten(sandbox, names):
+    """The write carries the resourceVersion read: the API answers 409, the node is read again, both taints survive."""
+    if collections_path() not in sys.path:
+        sys.path.insert(0, collections_path())
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, nodes
+    from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import KubeApi
+
+    name = names[1]
+    api = KubeApi(sandbox.kube("nodeops.rollout/0.1.0 node_taint"))
+    observer = sandbox.core()
+    reads = []
+    real_get = api.get_node
+
+    def get_then_race(node_name):
+        node = real_get(node_name)
+        reads.append(node["metadata"]["resourceVersion"])
+        if len(reads) == 1:  # another controller adds its taint right after our read
+            observer.patch_node(node_name, {"spec": {"taints": [FOREIGN]}})
+        return node
+
+    api.get_node = get_then_race
+    wanted = node_edits.normalize_taints([OUTDATED], "present")
+    result = nodes.update_node(api, name, lambda node: node_edits.node_edit(node, taints=wanted))
+    assert result["conflicts"] == 1 and len(reads) == 2 and reads[0] != reads[1]
+    assert taints_of(sandbox, name) == ["example.com/gpu=a100:NoSchedule", "nodeops.rollout/outdated=true:NoSchedule"]
+    conflicts = [e for e in sandbox.events() if e["kind"] == "k8s.request" and e.get("code") == 409]
+    assert conflicts, "the sandbox should have answered the stale write with 409"
+
+
+def test_invariants_hold(sandbox):
+    assert_safe(sandbox.report())
