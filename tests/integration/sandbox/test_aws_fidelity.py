@@ -389,6 +389,20 @@ def test_size_changes_are_logged(aws_sandbox, aws_estate):
     assert sizes == [(1, 4, 2), (1, 5, 2), (1, 5, 3)]
 
 
+def test_describe_auto_scaling_instances_pages_by_fifty(aws_sandbox, aws_estate):
+    make_group(aws_sandbox, aws_estate, "fid-pages", 60)
+    asg = client(aws_sandbox, "autoscaling")
+    first = asg.describe_auto_scaling_instances()
+    assert len(first["AutoScalingInstances"]) == 50 and first["NextToken"]
+    pages = asg.get_paginator("describe_auto_scaling_instances").paginate()
+    every = [i for page in pages for i in page["AutoScalingInstances"]]
+    assert len(every) == len({i["InstanceId"] for i in every})
+    assert sum(1 for i in every if i["AutoScalingGroupName"] == "fid-pages") == 60
+    with pytest.raises(ClientError) as err:
+        asg.describe_auto_scaling_instances(MaxRecords=51)
+    assert err.value.response["Error"]["Code"] == "ValidationError"
+
+
 # ---------------------------------------------------------------------------------------------- validation
 
 CASES = {

@@ -27,7 +27,9 @@ import threading
 from collections import Counter
 
 from moto.autoscaling import models as asg_models
+from moto.autoscaling import responses as asg_responses
 from moto.autoscaling.exceptions import AutoscalingClientError, ValidationError
+from moto.core.responses import ActionResult
 from moto.core.types import Base64EncodedString
 from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.models import instances as ec2_instances
@@ -689,6 +691,26 @@ def _patch_backend():
     backend.terminate_instance = terminate_instance
 
 
+def _patch_instance_pages():
+    def describe_auto_scaling_instances(self):
+        # AWS: at most MaxRecords (default and maximum 50) instances per page, with a NextToken; moto
+        # returns every instance in one page, which hides a missing pagination loop.
+        states = self.autoscaling_backend.describe_auto_scaling_instances(instance_ids=self._get_param("InstanceIds", []))  # pylint: disable=protected-access
+        limit = self._get_int_param("MaxRecords", 50)  # pylint: disable=protected-access
+        if not 1 <= limit <= 50:
+            raise ValidationError("1 validation error detected: Value '%d' at 'maxRecords' failed to satisfy constraint: "
+                                  "Member must have value less than or equal to 50" % (limit,))
+        token = self._get_param("NextToken")  # pylint: disable=protected-access
+        if token and not token.isdigit():
+            raise ValidationError("The token '%s' is invalid." % (token,))
+        start = int(token or 0)
+        page = states[start:start + limit]
+        more = start + limit < len(states)
+        return ActionResult({"AutoScalingInstances": page, "NextToken": str(start + limit) if more else None})
+
+    asg_responses.AutoScalingResponse.describe_auto_scaling_instances = describe_auto_scaling_instances
+
+
 def install():
     """Apply every patch once per process (idempotent)."""
     global _INSTALLED  # pylint: disable=global-statement
@@ -702,4 +724,5 @@ def install():
         _patch_instance_state()
         _patch_group()
         _patch_backend()
+        _patch_instance_pages()
         _INSTALLED = True
