@@ -127,7 +127,19 @@ class _Gate:
 
 
 class AwsSandbox:  # pylint: disable=too-many-instance-attributes
-    """moto on ``http://host:port`` with the fidelity patches, fault injection and event logging."""
+    """moto on ``http://host:port`` with the fidelity patches, fault injection and event logging.
+
+    ``boot_seconds``: simulated seconds an instance stays ``pending`` / ``Pending``. ``seed``: seed of the
+    fault draws. ``reconcile_seconds``: how often (simulated) a group retries launches it still owes.
+
+    Events: ``aws.request`` {action, service, client, status, fault, mutating} for every request;
+    ``instance.launched`` {instance_id, group, az, lt_id, lt_version, image_id, private_dns_name};
+    ``instance.running`` {instance_id, group, az, ready_at}; ``instance.terminated`` {instance_id, group, az,
+    reason: asg-terminate | scale-in | ec2-terminate}; ``instance.detached`` {instance_id, group};
+    ``asg.size`` {group, min, max, desired, in_service} when min/max/desired change; ``asg.processes``
+    {group, suspended}; ``asg.launch_failed`` {group, azs, reason, requested, launched};
+    ``asg.launch_skipped`` {group, count, reason} while ``Launch`` is suspended.
+    """
 
     def __init__(self, clock, events, state_dir, region="us-east-1", boot_seconds=40.0, host="127.0.0.1", port=0, seed=0,
                  reconcile_seconds=10.0):
