@@ -1,0 +1,197 @@
+"""The ReplicaSet controller: ``spec.replicas`` active pods from the template, and the status.
+
+Active pods are the ones neither terminating nor finished. Missing pods are created (at most 500 per
+pass, as burstReplicas), surplus ones deleted gracefully, choosing first the unscheduled, then pending,
+then not Ready, then Ready for the shortest time, then the newest (controller.ActivePods ordering).
+Status follows the API's JSON (zero counts other than ``replicas`` are omitted): replicas,
+fullyLabeledReplicas, readyReplicas, availableReplicas (Ready for minReadySeconds), observedGeneration.
+
+Counts are kept per ReplicaSet from each pod's last seen state (and from the controller's own writes at
+once), so a sync costs O(1) unless pods must be chosen for deletion.
+"""
+
+from ..errors import ApiError
+from ..store import controller_ref, is_ready
+from .objects import deleting, int_or, key_of, owner_reference, pod_from_template, random_suffix, shallow, update, delete_pod
+from .runtime import Controller
+
+BURST = 500
+SCALE_DOWN = {"how": "deleted", "reason": "scale-down", "client": "sandbox-replicaset-controller"}
+ACTIVE, READY, AVAILABLE, LABELLED = range(4)
+
+
+def active(pod):
+    return not deleting(pod) and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def omit_zero(status, keep=()):
+    return {k: v for k, v in status.items() if v or k in keep}
+
+
+def _labels_match(template_labels, labels):
+    labels = labels or {}
+    return all(labels.get(k) == v for k, v in template_labels.items())
+
+
+class ReplicaSetController(Controller):
+    watches = ("replicasets", "pods")
+    client = "sandbox-replicaset-controller"
+
+    def __init__(self, ctl):
+        super().__init__(ctl)
+        self.dirty = set()
+        self.pods = {}     # pod key -> (rs uid, rs key, (active, ready, available, labelled))
+        self.counts = {}   # rs uid -> [active, ready, available, labelled]
+        self.templates = {}  # rs uid -> (template labels, minReadySeconds)
+
+    # ---- per-pod state -----------------------------------------------------------------------------
+    def on_event(self, plural, etype, obj):
+        if plural == "replicasets":
+            uid = obj["metadata"]["uid"]
+            if etype == "DELETED":
+                self.templates.pop(uid, None)
+                return
+            spec = obj.get("spec") or {}
+            shape = ((((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}),
+                     int_or(spec.get("minReadySeconds"), 0))
+            if self.templates.get(uid) != shape:
+                self.templates[uid] = shape
+                for pkey in list(self.ctl.index.owned["pods"].get(uid, ())):
+                    self.observe(pkey, self.store.try_get("pods", pkey[0], pkey[1]))
+            self.dirty.add(key_of(obj))
+            return
+        self.observe(key_of(obj), None if etype == "DELETED" else obj)
+
+    def observe(self, key, pod):
+        """Account ``pod`` (its latest version, or None when gone) in its ReplicaSet's counts."""
+        old = self.pods.get(key)
+        new = None
+        if pod is not None:
+            ref = controller_ref(pod)
+            if ref and ref.get("kind") == "ReplicaSet":
+                rs_uid = ref.get("uid")
+                labels, min_ready = self.templates.get(rs_uid, ({}, 0))
+                is_active = active(pod)
+                ready = is_active and is_ready(pod)
+                available = False
+                if ready:
+                    since = self.ctl.index.ready_since.get(pod["metadata"]["uid"], float("-inf"))
+                    available = self.clock.now() - since >= min_ready
+                    if not available:
+                        self.ctl.call_at(since + min_ready, self._recheck, key)
+                state = (is_active, ready, available, is_active and _labels_match(labels, pod["metadata"].get("labels")))
+                new = (rs_uid, (pod["metadata"].get("namespace"), ref.get("name")), state)
+        if old == new:
+            return
+        if old is not None:
+            counts = self.counts.get(old[0])
+            if counts is not None:
+                for i, flag in enumerate(old[2]):
+                    counts[i] -= flag
+                if not any(counts) and old[0] not in self.templates:
+                    del self.counts[old[0]]
+            self.dirty.add(old[1])
+        if new is None:
+            self.pods.pop(key, None)
+            return
+        self.pods[key] = new
+        counts = self.counts.setdefault(new[0], [0, 0, 0, 0])
+        for i, flag in enumerate(new[2]):
+            counts[i] += flag
+        self.dirty.add(new[1])
+
+    def _recheck(self, key):
+        self.observe(key, self.store.try_get("pods", key[0], key[1]))
+
+    def resync(self):
+        for rs in self.store.list("replicasets")[0]:
+            self.dirty.add(key_of(rs))
+
+    # ---- sync ---------------------------------------------------------------------------------------
+    def sync(self):
+        if not self.dirty:
+            return False
+        keys, self.dirty = self.dirty, set()
+        for key in keys:
+            try:
+                self._sync_one(key)
+            except Exception as exc:  # pylint: disable=broad-except
+                self.ctl.error("ReplicaSetController %s/%s" % key, exc)
+        return True
+
+    def _sync_one(self, key):
+        rs = self.store.try_get("replicasets", key[0], key[1])
+        if rs is None:
+            return
+        uid = rs["metadata"]["uid"]
+        counts = self.counts.setdefault(uid, [0, 0, 0, 0])
+        want = int_or((rs.get("spec") or {}).get("replicas"), 1)
+        if not deleting(rs):
+            diff = counts[ACTIVE] - want
+            if diff < 0:
+                self._create(rs, min(-diff, BURST))
+                if -diff > BURST:
+                    self.dirty.add(key)
+                    self.ctl.poke()
+            elif diff > 0:
+                alive = [p for p in self.ctl.index.owned_objects(self.store, "pods", uid) if active(p)]
+                for pod in self._victims(alive, diff):
+                    delete_pod(self.ctl, pod, self.client, dict(SCALE_DOWN))
+                    pkey = key_of(pod)
+                    self.observe(pkey, self.store.try_get("pods", pkey[0], pkey[1]))
+        self._update_status(rs, counts)
+
+    def _create(self, rs, count):
+        template = (rs.get("spec") or {}).get("template")
+        if not template:
+            return
+        ns, name = key_of(rs)
+        ref = owner_reference(rs, "apps/v1", "ReplicaSet")
+        for _pod in range(count):
+            for _attempt in range(5):
+                pod = pod_from_template(template, "%s-%s" % (name, random_suffix()), ns, ref)
+                try:
+                    created = self.store.create("pods", pod, client=self.client)
+                except ApiError as exc:
+                    if exc.code == 409:
+                        continue
+                    self.ctl.error("ReplicaSetController create %s/%s" % (ns, name), exc)
+                    return
+                self.ctl.index.add("pods", created)
+                self.ctl.index.created_at.setdefault(created["metadata"]["uid"], self.clock.now())
+                self.observe(key_of(created), created)
+                break
+
+    def _victims(self, pods, count):
+        index = self.ctl.index
+
+        def rank(pod):
+            status = pod.get("status") or {}
+            phase = status.get("phase")
+            uid = pod["metadata"]["uid"]
+            return (1 if (pod.get("spec") or {}).get("nodeName") else 0,
+                    {"Pending": 0, "Unknown": 1, "Running": 2}.get(phase, 0),
+                    1 if is_ready(pod) else 0,
+                    -index.ready_since.get(uid, float("inf")) if is_ready(pod) else 0,
+                    -index.created_at.get(uid, 0.0))
+        return sorted(pods, key=rank)[:count]
+
+    def _update_status(self, rs, counts):
+        status = omit_zero({"replicas": counts[ACTIVE], "fullyLabeledReplicas": counts[LABELLED],
+                            "readyReplicas": counts[READY], "availableReplicas": counts[AVAILABLE],
+                            "observedGeneration": rs["metadata"].get("generation", 1)}, keep=("replicas",))
+        old = rs.get("status") or {}
+        if old.get("conditions"):
+            status["conditions"] = old["conditions"]
+        if status == old:
+            return
+        uid = rs["metadata"]["uid"]
+
+        def write(current):
+            if current["metadata"]["uid"] != uid or current.get("status") == status:
+                return None
+            return shallow(current, status=status)
+        update(self.store, "replicasets", rs["metadata"]["namespace"], rs["metadata"]["name"], write, self.client)
+
+    def idle(self):
+        return not self.dirty
