@@ -182,9 +182,9 @@ class Sandbox:
         seed = spec.get("seed")
         aws = {}
         if spec.get("aws_throttle"):
-            aws["throttle"] = spec["aws_throttle"]
+            aws["throttling"] = spec["aws_throttle"]
         if spec.get("aws_5xx"):
-            aws["server_error"] = spec["aws_5xx"]
+            aws["internal_error"] = spec["aws_5xx"]
         if spec.get("insufficient_capacity_azs") is not None:
             aws["insufficient_capacity_azs"] = spec["insufficient_capacity_azs"]
         if aws:
