@@ -345,8 +345,13 @@ class Store:
                 if self._history and since_i < self._history[0][0] - 1 and since_i < self._rv:
                     from .errors import ApiError  # pylint: disable=import-outside-toplevel
                     raise ApiError(410, "Expired", "too old resource version: %s (%s)" % (since, self._history[0][0]))
-                for rv, p, etype, old, new in self._history:
-                    if p == plural and rv > since_i:
+                newer = []     # walk back from the newest entry: a resume is usually from a recent version
+                for entry in reversed(self._history):
+                    if entry[0] <= since_i:
+                        break
+                    newer.append(entry)
+                for _rv, p, etype, old, new in reversed(newer):
+                    if p == plural:
                         w.offer(etype, old, new)
             elif since is None or since == "":
                 pass
