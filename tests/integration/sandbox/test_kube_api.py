@@ -874,6 +874,8 @@ def test_watch_resumes_from_resource_version_and_honours_selectors(sb):
     # n1 left the selection (DELETED as the watcher sees it), n2 arrived
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("DELETED", "n1"), ("ADDED", "n2")]
     assert int(events[-1]["object"]["metadata"]["resourceVersion"]) > int(rv)
+    status, _headers, body = raw(sb, "GET", "/api/v1/nodes?watch=1&resourceVersion=abc")
+    assert (status, body["reason"]) == (400, "BadRequest")
 
 
 def test_watch_from_a_compacted_resource_version_streams_410_expired():

@@ -501,6 +501,8 @@ class KubeApiServer:
             name_sel = FieldSelector([("metadata.name", "=", req.name)])
             field = FieldSelector((field.requirements if field else []) + name_sel.requirements)
         rv = req.query.get("resourceVersion") or ""
+        if rv and not rv.isdigit():
+            raise bad_request("invalid resource version: %s" % rv)
         timeout = req.int_param("timeoutSeconds")
         timeout = float(timeout) if timeout and timeout > 0 else self.watch_timeout
         bookmarks = req.flag("allowWatchBookmarks")
