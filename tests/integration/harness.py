@@ -159,7 +159,7 @@ class SandboxHandle:
             env.update(extra)
         return env
 
-    def run_module(self, name, check=False, diff=False, env=None, timeout=900, **args):
+    def run_module(self, name, /, check=False, diff=False, env=None, timeout=900, **args):
         """Run ``nodeops.rollout.<name>`` with ``args``; the module's result dict plus ``rc``."""
         with tempfile.TemporaryDirectory() as tree:
             cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
