@@ -260,6 +260,10 @@ class KubeApiServer:
         code, payload, headers = 500, b"", ()
         try:
             req.read_body()
+            if req.path in HEALTH or any(req.path.startswith(h + "/") for h in HEALTH):
+                self._record(req, 200)
+                self._send(handler, 200, b"ok", content_type="text/plain; charset=utf-8")
+                return
             result = self._serve(req)
             if result is _WATCH_STREAMING:
                 return
@@ -311,8 +315,6 @@ class KubeApiServer:
             if req.method not in ("GET", "HEAD"):
                 raise method_not_allowed()
             return 200, self._docs[path], ()
-        if path in HEALTH or any(path.startswith(h + "/") for h in HEALTH):
-            return 200, b"ok", ()
         if path == "/" or not (path.startswith("/api/") or path.startswith("/apis/")):
             raise route_not_found()
         self._route(req)
