@@ -133,6 +133,8 @@ class DeploymentController(Controller):
         self.bad_spec.pop(uid, None)
         new_rs = self._find_new(d, rss)
         old_rss = [r for r in rss if new_rs is None or r["metadata"]["uid"] != new_rs["metadata"]["uid"]]
+        if new_rs is not None and old_rss and _revision(new_rs) <= max(_revision(r) for r in old_rss):
+            new_rs = self._bump_revision(d, new_rs, max(_revision(r) for r in old_rss) + 1) or new_rs
         if deleting(d):
             self._write_status(d, new_rs, rss, unavailable)
             return
@@ -324,6 +326,20 @@ class DeploymentController(Controller):
             self.ctl.recorder.record(d, "ScalingReplicaSet", "Scaled %s replica set %s to %d from %d"
                                      % ("up" if replicas > before else "down", rs["metadata"]["name"], replicas, before),
                                      "deployment-controller")
+        return written
+
+    def _bump_revision(self, d, rs, revision):
+        """A rollback to an older template makes its ReplicaSet the newest revision again."""
+        uid = rs["metadata"]["uid"]
+
+        def annotate(current):
+            if current["metadata"]["uid"] != uid:
+                return None
+            new = shallow(current)
+            new["metadata"]["annotations"] = dict(current["metadata"].get("annotations") or {}, **{REVISION: str(revision)})
+            return new
+        written = update(self.store, "replicasets", rs["metadata"]["namespace"], rs["metadata"]["name"], annotate, self.client)
+        self._annotate_revision(d, revision)
         return written
 
     def _annotate_revision(self, d, revision):

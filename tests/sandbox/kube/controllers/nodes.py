@@ -10,7 +10,8 @@ controller and the pod garbage collector do for nodes backed by EC2 instances.
   Ready again.
 - An instance shutting down, terminated or gone takes its pods with it (removed at once, logged as
   killed/node-gone, terminating ones too) and then its Node.
-- A Node deleted by someone else while its instance runs is registered again by its kubelet; pods left
+- A Node deleted by someone else while its instance runs stays gone: a running kubelet does not register
+  again (kubernetes/kubernetes#71398) until it restarts (the instance stopped and started). Pods left
   bound to a node that no longer exists are removed after 40 s as the pod GC does.
 """
 
@@ -52,6 +53,7 @@ class NodeLifecycle(Controller):
         self.booting = {}         # node name -> node uid, waiting for its Ready timer
         self.never_ready = set()  # node names the fault holds NotReady
         self.stopped = set()      # node names whose instance is stopped (kubelet down)
+        self.deregistered = set()  # instance ids whose Node was deleted under a running kubelet
         self.taint_dirty = set()
         self.waiting = 0          # instances pending or running but not registered yet
         self._ip_counter = 0
@@ -62,7 +64,8 @@ class NodeLifecycle(Controller):
         iid = provider_instance((obj.get("spec") or {}).get("providerID"))
         if etype == "DELETED":
             if iid and self.node_of.get(iid) == name:
-                del self.node_of[iid]
+                del self.node_of[iid]           # deleted by someone else: the kubelet will not come back
+                self.deregistered.add(iid)
             self.instance_of.pop(name, None)
             self.booting.pop(name, None)
             self.taint_dirty.discard(name)
@@ -96,7 +99,9 @@ class NodeLifecycle(Controller):
                 if iid not in self.first_running:
                     self.first_running[iid] = now
                     self.ctl.call_at(now + self.cfg.node_register_seconds, self.ctl.request_poll)
-                if name is None:
+                if name is None and iid in self.deregistered:
+                    pass
+                elif name is None:
                     if now - self.first_running[iid] >= self.cfg.node_register_seconds:
                         work |= self._register(inst)
                     else:
@@ -107,6 +112,7 @@ class NodeLifecycle(Controller):
                 waiting += 1
             elif state in ("stopping", "stopped"):
                 self.first_running.pop(iid, None)
+                self.deregistered.discard(iid)   # the kubelet restarts with the instance
                 if name is not None and name not in self.stopped:
                     work |= self._kubelet_down(name)
             else:  # shutting-down, terminated
@@ -117,6 +123,7 @@ class NodeLifecycle(Controller):
             work |= self._remove(self.node_of[iid], iid)
         for iid in [i for i in self.first_running if i not in seen]:
             del self.first_running[iid]
+        self.deregistered &= seen
         self.waiting = waiting
         return work
 

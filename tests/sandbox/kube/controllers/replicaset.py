@@ -6,11 +6,15 @@ then not Ready, then Ready for the shortest time, then the newest (controller.Ac
 Status follows the API's JSON (zero counts other than ``replicas`` are omitted): replicas,
 fullyLabeledReplicas, readyReplicas, availableReplicas (Ready for minReadySeconds), observedGeneration.
 
+Pods are claimed as the real controller does: a pod whose labels stop matching the selector is released
+(its owner reference removed, so a replacement is made) and an orphan that matches is adopted.
+
 Counts are kept per ReplicaSet from each pod's last seen state (and from the controller's own writes at
 once), so a sync costs O(1) unless pods must be chosen for deletion.
 """
 
 from ..errors import ApiError
+from ..selectors import LabelSelector
 from ..store import controller_ref, is_ready
 from .objects import deleting, int_or, key_of, owner_reference, pod_from_template, random_suffix, shallow, update, delete_pod
 from .runtime import Controller
@@ -43,15 +47,28 @@ class ReplicaSetController(Controller):
         self.pods = {}     # pod key -> (rs uid, rs key, (active, ready, available, labelled))
         self.counts = {}   # rs uid -> [active, ready, available, labelled]
         self.templates = {}  # rs uid -> (template labels, minReadySeconds)
+        self.selectors = {}  # namespace -> {rs uid: (rs key, selector)}
+        self.claims = {}     # pod key -> rs uid to adopt it, or None to release it
+        self.orphans = {}    # namespace -> {pod keys} of active pods without a controller
 
     # ---- per-pod state -----------------------------------------------------------------------------
     def on_event(self, plural, etype, obj):
         if plural == "replicasets":
             uid = obj["metadata"]["uid"]
+            ns = obj["metadata"].get("namespace")
+            if etype == "DELETED" or deleting(obj):
+                self.selectors.get(ns, {}).pop(uid, None)
             if etype == "DELETED":
                 self.templates.pop(uid, None)
                 return
             spec = obj.get("spec") or {}
+            if spec.get("selector") and not deleting(obj):
+                selector = LabelSelector.from_object(spec["selector"])
+                known = self.selectors.setdefault(ns, {}).get(uid)
+                self.selectors[ns][uid] = (key_of(obj), selector)
+                if known is None or known[1].requirements != selector.requirements:
+                    for pkey in list(self.orphans.get(ns, ())):
+                        self.observe(pkey, self.store.try_get("pods", pkey[0], pkey[1]))
             shape = ((((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}),
                      int_or(spec.get("minReadySeconds"), 0))
             if self.templates.get(uid) != shape:
@@ -66,9 +83,18 @@ class ReplicaSetController(Controller):
         """Account ``pod`` (its latest version, or None when gone) in its ReplicaSet's counts."""
         old = self.pods.get(key)
         new = None
+        self.claims.pop(key, None)
+        orphans = self.orphans.get(key[0])
+        if orphans is not None:
+            orphans.discard(key)
         if pod is not None:
             ref = controller_ref(pod)
-            if ref and ref.get("kind") == "ReplicaSet":
+            if ref is None and active(pod):
+                self.orphans.setdefault(key[0], set()).add(key)
+                self._maybe_adopt(key, pod)
+            elif ref and ref.get("kind") == "ReplicaSet" and not self._selected(ref.get("uid"), pod):
+                self.claims[key] = None
+            elif ref and ref.get("kind") == "ReplicaSet":
                 rs_uid = ref.get("uid")
                 labels, min_ready = self.templates.get(rs_uid, ({}, 0))
                 is_active = active(pod)
@@ -100,6 +126,57 @@ class ReplicaSetController(Controller):
             counts[i] += flag
         self.dirty.add(new[1])
 
+    def _selected(self, rs_uid, pod):
+        ns = pod["metadata"].get("namespace")
+        entry = self.selectors.get(ns, {}).get(rs_uid)
+        return entry is None or entry[1].matches(pod["metadata"].get("labels"))
+
+    def _maybe_adopt(self, key, pod):
+        labels = pod["metadata"].get("labels")
+        for uid, (rs_key, selector) in sorted(self.selectors.get(pod["metadata"].get("namespace"), {}).items(),
+                                              key=lambda item: item[1][0]):
+            if selector.matches(labels):
+                self.claims[key] = uid
+                self.dirty.add(rs_key)
+                return
+
+    def _claim(self, key, rs_uid):
+        """Adopt the pod into ReplicaSet ``rs_uid``, or release it from its ReplicaSet (rs_uid None)."""
+        pod = self.store.try_get("pods", key[0], key[1])
+        if pod is None:
+            return
+        owner = None
+        if rs_uid is not None:
+            entry = self.selectors.get(key[0], {}).get(rs_uid)
+            owner = self.store.try_get("replicasets", *entry[0]) if entry else None
+            if owner is None or owner["metadata"]["uid"] != rs_uid:
+                return
+        uid = pod["metadata"]["uid"]
+
+        def claim(current):
+            if current["metadata"]["uid"] != uid or deleting(current):
+                return None
+            refs = list(current["metadata"].get("ownerReferences") or [])
+            ref = controller_ref(current)
+            if owner is None:
+                if ref is None or self._selected(ref.get("uid"), current):
+                    return None
+                refs = [r for r in refs if r is not ref]
+            else:
+                if ref is not None:
+                    return None
+                refs.append(owner_reference(owner, "apps/v1", "ReplicaSet"))
+            new = shallow(current)
+            if refs:
+                new["metadata"]["ownerReferences"] = refs
+            else:
+                new["metadata"].pop("ownerReferences", None)
+            return new
+        written = update(self.store, "pods", key[0], key[1], claim, self.client)
+        if written is not None:
+            self.ctl.index.add("pods", written)
+            self.observe(key, written)
+
     def _recheck(self, key):
         self.observe(key, self.store.try_get("pods", key[0], key[1]))
 
@@ -109,6 +186,10 @@ class ReplicaSetController(Controller):
 
     # ---- sync ---------------------------------------------------------------------------------------
     def sync(self):
+        if self.claims:
+            claims, self.claims = self.claims, {}
+            for key, rs_uid in claims.items():
+                self._claim(key, rs_uid)
         if not self.dirty:
             return False
         keys, self.dirty = self.dirty, set()
@@ -194,4 +275,4 @@ class ReplicaSetController(Controller):
         update(self.store, "replicasets", rs["metadata"]["namespace"], rs["metadata"]["name"], write, self.client)
 
     def idle(self):
-        return not self.dirty
+        return not self.dirty and not self.claims

@@ -229,7 +229,8 @@ class Runtime:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._idle = threading.Event()
-        self._idle_rv = None
+        self._idle_mark = (None, -1)   # (resourceVersion, poll count) of the last idle pass
+        self._polls = 0
         self._thread = None
         self._watchers = {}
         self._poll_fns = []
@@ -294,10 +295,13 @@ class Runtime:
         """Wait up to ``timeout`` wall seconds for a pass that found nothing to do and nothing pending.
 
         True when every pod is scheduled and Ready, none is terminating, every running instance has its
-        node, and no controller has work left; False on timeout."""
+        node, and no controller has work left; False on timeout. The idle pass must have polled the
+        instances after this call, so instances launched just before it are waited for."""
         deadline = time.monotonic() + timeout
+        polls = self._polls
         while True:
-            if self._idle.is_set() and not self._wake.is_set() and self._idle_rv == self.store.resource_version:
+            rv, polled = self._idle_mark
+            if self._idle.is_set() and not self._wake.is_set() and polled > polls and rv == self.store.resource_version:
                 return True
             left = deadline - time.monotonic()
             if left <= 0:
@@ -321,6 +325,7 @@ class Runtime:
                 spent["drain"] = spent.get("drain", 0.0) + began - started
                 if started >= self._next_poll:
                     self._next_poll = started + self.cfg.tick
+                    self._polls += 1
                     for fn in self._poll_fns:
                         work |= bool(self._guard(fn.__qualname__, fn))
                 polled = time.monotonic()
@@ -337,7 +342,7 @@ class Runtime:
                     self.stats["busy_seconds"] += time.monotonic() - started
                 self.stats["cpu_seconds"] = time.thread_time()
                 if not work and all(c.idle() for c in self._controllers):
-                    self._idle_rv = rv
+                    self._idle_mark = (rv, self._polls)
                     self._idle.set()
                 else:
                     self._idle.clear()
