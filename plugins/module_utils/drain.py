@@ -91,6 +91,7 @@ class PodWork:
         self.mode = mode
         self.state = {"wait": "sent", "ignore": "ignored"}.get(mode, "todo")
         self.restart = restart
+        self.pdb = None  # the one PodDisruptionBudget covering the pod, when it is evicted
         self.attempts = 0
         self.next_try = 0.0
         self.blocking = None
@@ -131,6 +132,8 @@ class Drain:
         self.pool = None
         self._lock = threading.Lock()
         self._restarted = {}
+        self._budget_status = {}
+        self.gates = drain_rules.BudgetGates(cap=options.retry_max_delay, check_interval=options.poll_interval)
 
     # ---- reading ------------------------------------------------------------------------------
     def _owned_namespaces(self, pods, kinds):
@@ -149,6 +152,9 @@ class Drain:
                 raise
             survey.pods_by_node[name] = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
         survey.pdbs = self.api.list_pdbs()
+        for pdb in survey.pdbs:
+            self.gates.seed(plan.pdb_key(pdb), (pdb.get("status") or {}).get("disruptionsAllowed"))
+            self._budget_status[plan.pdb_key(pdb)] = pdb.get("status") or {}
         every_pod = [pod for pods in survey.pods_by_node.values() for pod in pods]
         if full or self.opts.restart_single_replica:
             for namespace in self._owned_namespaces(every_pod, ("ReplicaSet",)):
@@ -193,7 +199,12 @@ class Drain:
             return PodWork(pod, "restart", restart)
         if restart and restart["replicas"] == 1:
             result["downtime"].append({"pod": decision["pod"], "reason": restart["reason"]})
-        return PodWork(pod, "evict" if action == "evict" else "delete")
+        work = PodWork(pod, "evict" if action == "evict" else "delete")
+        if work.mode == "evict":
+            budgets = drain_rules.pdbs_selecting(pod, self.survey.pdbs)
+            if len(budgets) == 1:
+                work.pdb = plan.pdb_key(budgets[0])
+        return work
 
     def preflight(self):
         """Check mode: per node what would be evicted, deleted, restarted, what would block and why."""
@@ -279,6 +290,76 @@ class Drain:
                 out.append((inflight.pop(future),) + tuple(future.result()))
         return out
 
+    def _select_due(self, works, now):
+        """The pods to send a request for now; evictions are paced by their budget (drain_rules.BudgetGates)."""
+        due = []
+        checks = {}
+        for work in works.values():
+            if work.state != "todo" or work.next_try > now:
+                continue
+            if work.mode != "evict" or not work.pdb:
+                due.append(work)
+                continue
+            with self._lock:
+                verdict, when = self.gates.decide(work.pdb, now)
+                if verdict == "go":
+                    self.gates.sent(work.pdb)
+                    due.append(work)
+                elif verdict == "wait":
+                    work.next_try = when
+                    self._hold(work)
+                else:
+                    checks.setdefault(work.pdb, []).append(work)
+        for pdb, waiting in checks.items():
+            allowed = self._disruptions_allowed(pdb)
+            with self._lock:
+                if allowed == "gone":
+                    self.gates.forget(pdb)
+                else:
+                    self.gates.checked(pdb, allowed, self.clock())
+                for work in waiting:
+                    if allowed == "gone":
+                        work.pdb = None
+                        due.append(work)
+                        continue
+                    verdict, when = self.gates.decide(pdb, now)
+                    if verdict == "go":
+                        self.gates.sent(pdb)
+                        due.append(work)
+                    else:  # the budget's disruptions are taken by the pods just sent: look again a little later
+                        work.next_try = when if verdict == "wait" else now + self.opts.poll_interval
+                        self._hold(work)
+        return due
+
+    def _hold(self, work):
+        """Record that the pod waits for its budget, in the words a failure message needs."""
+        status = self._budget_status.get(work.pdb) or {}
+        if status.get("disruptionsAllowed") is None:
+            if not work.blocking:  # nothing known beyond the API's last refusal, if any: keep that
+                work.blocking = {"pod": work.key, "kind": "pdb", "pdb": work.pdb,
+                                 "message": "waiting for PodDisruptionBudget %s to allow a disruption" % work.pdb}
+                work.why = work.blocking["message"]
+            return
+        text = "PodDisruptionBudget %s allows %s disruption(s)" % (work.pdb, status["disruptionsAllowed"])
+        if status.get("desiredHealthy") is not None:
+            text += ": it needs %s healthy pods and has %s" % (status.get("desiredHealthy"), status.get("currentHealthy"))
+        work.blocking = {"pod": work.key, "kind": "pdb", "pdb": work.pdb, "message": text}
+        work.why = "waiting: " + text
+
+    def _disruptions_allowed(self, pdb):
+        """The budget's status.disruptionsAllowed; None when unknown, "gone" when the budget no longer exists."""
+        namespace, name = pdb.split("/", 1)
+        try:
+            status = self.api.get_pdb(namespace, name).get("status") or {}
+            with self._lock:
+                self._budget_status[pdb] = status
+            value = status.get("disruptionsAllowed")
+        except ApiException as exc:
+            return "gone" if exc.status == 404 else None
+        except TRANSPORT_ERRORS:
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
     def _budget_names(self, work):
         return ", ".join(plan.pdb_key(pdb) for pdb in drain_rules.pdbs_selecting(work.pod, self.survey.pdbs)) or None
 
@@ -288,6 +369,9 @@ class Drain:
         if kind == "done":
             work.state = "sent"
             work.blocking = None
+            if work.pdb:
+                with self._lock:
+                    self.gates.accepted(work.pdb)
             if work.mode == "evict":
                 result["evicted"].append(work.key)
                 work.why = "evicted, terminating (grace period %ds)" % drain_rules.pod_grace_seconds(work.pod, self.opts.grace_period)
@@ -309,7 +393,12 @@ class Drain:
             if pdb and "/" not in pdb:
                 pdb = "%s/%s" % (work.namespace, pdb)
             if kind == "pdb" and not pdb:
-                pdb = self._budget_names(work)
+                pdb = work.pdb or self._budget_names(work)
+            if kind == "pdb" and pdb and "," not in pdb:
+                # the budget is closed for every pod it covers, not only this one: no eviction it would refuse
+                work.pdb = pdb
+                with self._lock:
+                    work.next_try = self.gates.refused(pdb, now, retry_after)
             work.blocking = {"pod": work.key, "kind": "pdb" if kind == "pdb" else kind, "pdb": pdb if kind == "pdb" else None,
                              "message": answer["message"] or "HTTP error, retried"}
             work.why = ("eviction refused by PodDisruptionBudget %s: %s" % (pdb, answer["message"]) if kind == "pdb"
@@ -386,7 +475,7 @@ class Drain:
         next_poll = self.clock() + opts.poll_interval
         while True:
             now = self.clock()
-            due = [work for work in works.values() if work.state == "todo" and work.next_try <= now]
+            due = self._select_due(works, now)
             if due:
                 for work, answer, retry_after in self._run_bounded(due):
                     self._apply(work, answer, retry_after, result)

@@ -212,11 +212,12 @@ def retry_after_seconds(headers):
 def retry_delay(attempt, retry_after=None, cap=16.0, jitter=None):
     """Seconds before retry number ``attempt`` (>= 1) of a refused eviction.
 
-    Capped exponential backoff with jitter (``plan.backoff_delay``, base 1 s or the cap if lower); a Retry-After
-    from the server is honoured as a lower bound. Never 0, so a refused eviction is never retried in a hot loop.
+    Capped exponential backoff with jitter (``plan.backoff_delay``): the delay starts at 1/16 of the cap (1 s with
+    the default cap of 16 s) and doubles up to the cap; a Retry-After from the server is honoured as a lower bound.
+    Never 0, so a refused eviction is never retried in a hot loop.
     """
     cap = float(cap)
-    delay = plan.backoff_delay(max(1, attempt), base=min(1.0, cap), cap=cap, jitter=jitter)
+    delay = plan.backoff_delay(max(1, attempt), base=cap / 16.0, cap=cap, jitter=jitter)
     if retry_after is not None:
         delay = max(delay, float(retry_after))
     return max(delay, 0.05)
@@ -330,3 +331,87 @@ def not_drained_message(node, remaining, seconds, action):
     if not remaining:
         return head
     return "%s: %d pod(s) still there: %s" % (head, len(remaining), "; ".join(remaining_text(entry) for entry in remaining))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pacing evictions by budget
+# ---------------------------------------------------------------------------------------------------------
+
+class BudgetGates:
+    """How many evictions each PodDisruptionBudget can take now, so that a budget is not hammered with evictions
+    it will refuse.
+
+    A budget with no gate is open. A refusal (429) closes it for a backoff delay (:func:`retry_delay`, growing with
+    each refusal in a row). Once the delay is over the caller reads the budget's ``status.disruptionsAllowed`` (one
+    request instead of one refused eviction per pod), and the gate lets that many evictions through before the
+    budget is read again. While a read finds 0, the budget is read again every ``check_interval`` seconds (the
+    drain's poll interval: a replacement becoming Ready frees a disruption at any moment, and a read costs one
+    request whatever the number of pods waiting); without ``check_interval`` the backoff applies to reads too.
+    Pure bookkeeping: the caller supplies the clock and does the reading.
+    """
+
+    def __init__(self, cap=16.0, jitter=None, check_interval=None):
+        self.cap = cap
+        self.jitter = jitter
+        self.check_interval = check_interval
+        self.gates = {}
+
+    def seed(self, pdb, disruptions_allowed):
+        """Start with what the budget's status said when the drain began (a hint; the Eviction API decides)."""
+        if isinstance(disruptions_allowed, int) and not isinstance(disruptions_allowed, bool) and disruptions_allowed >= 0:
+            self.gates[pdb] = {"until": 0.0, "attempts": 0, "tokens": disruptions_allowed}
+
+    def decide(self, pdb, now):
+        """``("go", None)``: send one eviction now; ``("wait", t)``: not before ``t``; ``("check", None)``: read the budget first."""
+        gate = self.gates.get(pdb) if pdb else None
+        if gate is None:
+            return "go", None
+        if now < gate["until"]:
+            return "wait", gate["until"]
+        if gate["tokens"] > 0:
+            return "go", None
+        return "check", None
+
+    def forget(self, pdb):
+        """The budget is gone: its pods are free to go."""
+        self.gates.pop(pdb, None)
+
+    def sent(self, pdb):
+        """One eviction of the budget's pods is on its way: it uses one of the disruptions counted."""
+        gate = self.gates.get(pdb) if pdb else None
+        if gate is not None and gate["tokens"] > 0:
+            gate["tokens"] -= 1
+
+    def accepted(self, pdb):
+        """The budget took an eviction: the backoff starts over."""
+        gate = self.gates.get(pdb) if pdb else None
+        if gate is not None:
+            gate["attempts"] = 0
+
+    def refused(self, pdb, now, retry_after=None):
+        """The budget refused an eviction (429): closed until the backoff delay is over; returns that time."""
+        gate = self.gates.setdefault(pdb, {"until": 0.0, "attempts": 0, "tokens": 0})
+        gate["attempts"] += 1
+        gate["tokens"] = 0
+        gate["until"] = max(gate["until"], now + retry_delay(gate["attempts"], retry_after, self.cap, self.jitter))
+        return gate["until"]
+
+    def checked(self, pdb, disruptions_allowed, now):
+        """The budget was read: let ``disruptions_allowed`` evictions through, or wait again when it is 0.
+
+        ``None`` (unknown) lets one eviction through to ask the Eviction API itself.
+        """
+        gate = self.gates.setdefault(pdb, {"until": 0.0, "attempts": 0, "tokens": 0})
+        if disruptions_allowed is None:  # the budget could not be read, or has no status yet: let one eviction probe it
+            gate["tokens"] = 1
+            return "go", None
+        if isinstance(disruptions_allowed, int) and not isinstance(disruptions_allowed, bool) and disruptions_allowed > 0:
+            gate["tokens"] = disruptions_allowed
+            return "go", None
+        gate["attempts"] += 1
+        gate["tokens"] = 0
+        if self.check_interval:
+            gate["until"] = now + self.check_interval
+        else:
+            gate["until"] = now + retry_delay(gate["attempts"], None, self.cap, self.jitter)
+        return "wait", gate["until"]

@@ -167,6 +167,9 @@ class KubeApi:
             return self._call(self.policy.list_namespaced_pod_disruption_budget, namespace).get("items") or []
         return self._call(self.policy.list_pod_disruption_budget_for_all_namespaces).get("items") or []
 
+    def get_pdb(self, namespace, name):
+        return self._call(self.policy.read_namespaced_pod_disruption_budget, name, namespace)
+
     def list_replicasets(self, namespace):
         return self._call(self.apps.list_namespaced_replica_set, namespace).get("items") or []
 

@@ -17,6 +17,9 @@ description:
     PodDisruptionBudgets.
   - An eviction refused with 429 (a budget with no disruption left) is retried with capped exponential backoff
     and jitter, honouring C(Retry-After). A refusal is never retried at once.
+  - Evictions are paced by budget rather than refused pod by pod. A refusal closes the budget for every pod it
+    covers. The module then reads the budget's C(disruptionsAllowed) (one request, every O(poll_interval)) and
+    sends that many evictions. Draining 100 pods under one budget costs about one eviction request per pod.
   - A pod of a Deployment with one replica whose rolling update can surge is not evicted when
     O(restart_single_replica=true). The Deployment is restarted instead, as C(kubectl rollout restart) does.
     The new pod starts on another node (this one is cordoned) and the controller removes the old pod once the
@@ -111,7 +114,7 @@ options:
   retry_max_delay:
     description:
       - The longest wait, in seconds, between two attempts to evict a pod whose eviction was refused.
-      - The wait starts at about 1 second and doubles with each refusal, with jitter.
+      - The wait starts at 1/16 of it (1 second by default) and doubles with each refusal in a row, with jitter.
     type: float
     default: 16.0
 extends_documentation_fragment:

@@ -170,11 +170,11 @@ def test_a_budget_blocked_drain_proceeds_as_replacements_become_ready(sandbox, n
     assert result["rc"] == 0, result["output"]
     outcome = result["nodes"][node]
     assert outcome["status"] == "drained" and len(outcome["evicted"]) == 3 and outcome["blocking"] == []
-    assert outcome["eviction_retries"] >= 2  # the budget refused evictions while replacements started
     events = [e for e in sandbox.events() if e["t"] >= started and e.get("owner") == "Deployment/%s/web" % ns]
     evictions = sorted(e["t"] for e in events if e["kind"] == "pod.terminating" and e.get("how") == "evicted")
     replacements = sorted(e["t"] for e in events if e["kind"] == "pod.ready" and e.get("node") != node)
     assert len(evictions) == 3
+    # the budget allows one eviction at a time: each later one waited for a replacement to be Ready elsewhere
     for index, moment in enumerate(evictions[1:], start=1):
         assert sum(1 for t in replacements if t <= moment) >= index, "eviction %d came before a replacement was Ready" % index
     report = sandbox.report()
@@ -215,8 +215,7 @@ def test_timeout_action_fail_names_every_pod_and_the_budget_holding_it(sandbox, 
     assert {b["pdb"] for b in outcome["blocking"]} == {"stuck/db"}
     for pod in outcome["remaining"]:
         assert pod in result["msg"]
-    assert "eviction refused by PodDisruptionBudget stuck/db" in result["msg"]
-    assert "needs 2 healthy pods" in result["msg"]
+    assert "PodDisruptionBudget stuck/db allows 0 disruption(s): it needs 2 healthy pods and has 2" in result["msg"]
     assert sandbox.core().read_node(node).spec.unschedulable is True
     assert len(ready_on(sandbox, ns, node)) == 2
     assert_safe(sandbox.report())

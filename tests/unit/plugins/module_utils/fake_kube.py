@@ -90,6 +90,7 @@ class FakeKube:
         self.before_patch = None      # callable(name) run before a node patch is applied (to race it)
         self.restart_moves = {}       # deployment key -> (old pod key, new pod dict): what its restart does
         self.restarting = set()       # deployments restarted (patched), whose move happens at the next list
+        self.enforce_pdbs = False     # evictions consult status.disruptionsAllowed; a pod gone gives it back
 
     # ---- setup ----
     def add_node(self, node):
@@ -155,6 +156,9 @@ class FakeKube:
             self.terminating[key] -= 1
             if self.terminating[key] <= 0:
                 del self.terminating[key]
+                budget = self._budget_of(pod) if self.enforce_pdbs else None
+                if budget is not None:  # its replacement is Ready elsewhere: the budget allows one more
+                    budget["status"]["disruptionsAllowed"] += 1
                 del self.pods[key]
         for dep, (old_key, new_pod) in list(self.restart_moves.items()):
             if dep in self.restarting and old_key in self.pods and self.pods[old_key]["spec"].get("nodeName") == node:
@@ -175,6 +179,14 @@ class FakeKube:
                 pods = [p for p in pods if (p["metadata"].get("labels") or {}).get(key) == value]
             return copy.deepcopy(pods)
 
+    def _budget_of(self, pod):
+        labels = pod["metadata"].get("labels") or {}
+        for budget in self.pdbs:
+            wanted = budget["spec"]["selector"]["matchLabels"]
+            if budget["metadata"]["namespace"] == pod["metadata"]["namespace"] and all(labels.get(k) == v for k, v in wanted.items()):
+                return budget
+        return None
+
     def _end(self, key):
         pod = self.pods[key]
         pod["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:00Z"
@@ -193,6 +205,11 @@ class FakeKube:
                 raise api_error(404, 'pods "%s" not found' % name, "NotFound")
             if uid and self.pods[key]["metadata"]["uid"] != uid:
                 raise api_error(409, "Precondition failed: UID in precondition: %s" % uid, "Conflict")
+            budget = self._budget_of(self.pods[key]) if self.enforce_pdbs else None
+            if budget is not None:
+                if budget["status"]["disruptionsAllowed"] <= 0:
+                    raise pdb_429(budget["metadata"]["name"])
+                budget["status"]["disruptionsAllowed"] -= 1
             self.evictions.append((key, {"grace_period": grace_period, "uid": uid}))
             self._end(key)
             return {"kind": "Status", "status": "Success", "code": 201}
@@ -210,6 +227,13 @@ class FakeKube:
     def list_pdbs(self, namespace=None):
         self._log("list_pdbs", namespace)
         return copy.deepcopy(self.pdbs)
+
+    def get_pdb(self, namespace, name):
+        self._log("get_pdb", "%s/%s" % (namespace, name))
+        for pdb in self.pdbs:
+            if pdb["metadata"]["namespace"] == namespace and pdb["metadata"]["name"] == name:
+                return copy.deepcopy(pdb)
+        raise api_error(404, 'poddisruptionbudgets.policy "%s" not found' % name, "NotFound")
 
     def list_replicasets(self, namespace):
         self._log("list_replicasets", namespace)

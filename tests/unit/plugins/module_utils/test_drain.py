@@ -85,12 +85,31 @@ def test_refused_evictions_are_retried_with_backoff_until_the_budget_allows():
     kube.pdbs.append(budget("web", {"app": "web"}, minAvailable=2))
     kube.eviction_script["shop/web-1"] = [pdb_429(), pdb_429(), pdb_429(), None]
     started = time.monotonic()
-    result = run(kube, ["n1"], retry_max_delay=0.2)
+    result = run(kube, ["n1"], retry_max_delay=1.6)
     node = result["nodes"]["n1"]
     assert node["status"] == "drained" and node["evicted"] == ["shop/web-1"]
     assert node["eviction_retries"] == 3 and node["blocking"] == []
-    assert [verb for verb, target in kube.requests if verb == "evict_pod"] == ["evict_pod"] * 4
-    assert time.monotonic() - started >= 0.25 * 3 * 0.5  # never a hot loop: each retry waited
+    assert [entry[0] for entry in kube.requests if entry[0] == "evict_pod"] == ["evict_pod"] * 4
+    # never a hot loop: each refusal closed the budget for at least half the first delay (1.6 / 16 / 2 s)
+    assert time.monotonic() - started >= 3 * 0.05
+
+
+def test_evictions_are_paced_by_the_budget_instead_of_refused_pod_by_pod():
+    kube = cluster("n1", linger=2)
+    kube.enforce_pdbs = True
+    for index in range(12):
+        kube.add_pod(make_pod("web-%d" % index, "n1", labels={"app": "web"}))
+    pdb = budget("web", {"app": "web"}, maxUnavailable=2)
+    pdb["status"] = {"disruptionsAllowed": 2}
+    kube.pdbs.append(pdb)
+    result = run(kube, ["n1"], retry_max_delay=0.05)
+    node = result["nodes"]["n1"]
+    assert node["status"] == "drained" and len(node["evicted"]) == 12
+    evictions = [entry for entry in kube.requests if entry[0] == "evict_pod"]
+    reads = [entry for entry in kube.requests if entry[0] == "get_pdb"]
+    # two at a time as the budget allows; the budget is read between waves instead of refusing every other pod
+    assert len(evictions) <= 12 + 3 and node["eviction_retries"] <= 3
+    assert reads and all(target == "shop/web" for _verb, target in reads)
 
 
 def test_retry_after_from_the_server_is_honoured():
@@ -119,6 +138,20 @@ def test_timeout_fail_names_every_pod_still_there_and_the_budget_holding_it():
                                     "(eviction refused by PodDisruptionBudget shop/web")
     assert node["evicted"] == ["shop/api-1"]
     assert kube.nodes["n1"]["spec"]["unschedulable"] is True
+
+
+def test_a_budget_known_to_allow_nothing_gets_no_eviction_and_is_named_at_the_timeout():
+    kube = cluster("n1")
+    kube.enforce_pdbs = True
+    kube.add_pod(make_pod("db-0", "n1", labels={"app": "db"}))
+    pdb = budget("db", {"app": "db"}, minAvailable=1)
+    pdb["status"] = {"disruptionsAllowed": 0, "desiredHealthy": 1, "currentHealthy": 1}
+    kube.pdbs.append(pdb)
+    result = run(kube, ["n1"], timeout=1, poll_interval=0.2)
+    assert [entry for entry in kube.requests if entry[0] == "evict_pod"] == []
+    assert 2 <= len([entry for entry in kube.requests if entry[0] == "get_pdb"]) <= 7  # read once per poll interval
+    assert "shop/db-0 (waiting: PodDisruptionBudget shop/db allows 0 disruption(s): it needs 1 healthy pods and has 1)" in result["msg"]
+    assert result["nodes"]["n1"]["blocking"][0]["pdb"] == "shop/db"
 
 
 def test_timeout_skip_leaves_the_node_cordoned_and_goes_on():

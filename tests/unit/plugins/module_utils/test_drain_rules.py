@@ -185,6 +185,11 @@ def test_retry_after_is_a_floor():
     assert drain_rules.retry_delay(3, retry_after=0, cap=16.0, jitter=lambda: 1.0) == 4.0
 
 
+def test_the_cap_scales_the_whole_curve():
+    assert [drain_rules.retry_delay(a, cap=1.6, jitter=lambda: 1.0) for a in (1, 2, 3, 4, 5, 6)] == \
+        pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 1.6])
+
+
 def test_tiny_caps_still_wait():
     assert drain_rules.retry_delay(1, cap=0.01, jitter=lambda: 0.0) >= 0.05
 
@@ -263,3 +268,64 @@ def test_not_drained_message_names_every_pod_and_why():
                                                   {"pod": "shop/db-0", "why": None}], 900.4, "timeout")
     assert text == ("node n1 not drained after 900s (timeout): 2 pod(s) still there: shop/web-1 (eviction refused by "
                     "PodDisruptionBudget shop/web); shop/db-0")
+
+
+# ---- budget gates --------------------------------------------------------------------------------
+
+def test_an_unknown_budget_is_open():
+    gates = drain_rules.BudgetGates()
+    assert gates.decide("shop/web", 0.0) == ("go", None)
+    assert gates.decide(None, 0.0) == ("go", None)
+
+
+def test_seeded_tokens_let_that_many_through_then_ask_for_a_read():
+    gates = drain_rules.BudgetGates()
+    gates.seed("shop/web", 2)
+    for _attempt in range(2):
+        assert gates.decide("shop/web", 0.0) == ("go", None)
+        gates.sent("shop/web")
+    assert gates.decide("shop/web", 0.0) == ("check", None)
+
+
+def test_a_refusal_closes_the_budget_with_growing_backoff():
+    gates = drain_rules.BudgetGates(cap=16.0, jitter=lambda: 1.0)
+    assert gates.refused("shop/web", 10.0) == 11.0
+    assert gates.decide("shop/web", 10.5) == ("wait", 11.0)
+    assert gates.decide("shop/web", 11.0) == ("check", None)
+    assert gates.checked("shop/web", 0, 11.0) == ("wait", 13.0)
+    assert gates.checked("shop/web", 0, 13.0) == ("wait", 17.0)
+    assert gates.checked("shop/web", 0, 17.0) == ("wait", 25.0)
+    assert gates.checked("shop/web", 0, 25.0) == ("wait", 41.0)
+    assert gates.checked("shop/web", 0, 41.0) == ("wait", 57.0)  # capped at 16 s
+    assert gates.checked("shop/web", 3, 57.0) == ("go", None)
+    gates.accepted("shop/web")
+    assert gates.refused("shop/web", 60.0) == 61.0  # backoff started over after an accepted eviction
+
+
+def test_retry_after_holds_the_gate_longer():
+    gates = drain_rules.BudgetGates(cap=1.0, jitter=lambda: 1.0)
+    assert gates.refused("shop/web", 0.0, retry_after=5) == 5.0
+
+
+def test_an_unreadable_budget_gets_one_probe_and_a_deleted_one_is_forgotten():
+    gates = drain_rules.BudgetGates()
+    gates.refused("shop/web", 0.0)
+    assert gates.checked("shop/web", None, 100.0) == ("go", None)
+    gates.sent("shop/web")
+    assert gates.decide("shop/web", 100.0) == ("check", None)
+    gates.forget("shop/web")
+    assert gates.decide("shop/web", 100.0) == ("go", None)
+
+
+def test_bad_seeds_are_ignored():
+    gates = drain_rules.BudgetGates()
+    gates.seed("shop/web", None)
+    gates.seed("shop/api", -1)
+    gates.seed("shop/db", True)
+    assert gates.gates == {}
+
+
+def test_reads_finding_zero_repeat_at_the_check_interval_not_the_backoff():
+    gates = drain_rules.BudgetGates(cap=16.0, jitter=lambda: 1.0, check_interval=2.0)
+    gates.refused("shop/web", 0.0)
+    assert [gates.checked("shop/web", 0, t)[1] for t in (1.0, 3.0, 5.0, 7.0)] == [3.0, 5.0, 7.0, 9.0]
