@@ -899,3 +899,25 @@ def test_objects_handed_to_watchers_are_never_modified(cluster):
     watcher.close()
     assert len(seen) >= 6
     assert all(obj == frozen for obj, frozen in seen)
+
+
+def test_no_execute_taint_deletes_intolerant_pods_now_and_tolerant_ones_after_their_toleration_seconds(cluster):
+    nodes = cluster.ready_nodes(2)
+    for name, tolerations in (("plain", None),
+                              ("brief", [{"key": "maintenance", "operator": "Exists", "effect": "NoExecute",
+                                          "tolerationSeconds": 30}]),
+                              ("forever", [{"key": "maintenance", "operator": "Exists"}])):
+        spec = {"nodeSelector": {"kubernetes.io/hostname": nodes[0]}}
+        if tolerations:
+            spec["tolerations"] = tolerations
+        cluster.store.create("pods", naked_pod(name, **spec), client="test")
+    cluster.idle()
+    uids = {n: cluster.pod(n)["metadata"]["uid"] for n in ("plain", "brief", "forever")}
+    tainted = cluster.clock.now()
+    cluster.taint(nodes[0], "maintenance", "NoExecute", "true")
+    cluster.wait(lambda: cluster.pod("plain") is None and cluster.pod("brief") is None, "evicted by the taint")
+    ends = {e["uid"]: e for e in cluster.events.events("pod.terminating")}
+    assert ends[uids["plain"]]["t"] - tainted < 10.0
+    assert ends[uids["brief"]]["t"] - tainted >= 30.0 - 0.5
+    assert all((ends[uids[n]]["how"], ends[uids[n]]["reason"]) == ("deleted", "taint-eviction") for n in ("plain", "brief"))
+    assert is_ready(cluster.pod("forever")), "a toleration without seconds tolerates forever"

@@ -23,6 +23,7 @@ from .recorder import EventRecorder
 from .replicaset import ReplicaSetController
 from .runtime import ControllerConfig, Faults, Runtime
 from .scheduler import Scheduler
+from .taints import TaintEviction
 
 __all__ = ["Controllers", "ControllerConfig", "Faults"]
 
@@ -39,6 +40,7 @@ class Controllers(Runtime):
         self.nodes = NodeLifecycle(self)
         self.register(self.nodes, poll=self.nodes.poll)
         self.gc = self.register(GarbageCollector(self))
+        self.taint_eviction = self.register(TaintEviction(self))
         self.replicasets = self.register(ReplicaSetController(self))
         self.deployments = self.register(DeploymentController(self))
         self.daemonsets = self.register(DaemonSetController(self))
