@@ -921,3 +921,14 @@ def test_no_execute_taint_deletes_intolerant_pods_now_and_tolerant_ones_after_th
     assert ends[uids["brief"]]["t"] - tainted >= 30.0 - 0.5
     assert all((ends[uids[n]]["how"], ends[uids[n]]["reason"]) == ("deleted", "taint-eviction") for n in ("plain", "brief"))
     assert is_ready(cluster.pod("forever")), "a toleration without seconds tolerates forever"
+
+
+def test_a_pod_bound_to_a_node_that_does_not_exist_is_collected(cluster):
+    cluster.ready_nodes(1)
+    cluster.store.create("pods", naked_pod("lost", nodeName="ip-10-9-9-9.ec2.internal"), client="test")
+    created = cluster.clock.now()
+    cluster.wait(lambda: cluster.pod("lost") is None, "pod GC")
+    deleted = cluster.events.events("pod.deleted")[-1]
+    assert (deleted["pod"], deleted["how"], deleted["client"]) == ("default/lost", "killed", "sandbox-pod-gc")
+    assert deleted["t"] - created >= 40.0 - 0.5
+    cluster.idle()

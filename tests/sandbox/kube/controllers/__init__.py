@@ -1,6 +1,11 @@
 """The sandbox's control plane: the loops kube-controller-manager, kube-scheduler and the kubelets run,
 acting on the object store directly, with every delay on the shared simulated clock.
 
+Node lifecycle and pod GC (:mod:`.nodes`), scheduler (:mod:`.scheduler`), kubelets (:mod:`.kubelet`),
+ReplicaSets (:mod:`.replicaset`), Deployments (:mod:`.deployment`), DaemonSets (:mod:`.daemonset`),
+PodDisruptionBudget status (:mod:`.budgets`), garbage collector (:mod:`.gc`), NoExecute taint eviction
+(:mod:`.taints`) and core/v1 Events (:mod:`.recorder`), all on one loop (:mod:`.runtime`).
+
     from tests.sandbox.kube.controllers import Controllers, ControllerConfig
     ctl = Controllers(store, clock, events, instances_fn, ControllerConfig(node_ready_seconds=10.0))
     ctl.start(); ...; ctl.stop()

@@ -119,8 +119,9 @@ class DeploymentController(Controller):
         if d is None:
             return
         uid = d["metadata"]["uid"]
+        # oldest first; the revision orders them where one-second creation timestamps cannot
         rss = sorted(self.ctl.index.owned_objects(self.store, "replicasets", uid),
-                     key=lambda r: (r["metadata"].get("creationTimestamp") or "", r["metadata"]["name"]))
+                     key=lambda r: (_revision(r), r["metadata"].get("creationTimestamp") or "", r["metadata"]["name"]))
         spec = d.get("spec") or {}
         if not spec.get("selector") or not spec.get("template"):
             self._bad(d, "spec.selector and spec.template are required")

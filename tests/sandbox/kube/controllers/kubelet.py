@@ -136,6 +136,8 @@ class Kubelet(Controller):
             else:
                 self._set(key, uid, node, WAITING)
                 state = self.pods[key]
+                if self.store.try_get("nodes", None, node) is None:
+                    self.ctl.nodes.watch_orphans(node)
         if state is not None and state[2] == WAITING and self._can_start(node):
             self._set(key, uid, node, STARTING)
             self.ctl.call_after(self.cfg.pod_start_seconds, self._start, key, uid)

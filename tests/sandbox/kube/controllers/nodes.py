@@ -54,6 +54,7 @@ class NodeLifecycle(Controller):
         self.never_ready = set()  # node names the fault holds NotReady
         self.stopped = set()      # node names whose instance is stopped (kubelet down)
         self.deregistered = set()  # instance ids whose Node was deleted under a running kubelet
+        self.orphan_checks = set()  # node names the pod GC will look at
         self.taint_dirty = set()
         self.waiting = 0          # instances pending or running but not registered yet
         self._ip_counter = 0
@@ -70,7 +71,7 @@ class NodeLifecycle(Controller):
             self.booting.pop(name, None)
             self.taint_dirty.discard(name)
             if self.store.pods_on_node(name):
-                self.ctl.call_after(ORPHAN_QUARANTINE, self._collect_orphans, name)
+                self.watch_orphans(name)
             return
         if iid and iid not in self.node_of:
             self.node_of[iid] = name
@@ -310,7 +311,14 @@ class NodeLifecycle(Controller):
                 return
             self.store.remove("pods", meta.get("namespace"), meta["name"], client=cause["client"], cause=dict(cause))
 
+    def watch_orphans(self, name):
+        """Pods are bound to ``name`` but no such Node exists: the pod GC removes them after a quarantine."""
+        if name not in self.orphan_checks:
+            self.orphan_checks.add(name)
+            self.ctl.call_after(ORPHAN_QUARANTINE, self._collect_orphans, name)
+
     def _collect_orphans(self, name):
+        self.orphan_checks.discard(name)
         if self.store.try_get("nodes", None, name) is not None:
             return
         for pod in self.store.pods_on_node(name):

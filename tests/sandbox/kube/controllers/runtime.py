@@ -330,45 +330,49 @@ class Runtime:
 
     # ---- the loop --------------------------------------------------------------------------------
     def _run(self):
-        try:
-            self.index.initial = True
-            self._drain()
-            self.index.initial = False
-            self.call_after(self.cfg.resync_seconds, self._resync)
-            while not self._stopping.is_set():
-                self._wake.clear()
-                rv = self.store.resource_version
-                started = time.monotonic()
-                work = self._drain() > 0
-                spent = self.stats["seconds"]
-                began = time.monotonic()
-                spent["drain"] = spent.get("drain", 0.0) + began - started
-                if started >= self._next_poll:
-                    self._next_poll = started + self.cfg.tick
-                    self._polls += 1
-                    for fn in self._poll_fns:
-                        work |= bool(self._guard(fn.__qualname__, fn))
-                polled = time.monotonic()
-                spent["poll"] = spent.get("poll", 0.0) + polled - began
-                work |= self._fire_timers()
-                spent["timers"] = spent.get("timers", 0.0) + time.monotonic() - polled
-                for c in self._controllers:
-                    began = time.monotonic()
-                    work |= bool(self._guard(type(c).__name__ + ".sync", c.sync))
-                    spent = self.stats["seconds"]
-                    spent[type(c).__name__] = spent.get(type(c).__name__, 0.0) + time.monotonic() - began
-                self.stats["passes"] += 1
-                if work:
-                    self.stats["busy_seconds"] += time.monotonic() - started
-                self.stats["cpu_seconds"] = time.thread_time()
-                if not work and all(c.idle() for c in self._controllers):
-                    self._idle_mark = (rv, self._polls)
-                    self._idle.set()
-                else:
-                    self._idle.clear()
-                self._wake.wait(self._wait_seconds())
-        except Exception as exc:  # pylint: disable=broad-except
-            self.error("loop", exc)
+        self.index.initial = True
+        self._guard("initial list", self._drain)
+        self.index.initial = False
+        self.call_after(self.cfg.resync_seconds, self._resync)
+        while not self._stopping.is_set():
+            try:
+                self._pass()
+            except Exception as exc:  # pylint: disable=broad-except
+                self.error("loop", exc)      # logged; the control plane keeps running
+                self._idle.clear()
+                time.sleep(self.cfg.tick)
+
+    def _pass(self):
+        self._wake.clear()
+        rv = self.store.resource_version
+        spent = self.stats["seconds"]
+        started = time.monotonic()
+        work = self._drain() > 0
+        began = time.monotonic()
+        spent["drain"] = spent.get("drain", 0.0) + began - started
+        if started >= self._next_poll:
+            self._next_poll = started + self.cfg.tick
+            self._polls += 1
+            for fn in self._poll_fns:
+                work |= bool(self._guard(fn.__qualname__, fn))
+        polled = time.monotonic()
+        spent["poll"] = spent.get("poll", 0.0) + polled - began
+        work |= self._fire_timers()
+        spent["timers"] = spent.get("timers", 0.0) + time.monotonic() - polled
+        for c in self._controllers:
+            began = time.monotonic()
+            work |= bool(self._guard(type(c).__name__ + ".sync", c.sync))
+            spent[type(c).__name__] = spent.get(type(c).__name__, 0.0) + time.monotonic() - began
+        self.stats["passes"] += 1
+        if work:
+            self.stats["busy_seconds"] += time.monotonic() - started
+        self.stats["cpu_seconds"] = time.thread_time()
+        if not work and all(c.idle() for c in self._controllers):
+            self._idle_mark = (rv, self._polls)
+            self._idle.set()
+        else:
+            self._idle.clear()
+        self._wake.wait(self._wait_seconds())
 
     def _guard(self, where, fn, *args):
         try:
@@ -390,7 +394,10 @@ class Runtime:
                     break
                 etype, obj = item
                 count += 1
-                self.index.on_event(plural, etype, obj)
+                try:
+                    self.index.on_event(plural, etype, obj)
+                except Exception as exc:  # pylint: disable=broad-except
+                    self.error("Index.on_event", exc)
                 for c in routes:
                     try:
                         c.on_event(plural, etype, obj)
