@@ -43,8 +43,7 @@ def _alive(pid):
     except OSError:
         return False
     try:  # a zombie child of ours is not alive
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
+        return os.waitpid(pid, os.WNOHANG)[0] == 0
     except ChildProcessError:
         return True
 
@@ -206,7 +205,7 @@ def cmd_apply(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m tests.sandbox", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.sandbox", description=__doc__.split("\n", 1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="start a sandbox")

@@ -138,8 +138,7 @@ class Sandbox:
 
     def ready_nodes(self):
         from .kube.store import is_ready  # pylint: disable=import-outside-toplevel
-        nodes, _ = self.store.list("nodes")
-        return [n for n in nodes if is_ready(n)]
+        return [n for n in self.store.list("nodes")[0] if is_ready(n)]
 
     def wait_ready(self, timeout):
         deadline = time.monotonic() + timeout
@@ -160,7 +159,7 @@ class Sandbox:
 
     def _pods_settled(self):
         from .kube.store import is_ready  # pylint: disable=import-outside-toplevel
-        pods, _ = self.store.list("pods")
+        pods = self.store.list("pods")[0]
         for dep in self.store.list("deployments")[0]:
             want = dep.get("spec", {}).get("replicas", 1)
             if (dep.get("status") or {}).get("readyReplicas", 0) < want:

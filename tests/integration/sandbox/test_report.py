@@ -56,7 +56,7 @@ def test_killed_without_eviction_excludes_daemonset_pods():
 def test_downtime_measured_only_after_the_deployment_first_served():
     events = pod_life(0, "only", "Deployment/shop/worker") + [start_window(5)]
     events.append(ev(10, "pod.terminating", pod="shop/only", uid="only", owner="Deployment/shop/worker", node="n1",
-                      how="evicted", was_ready=True, phase="Running", pdbs=[]))
+                     how="evicted", was_ready=True, phase="Running", pdbs=[]))
     events += [ev(12, "pod.created", pod="shop/new", uid="new", owner="Deployment/shop/worker", node=None),
                ev(14.5, "pod.ready", pod="shop/new", uid="new", owner="Deployment/shop/worker", node="n2")]
     rep = build_report(events)
