@@ -563,3 +563,60 @@ def test_an_instance_of_another_group_is_refused(world, run, api_calls):
     result = run("instance_terminate", asg_name="nope", instance_ids=[stranger], delete_node=False)
     assert result["msg"] == "asg_name: Auto Scaling group 'nope' not found in region us-east-1"
     assert mutating(api_calls) == []
+
+
+class _FakeNodes:
+    """A Kubernetes API holding Node objects, recording deletions (404 for nodes already gone)."""
+
+    def __init__(self, nodes):
+        self.nodes = dict(nodes)   # node name -> instance id
+        self.deleted = []
+
+    def list_node(self):
+        return {"items": [{"metadata": {"name": name}, "spec": {"providerID": "aws:///us-east-1a/%s" % instance_id},
+                           "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
+                          for name, instance_id in self.nodes.items()]}
+
+    def delete_node(self, name):
+        from kubernetes.client.exceptions import ApiException  # pylint: disable=import-outside-toplevel
+        if name not in self.nodes:
+            raise ApiException(status=404, reason="Not Found")
+        del self.nodes[name]
+        self.deleted.append(name)
+
+
+def test_nodes_that_outlive_their_instances_are_deleted_and_running_ones_are_left(world, run, monkeypatch):
+    from ansible_collections.nodeops.rollout.plugins.module_utils import terminate as terminate_utils  # pylint: disable=import-outside-toplevel
+    gone, running, victim = world.member_ids()
+    world.ec2.terminate_instances(InstanceIds=[gone])
+    api = _FakeNodes({"node-gone": gone, "node-running": running, "node-victim": victim, "node-unrelated": "i-0fffffffffffffff0"})
+
+    class Client:
+        @staticmethod
+        def sanitize_for_serialization(value):
+            return value
+
+    monkeypatch.setattr(asg_utils, "core_api", lambda api_client: api)
+    monkeypatch.setattr(terminate_utils, "k8s_client", lambda module: Client())
+    result = run("instance_terminate", asg_name="workers", instance_ids=[gone, victim])
+    assert result["already_gone"] == [gone] and result["terminated"] == [victim]
+    assert sorted(result["nodes_deleted"]) == ["node-gone", "node-victim"]
+    assert sorted(api.nodes) == ["node-running", "node-unrelated"]
+    # Not waiting: the instance may still be shutting down, so its node is left for a later run (a live kubelet would
+    # register it again).
+    monkeypatch.setattr(terminate_utils, "_wait_terminated", lambda *args: None)
+    world.create_group("slow", 1)
+    slow = world.member_ids("slow")[0]
+    api.nodes["node-slow"] = slow
+    real_describe = terminate_utils.describe_instances
+
+    def still_shutting_down(ec2, ids):
+        found = real_describe(ec2, ids)
+        for instance in found.values():
+            instance["State"] = {"Name": "shutting-down", "Code": 32}
+        return found
+
+    monkeypatch.setattr(terminate_utils, "describe_instances", still_shutting_down)
+    result = run("instance_terminate", asg_name="slow", instance_ids=[slow], wait=False)
+    assert result["terminated"] == [slow] and result["nodes_deleted"] == [] and result["nodes_left"] == ["node-slow"]
+    assert "node-slow" in api.nodes
