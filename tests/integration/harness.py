@@ -159,8 +159,11 @@ class SandboxHandle:
             env.update(extra)
         return env
 
-    def run_module(self, name, /, check=False, diff=False, env=None, timeout=900, **args):
-        """Run ``nodeops.rollout.<name>`` with ``args``; the module's result dict plus ``rc``."""
+    def run_module(self, name, /, check=False, diff=False, env=None, timeout=900, module_args=None, **args):
+        """Run ``nodeops.rollout.<name>`` with ``args``; the module's result dict plus ``rc``.
+
+        Module options named like this method's own keywords (``timeout``, ``check``, ...) go in ``module_args``."""
+        args = dict(module_args or {}, **args)
         with tempfile.TemporaryDirectory() as tree:
             cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
                    "-m", "nodeops.rollout." + name, "-a", json.dumps(args), "-t", tree]
