@@ -315,6 +315,10 @@ def run_asg_surge(module):
     result = {"changed": decision.changed, "name": name, "state": params["state"]}
     if params["state"] == "surged":
         result.update(_surge_result(decision))
+        if decision.resumed and params.get("surge") is not None and str(params["surge"]).strip() != str(decision.state["surge"]):
+            module.warn("Auto Scaling group '%s' has rollout %s recorded with a surge of %d; surge=%s is ignored (a rerun resumes the "
+                        "recorded rollout; restore it first to surge differently)"
+                        % (name, decision.state["rollout_id"], decision.state["surge"], params["surge"]))
     else:
         result.update(_restore_result(decision))
         if decision.sizes and decision.sizes["scale_in"] > 0:

@@ -363,7 +363,10 @@ def test_surge_records_suspends_and_raises_then_a_rerun_resumes_without_surging_
     assert tags[rs.TAG_TARGET_VERSION] == "1"
     again = run("asg_surge", name="workers", surge=3)
     assert again["changed"] is False and again["resumed"] is True and again["rollout_id"] == "r-unit-1"
-    assert world.sizes() == (3, 9, 6)
+    assert world.sizes() == (3, 9, 6) and not again.get("warnings")
+    different = run("asg_surge", name="workers", surge=5)
+    assert different["changed"] is False and world.sizes() == (3, 9, 6)
+    assert "recorded with a surge of 3; surge=5 is ignored" in str(different["warnings"])
 
 
 def test_restore_gives_back_the_exact_original_sizes_and_only_our_processes(world, run):
