@@ -358,10 +358,13 @@ def test_wrong_toleration_value_or_effect_does_not_tolerate(cluster):
                                                                   "effect": "NoSchedule"}]), client="test")
     cluster.store.create("pods", naked_pod("effect", tolerations=[{"key": "dedicated", "operator": "Exists",
                                                                    "effect": "NoExecute"}]), client="test")
+    cluster.store.create("pods", naked_pod("any-effect", tolerations=[{"key": "dedicated", "value": "infra"}]),
+                         client="test")
     for name in ("value", "effect"):
         pod = cluster.wait(lambda n=name: condition(cluster.pod(n), "PodScheduled"), "condition")
         assert pod["status"] == "False"
         assert pod["message"].startswith("0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}.")
+    cluster.wait(lambda: cluster.pod("any-effect")["spec"].get("nodeName") == nodes[0], "an empty effect matches every effect")
 
 
 def test_prefer_no_schedule_nodes_are_used_only_when_nothing_else_fits(cluster):
@@ -426,6 +429,15 @@ def test_requests_fill_nodes_and_the_rest_wait_until_capacity_appears(cluster):
     assert sorted(placed) == sorted(nodes * 2), "least-requested scoring spreads the pods"
     extra = cluster.ready_nodes(1)
     cluster.wait(lambda: cluster.pod("big-%d" % waiting[0])["spec"].get("nodeName") == extra[0], "retried on new node")
+    # the new node has 1100m and 7.07Gi left: two halves of a CPU fit, a third does not; nor does 8Gi of memory
+    for i in range(3):
+        cluster.store.create("pods", naked_pod("half-%d" % i, containers=[container(cpu="0.5")],
+                                               nodeSelector={"kubernetes.io/hostname": extra[0]}), client="test")
+    cluster.store.create("pods", naked_pod("mem", containers=[container(cpu="10m", memory="8Gi")]), client="test")
+    cluster.wait(lambda: condition(cluster.pod("half-2"), "PodScheduled") and condition(cluster.pod("mem"), "PodScheduled"),
+                 "decided")
+    assert [bool(cluster.pod("half-%d" % i)["spec"].get("nodeName")) for i in range(3)] == [True, True, False]
+    assert condition(cluster.pod("mem"), "PodScheduled")["message"].startswith("0/3 nodes are available: 3 Insufficient memory.")
 
 
 def test_cordoned_nodes_get_no_new_pods_and_the_message_names_every_reason(cluster):
