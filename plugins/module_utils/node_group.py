@@ -39,6 +39,12 @@ def check_settings(params):
         parse_int_or_percent(params["max_unavailable"], "max_unavailable")
     if params.get("max_surge") is not None:
         parse_int_or_percent(params["max_surge"], "max_surge", allow_zero=True)
+    target = params.get("target")
+    if target is not None:
+        version = target.get("version")
+        if version is None or not str(version).isdigit() or int(version) < 1:
+            raise PlanError("target.version: %r is not allowed; use the explicit launch template version number the group "
+                            "will launch (launch_template_version returns it as target)" % (version,))
     tags = params.get("tags")
     if tags is not None:
         if not tags:
@@ -81,6 +87,11 @@ def describe_node_group(ec2, group, nodes, params):
     group_size = state["original_desired_capacity"] if state else group["DesiredCapacity"]
     plan_target = {"launch_template_id": target["launch_template_id"], "version": target["version"],
                    "image_id": target["image_id"]}
+    override = params.get("target")
+    if override:
+        # a target that does not exist yet (check mode): compare with it instead of what the group launches now
+        plan_target.update({key: value for key, value in override.items() if value is not None})
+        plan_target["version"] = int(plan_target["version"])
     plan = rollout_plan(records, plan_target, max_unavailable=params.get("max_unavailable"),
                         max_surge=params.get("max_surge"), az_count=len(azs), group_size=group_size)
     outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}

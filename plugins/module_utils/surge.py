@@ -44,7 +44,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import
     surged_sizes,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, outdated_instances, parse_int_or_percent
+from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, outdated_instances, parse_duration, parse_int_or_percent
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
     TAG_INSTANCE_DETACHED,
     TAG_INSTANCE_DETACHED_FROM,
@@ -73,8 +73,8 @@ def check_options(params):
     limit = params.get("max_size_limit")
     if limit is not None and limit < 0:
         raise PlanError("max_size_limit: %r is not allowed; use a whole number >= 0" % (limit,))
-    if params.get("wait_timeout") is not None and params["wait_timeout"] < 0:
-        raise PlanError("wait_timeout: %r is not allowed; use a number of seconds >= 0" % (params["wait_timeout"],))
+    if params.get("wait_timeout") is not None:
+        params["wait_timeout"] = parse_duration(params["wait_timeout"], "wait_timeout")
     ids = params.get("instance_ids")
     if ids:
         if params["method"] != "detach" or params["state"] != "surged":
@@ -275,6 +275,46 @@ class _Restore:
         return steps
 
 
+class _Hold:
+    """The decisions of ``state: held``: a rollout stopped before its end.
+
+    The surge and the state tags stay, so the cluster keeps its capacity and the next run resumes; the processes
+    the rollout suspended are given back, so the group heals and rebalances while nobody is watching it."""
+
+    def __init__(self, group):
+        self.name = group["AutoScalingGroupName"]
+        self.current = sizes_of(group)
+        self.suspended_now = suspended_processes(group)
+        self.state = group_state(group)
+        self.to_resume = []
+        if self.state is not None:
+            self.to_resume = [name for name in self.state["suspended_processes"] if name in self.suspended_now]
+
+    @property
+    def changed(self):
+        return bool(self.to_resume)
+
+    def diff(self):
+        return {"before": {"suspended_processes": sorted(self.suspended_now)},
+                "after": {"suspended_processes": sorted(set(self.suspended_now) - set(self.to_resume))}}
+
+    def apply(self, autoscaling):
+        if not self.to_resume:
+            return []
+        autoscaling.resume_processes(AutoScalingGroupName=self.name, ScalingProcesses=self.to_resume)
+        return ["resumed"]
+
+
+def _hold_result(decision):
+    state = decision.state
+    if state is None:
+        return {"rollout_id": None, "held": False, "resumed_processes": [], "sizes": {"before": decision.current, "after": decision.current},
+                "msg": "no rollout is recorded on Auto Scaling group '%s'; nothing to hold" % decision.name}
+    return {"rollout_id": state["rollout_id"], "held": True, "resumed_processes": list(decision.to_resume),
+            "surge_owed": state["surge_owed"], "sizes": {"before": decision.current, "after": decision.current},
+            "rollout_state": state}
+
+
 def _wait_settled(autoscaling, name, region, timeout):
     def check():
         group = require_group(autoscaling, name, region)
@@ -305,6 +345,8 @@ def run_asg_surge(module):
         group = require_group(autoscaling, name, region)
         if params["state"] == "surged":
             decision = _Surge(params, group, ec2)
+        elif params["state"] == "held":
+            decision = _Hold(group)
         else:
             decision = _Restore(group, ec2)
     except (RolloutError, PlanError, StateError) as exc:
@@ -319,6 +361,8 @@ def run_asg_surge(module):
             module.warn("Auto Scaling group '%s' has rollout %s recorded with a surge of %d; surge=%s is ignored (a rerun resumes the "
                         "recorded rollout; restore it first to surge differently)"
                         % (name, decision.state["rollout_id"], decision.state["surge"], params["surge"]))
+    elif params["state"] == "held":
+        result.update(_hold_result(decision))
     else:
         result.update(_restore_result(decision))
         if decision.sizes and decision.sizes["scale_in"] > 0:
@@ -331,7 +375,7 @@ def run_asg_surge(module):
     if module._diff:  # pylint: disable=protected-access
         result["diff"] = decision.diff()
     if module.check_mode or not decision.changed:
-        if params["wait"] and not module.check_mode and decision.state is not None:
+        if params["wait"] and not module.check_mode and decision.state is not None and params["state"] != "held":
             _finish_wait(module, autoscaling, name, region, params, result)
         module.exit_json(**result)
 
@@ -343,7 +387,7 @@ def run_asg_surge(module):
             result["steps"] = decision.apply(autoscaling)
     except AWS_ERRORS as exc:
         module.fail_json(msg=describe_aws_error(exc, operation, resource), **result)
-    if params["wait"]:
+    if params["wait"] and params["state"] != "held":
         _finish_wait(module, autoscaling, name, region, params, result)
     module.exit_json(**result)
 

@@ -37,7 +37,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import
     sizes_of,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error, k8s_client
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
     TAG_INSTANCE_DETACHED_FROM,
     TAG_SURGE_OWED,
@@ -61,8 +61,8 @@ def check_options(params):
     if len(set(ids)) != len(ids):
         duplicate = next(instance_id for instance_id in ids if ids.count(instance_id) > 1)
         raise PlanError("instance_ids: %s is listed more than once; list each instance once" % duplicate)
-    if params.get("wait_timeout") is not None and params["wait_timeout"] < 0:
-        raise PlanError("wait_timeout: %r is not allowed; use a number of seconds >= 0" % (params["wait_timeout"],))
+    if params.get("wait_timeout") is not None:
+        params["wait_timeout"] = parse_duration(params["wait_timeout"], "wait_timeout")
     return decrement_count(params.get("decrement_desired_capacity"), len(ids))
 
 

@@ -25,8 +25,12 @@ description:
     maximum stays high enough for the autoscaler's instances, as EKS does. Resumes only the processes the rollout suspended,
     then removes the rollout's tags.
   - The minimum size is never changed.
+  - This module calls only AWS APIs. It accepts the Kubernetes connection options too, so that one
+    C(module_defaults) group (C(group/nodeops.rollout.all)) can set every connection option of the collection once;
+    they are not used.
 extends_documentation_fragment:
   - nodeops.rollout.aws
+  - nodeops.rollout.k8s
   - nodeops.rollout.attributes.AWS
 attributes:
   check_mode:
@@ -42,8 +46,11 @@ options:
   state:
     description:
       - V(surged) starts or resumes the surge; V(restored) ends the rollout.
+      - V(held) is for a rollout that stopped before its end - the surge and the rollout's tags stay, so the cluster keeps
+        its capacity and the next run resumes, and the processes the rollout suspended are resumed, so the group heals and
+        rebalances meanwhile. The C(nodeops.rollout.rolling_update) role does this when a rollout fails.
     type: str
-    choices: [surged, restored]
+    choices: [surged, held, restored]
     default: surged
   surge:
     description:
@@ -100,8 +107,9 @@ options:
     default: false
   wait_timeout:
     description:
-      - Seconds to wait with O(wait). On timeout the module fails; the rollout stays recorded, so a rerun resumes it.
-    type: int
+      - How long to wait with O(wait), in seconds or as a duration such as V(90s), V(15m) or V(1h30m). On timeout the module
+        fails; the rollout stays recorded, so a rerun resumes it.
+    type: raw
     default: 600
 seealso:
   - module: nodeops.rollout.node_group_info
@@ -126,6 +134,11 @@ EXAMPLES = r"""
     name: eks-workers-20240501
     surge: 25%
     max_size_limit: 40
+
+- name: A rollout failed - keep its surge and state for the next run, give the group its processes back
+  nodeops.rollout.asg_surge:
+    name: eks-workers-20240501
+    state: held
 
 - name: End the rollout
   nodeops.rollout.asg_surge:
@@ -199,13 +212,17 @@ restored:
   description: Whether a recorded rollout was ended.
   returned: when O(state=restored)
   type: bool
+held:
+  description: Whether a recorded rollout was held (its surge and tags kept, its suspended processes resumed).
+  returned: when O(state=held)
+  type: bool
 original_sizes:
   description: The recorded original C(min_size), C(max_size) and C(desired_capacity).
   returned: when O(state=restored) and a rollout was recorded
   type: dict
 surge_owed:
-  description: The surge the rollout still owed when it was restored.
-  returned: when O(state=restored) and a rollout was recorded
+  description: The surge the rollout still owed when it was restored or held.
+  returned: when O(state=restored) or O(state=held), and a rollout was recorded
   type: int
 autoscaler_moved:
   description: Whether desired capacity differed from what the rollout left, so only the rollout's own surge was taken back.
@@ -220,8 +237,8 @@ scale_in:
   returned: when O(state=restored) and a rollout was recorded
   type: int
 resumed_processes:
-  description: Processes resumed by the restore.
-  returned: when O(state=restored)
+  description: Processes resumed by the restore or the hold (only those the rollout suspended).
+  returned: when O(state=restored) or O(state=held)
   type: list
   elements: str
 removed_tags:
@@ -239,6 +256,7 @@ detached_remaining:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.surge import run_asg_surge
 
 SUSPENDABLE = ["AZRebalance", "AddToLoadBalancer", "AlarmNotification", "HealthCheck", "InstanceRefresh", "ReplaceUnhealthy",
@@ -247,9 +265,10 @@ SUSPENDABLE = ["AZRebalance", "AddToLoadBalancer", "AlarmNotification", "HealthC
 
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC)
+    spec.update(K8S_ARGUMENT_SPEC)
     spec.update(
         name=dict(type="str", required=True),
-        state=dict(type="str", choices=["surged", "restored"], default="surged"),
+        state=dict(type="str", choices=["surged", "held", "restored"], default="surged"),
         surge=dict(type="raw"),
         max_unavailable=dict(type="raw"),
         method=dict(type="str", choices=["scale", "detach"], default="scale"),
@@ -258,7 +277,7 @@ def argument_spec():
         suspend_processes=dict(type="list", elements="str", choices=SUSPENDABLE, default=["AZRebalance"]),
         rollout_id=dict(type="str"),
         wait=dict(type="bool", default=False),
-        wait_timeout=dict(type="int", default=600),
+        wait_timeout=dict(type="raw", default=600),
     )
     return spec
 

@@ -61,8 +61,9 @@ options:
     default: true
   wait_timeout:
     description:
-      - Seconds to wait, for O(wait) and again for O(wait_for_replacement). The module fails on timeout.
-    type: int
+      - How long to wait, for O(wait) and again for O(wait_for_replacement), in seconds or as a duration such as V(90s),
+        V(15m) or V(1h30m). The module fails on timeout.
+    type: raw
     default: 600
   wait_for_replacement:
     description:
@@ -183,7 +184,7 @@ def argument_spec():
         instance_ids=dict(type="list", elements="str", required=True),
         decrement_desired_capacity=dict(type="raw", default=False),
         wait=dict(type="bool", default=True),
-        wait_timeout=dict(type="int", default=600),
+        wait_timeout=dict(type="raw", default=600),
         wait_for_replacement=dict(type="bool", default=False),
         delete_node=dict(type="bool", default=True),
     )

@@ -22,8 +22,12 @@ description:
     during the rollout comes from the version the rollout compares against. For a group with a MixedInstancesPolicy, the
     policy's launch template specification is updated.
   - Optionally makes the version the template's default.
+  - This module calls only AWS APIs. It accepts the Kubernetes connection options too, so that one
+    C(module_defaults) group (C(group/nodeops.rollout.all)) can set every connection option of the collection once;
+    they are not used.
 extends_documentation_fragment:
   - nodeops.rollout.aws
+  - nodeops.rollout.k8s
   - nodeops.rollout.attributes.AWS
 attributes:
   check_mode:
@@ -158,11 +162,13 @@ target:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import run_launch_template_version
 
 
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC)
+    spec.update(K8S_ARGUMENT_SPEC)
     spec.update(
         asg_name=dict(type="str", required=True),
         image_id=dict(type="str"),

@@ -62,6 +62,24 @@ options:
       - Default is the EKS rule, the larger of twice the number of the group's Availability Zones and the batch size.
       - The plan never surges more than the number of outdated instances in the group.
     type: raw
+  target:
+    description:
+      - Compare the instances with this target instead of the launch template version the group launches now.
+      - For planning before the target exists, as in check mode, where M(nodeops.rollout.launch_template_version) returns the
+        version it would create as RV(nodeops.rollout.launch_template_version#module:target).
+      - Options not given are taken from what the group launches now.
+    type: dict
+    suboptions:
+      launch_template_id:
+        description: The launch template id.
+        type: str
+      version:
+        description: The explicit launch template version number.
+        type: raw
+        required: true
+      image_id:
+        description: The AMI of that version.
+        type: str
   include_nodes:
     description:
       - Join instances to their Kubernetes nodes. This needs the Kubernetes connection options.
@@ -304,6 +322,11 @@ def argument_spec():
         max_unavailable=dict(type="raw"),
         max_surge=dict(type="raw"),
         include_nodes=dict(type="bool", default=True),
+        target=dict(type="dict", options=dict(
+            launch_template_id=dict(type="str"),
+            version=dict(type="raw", required=True),
+            image_id=dict(type="str"),
+        )),
     )
     return spec
 

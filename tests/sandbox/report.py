@@ -6,7 +6,7 @@ side, so it can be computed while the sandbox runs or after it is down.
 The *rollout window* starts at the first mutating API request (AWS or Kubernetes) made by a client whose
 name starts with ``client_prefix`` (the collection's modules identify themselves as
 ``nodeops.rollout/<version> <module>``); when no such request exists the whole log is the window.
-Pods that existed when the window opened are *pre-existing*.
+Pods that existed when the window opened (DaemonSet pods aside: they never move) are *pre-existing*.
 """
 
 import collections
@@ -117,8 +117,8 @@ def build_report(events, client_prefix="nodeops.rollout"):
         kind = e["kind"]
         if kind == "pod.created":
             born[e["uid"]] = e["t"]
-            if e["t"] < start:
-                alive_at_start.add(e["uid"])
+            if e["t"] < start and not str(e.get("owner") or "").startswith(DAEMONSET):
+                alive_at_start.add(e["uid"])  # DaemonSet pods never move: they are not counted
         elif kind == "pod.deleted" and e["t"] < start:
             alive_at_start.discard(e["uid"])
         elif kind == "pod.terminating":
