@@ -2,11 +2,15 @@
 SHELL := /bin/bash
 TEST := scripts/test.sh
 
-.PHONY: test venv sanity units lint integration molecule clean
+.PHONY: test demo venv sanity units lint integration molecule clean
 
 ## make test: every stage (sanity, units, lint, integration, molecule) and the summary line
 test:
 	@$(TEST)
+
+## make demo: a real rollout on the embedded sandbox (6 nodes, 3 AZs, sample workload): plan, upgrade, report
+demo:
+	@scripts/demo.sh
 
 ## make venv: create or reuse .venv, write the ansible-test pip bootstrap, lay the collection out under .build/
 venv:

@@ -1112,8 +1112,10 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     up_to_date = up_to_date_instances(instances, target)
     in_group_outdated = sum(1 for instance in outdated if instance_is_active(instance))
     surge = min(surge_requested, in_group_outdated)
-    batches = plan_batches(outdated, len(up_to_date), unavailable)
-    canary = bool(batches) and not up_to_date
+    # Surged instances come up (and are validated) before the first old node is drained, so they are the canary:
+    # a canary batch of one is only needed when nothing is up to date and nothing is surged.
+    batches = plan_batches(outdated, len(up_to_date) + surge, unavailable)
+    canary = bool(batches) and not up_to_date and not surge
 
     entries = []
     for instance in outdated:

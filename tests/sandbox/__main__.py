@@ -9,6 +9,7 @@
                                   [--nodes-never-ready | --nodes-ready] [--eviction-latency SECONDS]
                                   [--seed N] [--clear]
     python -m tests.sandbox apply --state-dir DIR FILE [FILE ...]
+    python -m tests.sandbox show --state-dir DIR
 
 Everything binds 127.0.0.1 only. Two sandboxes with different state directories run side by side.
 """
@@ -204,6 +205,55 @@ def cmd_apply(args):
     return 0
 
 
+def cmd_show(args):
+    """Nodes with their instance's launch template version, pods per node, and each group's sizes, as the APIs say."""
+    st = _running_state(os.path.abspath(args.state_dir))
+    if not st:
+        sys.exit("no sandbox running in %s" % os.path.abspath(args.state_dir))
+    import boto3  # pylint: disable=import-outside-toplevel
+    from kubernetes import client, config  # pylint: disable=import-outside-toplevel
+    api_client = config.new_client_from_config(config_file=st["kubeconfig"])
+    api_client.user_agent = "sandbox-show"
+    core = client.CoreV1Api(api_client)
+    asg = boto3.client("autoscaling", region_name=st["region"], endpoint_url=st["aws_url"],
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    versions, images = {}, {}
+    for group in asg.describe_auto_scaling_groups()["AutoScalingGroups"]:
+        print("group %s: min %d, max %d, desired %d, suspended %s" % (
+            group["AutoScalingGroupName"], group["MinSize"], group["MaxSize"], group["DesiredCapacity"],
+            [p["ProcessName"] for p in group.get("SuspendedProcesses") or []] or "none"))
+        for inst in group.get("Instances") or []:
+            versions[inst["InstanceId"]] = (inst.get("LaunchTemplate") or {}).get("Version")
+    amis = {v: k for k, v in (st.get("amis") or {}).items()}
+    ec2 = boto3.client("ec2", region_name=st["region"], endpoint_url=st["aws_url"],
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    for page in ec2.get_paginator("describe_instances").paginate():
+        for res in page["Reservations"]:
+            for inst in res["Instances"]:
+                images[inst["InstanceId"]] = amis.get(inst.get("ImageId"), inst.get("ImageId"))
+    pods_by_node = {}
+    for pod in core.list_pod_for_all_namespaces().items:
+        ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+        pods_by_node.setdefault(pod.spec.node_name, []).append("%s/%s%s" % (
+            pod.metadata.namespace, pod.metadata.name, "" if ready else " (not ready)"))
+    for node in core.list_node().items:
+        instance_id = (node.spec.provider_id or "").rsplit("/", 1)[-1]
+        ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+        flags = ["Ready" if ready else "NotReady"]
+        if node.spec.unschedulable:
+            flags.append("SchedulingDisabled")
+        flags += ["%s:%s" % (t.key, t.effect) for t in node.spec.taints or []]
+        print("%s  %s  %s  version %s (%s AMI)  %s" % (
+            node.metadata.name, node.metadata.labels.get("topology.kubernetes.io/zone"), instance_id,
+            versions.get(instance_id, "-"), images.get(instance_id, "?"), ",".join(flags)))
+        for pod in sorted(pods_by_node.get(node.metadata.name, [])):
+            print("    %s" % pod)
+    pending = pods_by_node.get(None)
+    if pending:
+        print("not scheduled: %s" % ", ".join(sorted(pending)))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tests.sandbox", description=__doc__.split("\n", 1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -249,6 +299,10 @@ def main(argv=None):
     apply_.add_argument("--state-dir", required=True)
     apply_.add_argument("files", nargs="+")
     apply_.set_defaults(func=cmd_apply)
+
+    show = sub.add_parser("show", help="print nodes (with their launch template version), pods per node and group sizes")
+    show.add_argument("--state-dir", required=True)
+    show.set_defaults(func=cmd_show)
 
     args = parser.parse_args(argv)
     if args.command == "fault" and args.insufficient_capacity is not None:

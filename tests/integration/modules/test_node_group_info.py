@@ -69,11 +69,13 @@ def test_latest_and_default_are_resolved_before_comparing(sandbox):
         assert group["outdated_count"] == 6
         assert all("target version is 2" in entry["reason"] for entry in group["outdated"])
         plan = group["plan"]
-        # Nothing is up to date: a canary of one first, then batches of 3 spread over the 3 AZs.
-        assert plan["canary"] is True and plan["batches"][0]["canary"] is True and len(plan["batches"][0]["instance_ids"]) == 1
-        assert [len(batch["instance_ids"]) for batch in plan["batches"]] == [1, 3, 2]
-        assert sorted(plan["batches"][1]["azs"]) == ["us-east-1a", "us-east-1b", "us-east-1c"]
+        # The surge comes up first and is the canary: batches of 3 spread over the 3 AZs.
+        assert plan["canary"] is False and [len(batch["instance_ids"]) for batch in plan["batches"]] == [3, 3]
+        assert sorted(plan["batches"][0]["azs"]) == ["us-east-1a", "us-east-1b", "us-east-1c"]
         assert plan["batch_size"] == 3 and plan["surge"] == 6  # EKS: max(2 x 3 AZs, 3), at most the 6 outdated
+        # Without a surge nothing up to date exists before the first drain: a canary of one first.
+        no_surge = one_group(sandbox, max_unavailable=3, max_surge=0)["plan"]
+        assert no_surge["canary"] is True and [len(batch["instance_ids"]) for batch in no_surge["batches"]] == [1, 3, 2]
 
         point_group(sandbox, "$Default")
         group = one_group(sandbox)

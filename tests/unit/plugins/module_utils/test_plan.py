@@ -1030,21 +1030,30 @@ def group(specs):
     return [instance(instance_id, az, version=version, minutes=minutes) for instance_id, az, version, minutes in specs]
 
 
-def test_rollout_plan_defaults_canary_then_one_at_a_time():
+def test_rollout_plan_defaults_surge_then_one_at_a_time():
     instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
     result = plan.rollout_plan(instances, TARGET)
     assert result["group_size"] == 6 and result["az_count"] == 3 and result["azs"] == ["eu-west-1a", "eu-west-1b", "eu-west-1c"]
     assert result["max_unavailable"] == 1 and result["batch_size"] == 1
     assert result["surge_requested"] == 6 and result["surge"] == 6
-    assert result["canary"] is True and result["batch_count"] == 6 and result["outdated_count"] == 6
-    assert result["batches"][0] == {"index": 1, "canary": True, "instance_ids": ["i-a0"], "azs": ["eu-west-1a"], "nodes": ["node-i-a0"]}
-    assert [batch["canary"] for batch in result["batches"]] == [True] + [False] * 5
+    # the surged nodes are up and validated before any old node is drained: they are the canary, no batch of one
+    assert result["canary"] is False and result["batch_count"] == 6 and result["outdated_count"] == 6
+    assert result["batches"][0] == {"index": 1, "canary": False, "instance_ids": ["i-a0"], "azs": ["eu-west-1a"], "nodes": ["node-i-a0"]}
+    assert [batch["canary"] for batch in result["batches"]] == [False] * 6
     assert [batch["azs"][0] for batch in result["batches"]] == ["eu-west-1a", "eu-west-1b", "eu-west-1c"] * 2
     assert result["target"] == {"launch_template_id": "lt-new", "version": "5", "image_id": None}
     # All six replacements are surged up front: one boot, then drain + delay + validate per batch.
     assert result["eta_seconds"] == 180 + 6 * (90 + 60 + 30)
     assert result["timings"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30}
     json.dumps(result)
+
+
+def test_rollout_plan_without_surge_starts_with_a_canary_of_one():
+    instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
+    result = plan.rollout_plan(instances, TARGET, max_unavailable=2, max_surge=0)
+    assert result["surge"] == 0 and result["canary"] is True
+    assert [len(batch["instance_ids"]) for batch in result["batches"]] == [1, 2, 2, 1]
+    assert [batch["canary"] for batch in result["batches"]] == [True, False, False, False]
 
 
 def test_rollout_plan_percentages_and_existing_up_to_date_nodes():
@@ -1106,7 +1115,7 @@ def test_rollout_plan_properties(specs, max_unavailable, max_surge):
     assert planned == outdated_ids
     assert 0 <= result["surge"] <= min(result["surge_requested"], len(outdated_ids))
     assert all(len(batch["instance_ids"]) <= result["batch_size"] for batch in result["batches"])
-    assert result["canary"] == bool(outdated_ids and result["up_to_date_count"] == 0)
+    assert result["canary"] == bool(outdated_ids and result["up_to_date_count"] == 0 and result["surge"] == 0)
     if result["canary"]:
         assert len(result["batches"][0]["instance_ids"]) == 1
     assert (result["eta_seconds"] > 0) == bool(outdated_ids)
