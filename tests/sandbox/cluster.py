@@ -173,29 +173,36 @@ class Sandbox:
 
     # ---- faults and report -----------------------------------------------------------------------
     def set_faults(self, spec):
-        """Apply a fault spec (see ``__main__`` for the CLI form); an empty spec or ``clear`` resets all."""
+        """Apply a fault spec (see ``__main__`` for the CLI form).
+
+        Rates add up across calls: each call sets the actions (AWS) or verbs (Kubernetes) it names, a rate of
+        0 removes one, and the others stay as they were; ``clear`` resets everything first."""
         if spec.get("clear"):
             self.aws.faults.clear()
             self.api.faults.clear()
             self.controllers.faults.clear()
         seed = spec.get("seed")
         aws = {}
-        if spec.get("aws_throttle"):
-            aws["throttling"] = spec["aws_throttle"]
-        if spec.get("aws_5xx"):
-            aws["internal_error"] = spec["aws_5xx"]
+        current = self.aws.faults.snapshot()
+        for key, kind in (("aws_throttle", "throttling"), ("aws_5xx", "internal_error")):
+            given = spec.get(key)
+            if isinstance(given, (int, float)) and not isinstance(given, bool):
+                given = {"*": given}     # one rate for every action, as AwsSandbox.faults takes it
+            if given:
+                merged = dict(current[kind], **given)
+                aws[kind] = {action: rate for action, rate in merged.items() if rate}
         if spec.get("insufficient_capacity_azs") is not None:
             aws["insufficient_capacity_azs"] = spec["insufficient_capacity_azs"]
         if aws:
             self.aws.faults.set(seed=seed, **aws)
         kube = {}
-        rates = {}
-        for verb, rate in (spec.get("k8s_429") or {}).items():
-            rates.setdefault(verb, {})["429"] = rate
-        for verb, rate in (spec.get("k8s_5xx") or {}).items():
-            rates.setdefault(verb, {})["500"] = rate
-        if rates:
-            kube["verb_rates"] = rates
+        if spec.get("k8s_429") or spec.get("k8s_5xx"):
+            rates = self.api.faults.rates()
+            for key, code in (("k8s_429", "429"), ("k8s_5xx", "500")):
+                for verb, rate in (spec.get(key) or {}).items():
+                    rates.setdefault(verb, {})[code] = rate
+            kube["verb_rates"] = {verb: {code: rate for code, rate in codes.items() if rate}
+                                  for verb, codes in rates.items() if any(codes.values())}
         if spec.get("eviction_latency") is not None:
             kube["eviction_latency"] = spec["eviction_latency"]
         if kube:

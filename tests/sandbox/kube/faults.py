@@ -49,6 +49,11 @@ class Faults:
             if seed is not None:
                 self._rng.seed(seed)
 
+    def rates(self):
+        """A copy of the current ``verb_rates`` ({verb: {code: rate}})."""
+        with self._lock:
+            return {verb: dict(codes) for verb, codes in self._rates.items()}
+
     def clear(self):
         with self._lock:
             self._rates = {}
