@@ -25,9 +25,11 @@ import urllib.error
 import urllib.request
 
 from .events import read_events
+from .kube.faults import VERBS as K8S_VERBS
 from .report import build_report, dumps
 
 STATE_FILE = "sandbox.json"
+MAX_AZS = 6
 
 
 def _state(state_dir):
@@ -52,8 +54,15 @@ def _alive(pid):
 def _post(url, body, timeout=30):
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                  headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # nosec - loopback control endpoint
-        return json.loads(resp.read() or b"{}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # nosec - loopback control endpoint
+            return json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:   # the sandbox refused the request: say why, as it said it
+        try:
+            reason = json.loads(exc.read() or b"{}").get("error") or exc.reason
+        except ValueError:
+            reason = exc.reason
+        sys.exit("the sandbox refused the request: %s" % reason)
 
 
 def _running_state(state_dir):
@@ -63,7 +72,18 @@ def _running_state(state_dir):
     return None
 
 
+def _check_up_args(args):
+    for option, value, low, high in (("--nodes", args.nodes, 1, None), ("--azs", args.azs, 1, MAX_AZS),
+                                     ("--groups", args.groups, 1, None)):
+        if value < low or (high is not None and value > high):
+            sys.exit("%s must be %s, got %d" % (option, "between %d and %d" % (low, high) if high else "at least %d" % low,
+                                                value))
+    if not args.speed > 0:
+        sys.exit("--speed must be a number of simulated seconds per wall second > 0, got %s" % args.speed)
+
+
 def cmd_up(args):
+    _check_up_args(args)
     state_dir = os.path.abspath(args.state_dir)
     os.makedirs(state_dir, exist_ok=True)
     st = _running_state(state_dir)
@@ -173,6 +193,14 @@ def _rates(pairs, option):
     return out
 
 
+def _verb_rates(pairs, option):
+    out = _rates(pairs, option)
+    for verb in out:
+        if verb != "*" and verb not in K8S_VERBS:
+            sys.exit("%s: unknown verb %r; allowed: %s, '*'" % (option, verb, ", ".join(K8S_VERBS)))
+    return out
+
+
 def cmd_fault(args):
     st = _running_state(os.path.abspath(args.state_dir))
     if not st:
@@ -180,10 +208,17 @@ def cmd_fault(args):
     spec = {"clear": args.clear, "seed": args.seed,
             "aws_throttle": _rates(args.aws_throttle, "--aws-throttle"),
             "aws_5xx": _rates(args.aws_5xx, "--aws-5xx"),
-            "k8s_429": _rates(args.k8s_429, "--k8s-429"),
-            "k8s_5xx": _rates(args.k8s_5xx, "--k8s-5xx"),
+            "k8s_429": _verb_rates(args.k8s_429, "--k8s-429"),
+            "k8s_5xx": _verb_rates(args.k8s_5xx, "--k8s-5xx"),
             "eviction_latency": args.eviction_latency}
+    if args.eviction_latency is not None and not args.eviction_latency >= 0:
+        sys.exit("--eviction-latency must be a number of simulated seconds >= 0, got %s" % args.eviction_latency)
     if args.insufficient_capacity is not None:
+        zones = sorted(st.get("subnets") or {})
+        for az in args.insufficient_capacity:
+            if az not in zones:
+                sys.exit("--insufficient-capacity: %r is not an Availability Zone of this sandbox (%s); pass '' to clear"
+                         % (az, ", ".join(zones)))
         spec["insufficient_capacity_azs"] = args.insufficient_capacity
     if args.nodes_never_ready is not None:
         spec["nodes_never_ready"] = args.nodes_never_ready
@@ -196,11 +231,23 @@ def cmd_apply(args):
     st = _running_state(os.path.abspath(args.state_dir))
     if not st:
         sys.exit("no sandbox running in %s" % os.path.abspath(args.state_dir))
+    for path in args.files:
+        if not os.path.isfile(path):
+            sys.exit("apply: no such file: %s" % path)
     from kubernetes import config, utils  # pylint: disable=import-outside-toplevel
     api_client = config.new_client_from_config(config_file=st["kubeconfig"])
     api_client.user_agent = "sandbox-apply"
     for path in args.files:
-        utils.create_from_yaml(api_client, path)
+        try:
+            utils.create_from_yaml(api_client, path)
+        except utils.FailToCreateError as exc:   # what kubectl create says: the others were created
+            reasons = []
+            for failure in exc.api_exceptions:
+                try:
+                    reasons.append(json.loads(failure.body).get("message") or failure.reason)
+                except (TypeError, ValueError):
+                    reasons.append("%s %s" % (failure.status, failure.reason))
+            sys.exit("apply: %s: %s" % (path, "; ".join(reasons)))
         print("applied %s" % path)
     return 0
 
