@@ -283,7 +283,8 @@ class Sandbox:
 
         self._control = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._control.daemon_threads = True
-        threading.Thread(target=self._control.serve_forever, daemon=True).start()
+        # a short poll interval: stop() waits up to one interval for the serving thread to notice
+        threading.Thread(target=self._control.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
 
 
 def _write(path, text):

@@ -7,6 +7,7 @@ two-image AMI catalog) must be set before moto's EC2 models load.
 """
 
 import base64
+import functools
 import io
 import json
 import os
@@ -223,7 +224,8 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         host, port = self._server.server_address[:2]
         self.url = "http://%s:%d" % (host, port)
         self._stop.clear()
-        for name, target in (("aws-sandbox-http", self._server.serve_forever), ("aws-sandbox-boot", self._ctx.run_boot_loop),
+        serve = functools.partial(self._server.serve_forever, poll_interval=0.1)   # stop() waits up to one interval
+        for name, target in (("aws-sandbox-http", serve), ("aws-sandbox-boot", self._ctx.run_boot_loop),
                              ("aws-sandbox-reconcile", self._reconcile_loop)):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
