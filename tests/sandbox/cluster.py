@@ -232,6 +232,8 @@ class Sandbox:
             "pid": os.getpid(), "speed": self.clock.speed, "region": self.region,
             "aws_url": self.aws.url, "kube_url": self.api.url,
             "control_url": "http://127.0.0.1:%d" % self._control.server_address[1],
+            "ports": {"aws": int(self.aws.url.rsplit(":", 1)[1]), "kubernetes": self.api.port,
+                      "control": self._control.server_address[1]},
             "kubeconfig": self.kubeconfig_path, "events": os.path.join(self.state_dir, "events.jsonl"),
             "nodes": self.nodes, "azs": self.azs, "groups": self.info.get("groups"),
             "amis": self.info.get("amis"), "ssm_parameter": self.info.get("ssm_parameter"),
