@@ -85,6 +85,8 @@ class Sandbox:
             self.apply_file(path)
         if workloads:
             self.wait_pods_ready(ready_timeout)
+        # the report's window starts here when no rollout client made a request: start-up is not a rollout
+        self.events.emit("sandbox.ready", nodes=self.expected_nodes(), groups=[g["name"] for g in self.info.get("groups") or []])
         self._start_control()
         self._write_state()
         return self

@@ -5,7 +5,9 @@ side, so it can be computed while the sandbox runs or after it is down.
 
 The *rollout window* starts at the first mutating API request (AWS or Kubernetes) made by a client whose
 name starts with ``client_prefix`` (the collection's modules identify themselves as
-``nodeops.rollout/<version> <module>``); when no such request exists the whole log is the window.
+``nodeops.rollout/<version> <module>``); when no such request exists it starts when the sandbox reported
+itself up (the ``sandbox.ready`` event: nodes Ready, start-up workloads Ready), or at the log's first event
+in a log without one.
 Pods that existed when the window opened (DaemonSet pods aside: they never move) are *pre-existing*.
 """
 
@@ -106,8 +108,8 @@ def build_report(events, client_prefix="nodeops.rollout"):
     events = sorted(events, key=lambda e: e["t"])
     start = _window_start(events, client_prefix)
     window_opened = start is not None
-    if start is None:
-        start = events[0]["t"] if events else 0.0
+    if start is None:   # no rollout: what happened since the sandbox was up, not its own start-up
+        start = next((e["t"] for e in events if e["kind"] == "sandbox.ready"), events[0]["t"] if events else 0.0)
 
     alive_at_start, born = set(), {}
     pdb_violations, killed, deleted_direct = [], [], []
