@@ -12,6 +12,8 @@
     python -m tests.sandbox show --state-dir DIR
 
 Everything binds 127.0.0.1 only. Two sandboxes with different state directories run side by side.
+Faults add up: each ``fault`` command changes only what it names (``ACTION=0`` removes one rate,
+``--insufficient-capacity ''`` empties the AZ list); ``--clear`` resets every fault first.
 """
 
 import argparse
