@@ -247,9 +247,16 @@ def test_plan_prints_the_plan_of_both_clusters_and_changes_nothing(tmp_path_fact
     try:
         since = {name: handle.now() for name, handle in handles.items()}
         work = str(tmp_path_factory.mktemp("plan"))
-        inventory = write_inventory(os.path.join(work, "inventory.yml"), handles)
+        inventory = write_inventory(os.path.join(work, "inventory.yml"), handles, report_dir=work)
         rc, output = run_playbook("plan.yml", inventory, os.path.join(RECORD_DIR, "plan-2x2.log"))[:2]
         assert rc == 0, output[-4000:]
+        for name in CLUSTERS:  # the report file holds the plan: check mode does not keep it from being written
+            with open(os.path.join(work, "result-%s.json" % name), encoding="utf-8") as fh:
+                result = json.load(fh)
+            assert [(g["name"], g["status"], g["plan_only"]) for g in result["node_groups"]] == \
+                [(group, "planned", True) for group in GROUPS], (name, result)
+            for group in result["node_groups"]:
+                assert int(group["plan"]["surge"]) == NODES_PER_GROUP and len(group["plan"]["outdated"]) == NODES_PER_GROUP, group
         for name, handle in handles.items():
             mutating = handle.mutating_requests(since=since[name])
             assert mutating == [], (name, mutating[:5])
