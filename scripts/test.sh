@@ -280,13 +280,17 @@ stage_molecule() {
         record molecule 0 0 0 0 "no scenarios yet"
         return
     fi
+    local scenario_start
     for scenario in "${scenarios[@]}"; do
         say "--- molecule test -s $scenario"
+        scenario_start=$SECONDS
         if molecule test -s "$scenario"; then
             passed=$((passed + 1))
+            say "--- molecule scenario $scenario passed in $((SECONDS - scenario_start)) s"
         else
             failed=$((failed + 1))
             failed_names+=("$scenario")
+            say "--- molecule scenario $scenario FAILED after $((SECONDS - scenario_start)) s"
         fi
     done
     record molecule "$passed" "$failed" 0 $((SECONDS - start)) "${failed_names[*]:+failed: ${failed_names[*]}}"
