@@ -258,7 +258,10 @@ stage_integration() {
         return
     fi
     rm -f "$RESULTS/integration.xml"
-    python -m pytest tests/integration -p no:cacheprovider --junitxml="$RESULTS/integration.xml"
+    # Two workers, whole files per worker: each file's sandboxes are module-scoped and some tests build on the
+    # previous one; most of the time is spent waiting on simulated delays and Ansible start-up, not CPU.
+    python -m pytest tests/integration -p no:cacheprovider -n "${INTEGRATION_WORKERS:-2}" --dist loadfile \
+        --junitxml="$RESULTS/integration.xml"
     rc=$?
     if [[ -f "$RESULTS/integration.xml" ]]; then
         record_junit integration "$rc" $((SECONDS - start)) "$RESULTS/integration.xml"

@@ -27,9 +27,10 @@ def collections_path():
     link = os.path.join(base, "ansible_collections", "nodeops", "rollout")
     if os.path.realpath(link) != ROOT:
         os.makedirs(os.path.dirname(link), exist_ok=True)
-        if os.path.islink(link) or os.path.exists(link):
-            os.remove(link)
-        os.symlink(ROOT, link)
+        # atomic, so parallel test workers never see the link missing or trip over each other
+        tmp = "%s.%d" % (link, os.getpid())
+        os.symlink(ROOT, tmp)
+        os.replace(tmp, link)
     return base
 
 
