@@ -1,23 +1,4 @@
-"""Fixtures for module end-to-end tests: sandboxes started like a user starts them, stopped afterwards."""
-
-import pytest
-
-from tests.integration.harness import SandboxHandle
-
-
-@pytest.fixture(scope="module")
-def start_sandbox(tmp_path_factory):
-    """``start_sandbox(nodes=6, azs=3, groups=1, speed=20.0, workloads=())`` -> SandboxHandle; all stopped at the end."""
-    started = []
-
-    def _start(**kwargs):
-        handle = SandboxHandle.start(str(tmp_path_factory.mktemp("sandbox")), **kwargs)
-        started.append(handle)
-        return handle
-
-    yield _start
-    for handle in started:
-        handle.stop()
+"""Helpers for module end-to-end tests (the start_sandbox fixture lives in tests/integration/conftest.py)."""
 
 
 def assert_safe(report):

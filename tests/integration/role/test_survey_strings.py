@@ -1,0 +1,77 @@
+"""AWX surveys and ``-e key=value`` pass every variable as a string: the role must read "true"/"no"/"2" as the
+booleans and numbers they mean, end to end, and refuse a wrong value by name before touching anything."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.integration.harness import ROOT
+from tests.integration.modules.conftest import assert_safe
+
+GROUP = "sandbox-nodes"
+
+
+@pytest.fixture(scope="module")
+def sandbox(start_sandbox):
+    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
+
+
+def inventory(sandbox, tmp_path, report):
+    path = tmp_path / "inventory.yml"
+    host = {
+        "ansible_python_interpreter": sys.executable,
+        "rolling_update_aws": {"region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"]},
+        "rolling_update_k8s": {"kubeconfig": sandbox.state["kubeconfig"]},
+        "rolling_update_node_groups": [{"name": GROUP, "image_id": sandbox.state["amis"]["new"]}],
+        "rolling_update_report_file": str(report),
+    }
+    path.write_text(yaml.safe_dump({"clusters": {"hosts": {"survey": host}}}))
+    return str(path)
+
+
+# what a survey sends: every value a string
+SURVEY = ["rolling_update_canary=false", "rolling_update_force=no", "rolling_update_delete_emptydir_data=yes",
+          "rolling_update_restart_single_replica=True", "rolling_update_max_unavailable=2", "rolling_update_max_surge=50%",
+          "rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
+          "rolling_update_grace_period=5", "rolling_update_drain_timeout=2m", "rolling_update_plan=false"]
+
+
+def run(sandbox, tmp_path, playbook, extra, report):
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory(sandbox, tmp_path, report),
+           os.path.join("playbooks", playbook)]
+    for item in extra:
+        cmd += ["-e", item]
+    env = sandbox.ansible_env()
+    env.pop("K8S_AUTH_KUBECONFIG", None)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=900, check=False)
+    return proc.returncode, proc.stdout
+
+
+def test_a_wrong_survey_value_is_refused_by_name_before_anything_changes(sandbox, tmp_path):
+    since = sandbox.now() + 0.01
+    rc, out = run(sandbox, tmp_path, "upgrade.yml", ["rolling_update_force=maybe"], tmp_path / "r.json")
+    assert rc != 0
+    assert "rolling_update_force" in out
+    assert [e for e in sandbox.mutating_requests(since=since) if e["t"] > since] == []
+
+
+def test_string_values_from_a_survey_drive_a_whole_rollout(sandbox, tmp_path):
+    report = tmp_path / "result.json"
+    rc, out = run(sandbox, tmp_path, "upgrade.yml", SURVEY, report)
+    assert rc == 0, out[-3000:]
+    result = json.loads(report.read_text())
+    group = result["node_groups"][0]
+    assert group["status"] == "replaced" and int(group["nodes_replaced"]) == 3
+    # max_unavailable "2" made batches of two; max_surge "50%" of 3 rounds up to 2
+    assert [len(batch["instance_ids"]) for batch in group["batches"]] == [2, 1]
+    assert "surge by 2" in out
+    asg = sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    assert (asg["MinSize"], asg["MaxSize"], asg["DesiredCapacity"]) == (3, 3, 3)
+    invariants = sandbox.report()
+    assert_safe(invariants)
+    assert invariants["deployments"]["shop/checkout-worker"]["zero_ready_seconds"] == 0.0  # restarted, not evicted
