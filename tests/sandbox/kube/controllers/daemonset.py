@@ -82,15 +82,7 @@ class DaemonSetController(Controller):
         self.dirty.update(self.sets)
 
     def sync(self):
-        if not self.dirty:
-            return False
-        keys, self.dirty = self.dirty, set()
-        for key in keys:
-            try:
-                self._sync_one(key)
-            except Exception as exc:  # pylint: disable=broad-except
-                self.ctl.error("DaemonSetController %s/%s" % key, exc)
-        return True
+        return self.sync_dirty()
 
     def _sync_one(self, key):
         ds = self.store.try_get("daemonsets", key[0], key[1])

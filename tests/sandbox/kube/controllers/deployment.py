@@ -103,15 +103,7 @@ class DeploymentController(Controller):
             self.dirty.add(key_of(d))
 
     def sync(self):
-        if not self.dirty:
-            return False
-        keys, self.dirty = self.dirty, set()
-        for key in keys:
-            try:
-                self._sync_one(key)
-            except Exception as exc:  # pylint: disable=broad-except
-                self.ctl.error("DeploymentController %s/%s" % key, exc)
-        return True
+        return self.sync_dirty()
 
     # ---- one deployment ---------------------------------------------------------------------------------
     def _sync_one(self, key):

@@ -190,15 +190,7 @@ class ReplicaSetController(Controller):
             claims, self.claims = self.claims, {}
             for key, rs_uid in claims.items():
                 self._claim(key, rs_uid)
-        if not self.dirty:
-            return False
-        keys, self.dirty = self.dirty, set()
-        for key in keys:
-            try:
-                self._sync_one(key)
-            except Exception as exc:  # pylint: disable=broad-except
-                self.ctl.error("ReplicaSetController %s/%s" % key, exc)
-        return True
+        return self.sync_dirty()
 
     def _sync_one(self, key):
         rs = self.store.try_get("replicasets", key[0], key[1])

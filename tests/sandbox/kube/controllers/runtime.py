@@ -137,6 +137,19 @@ class Controller:
         """True when this controller is waiting for nothing."""
         return True
 
+    def sync_dirty(self):
+        """Sync every (namespace, name) key in ``self.dirty`` once with ``self._sync_one``; one object's failure is
+        logged and does not stop the others."""
+        if not self.dirty:
+            return False
+        keys, self.dirty = self.dirty, set()
+        for key in keys:
+            try:
+                self._sync_one(key)  # pylint: disable=no-member
+            except Exception as exc:  # pylint: disable=broad-except
+                self.ctl.error("%s %s/%s" % ((type(self).__name__,) + tuple(key)), exc)
+        return True
+
 
 class Index:
     """Indexes every controller shares, kept from the watch events (and from the controllers' own creates).
