@@ -34,6 +34,16 @@ def collections_path():
     return base
 
 
+def wait_until(what, check, timeout=60.0, interval=0.5):
+    """Poll ``check()`` until it is true; fail naming ``what`` after ``timeout`` wall seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(interval)
+    raise AssertionError("timed out after %.0fs waiting for %s" % (timeout, what))
+
+
 def _read_env_file(path):
     env = {}
     with open(path, encoding="utf-8") as fh:

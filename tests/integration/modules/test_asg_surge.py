@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from tests.integration.harness import wait_until
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"
@@ -50,15 +51,6 @@ def surge(sandbox, check=False, diff=False, **args):
 def ready_nodes(sandbox):
     return sorted(node.metadata.name for node in sandbox.core().list_node().items
                   if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or []))
-
-
-def wait_until(what, check, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    raise AssertionError("timed out waiting for %s" % what)
 
 
 def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_original_sizes(sandbox):

@@ -1,34 +1,16 @@
 """cluster_validate end to end: nodes registering and turning Ready, AZ coverage, critical pods, cordoned nodes."""
 
-import json
-import os
-import subprocess
-import tempfile
 import threading
 
 import pytest
 
-from tests.integration.harness import BIN, ROOT
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"
 
 
 def run_module(sandbox, name, args, check=False):
-    """``sandbox.run_module`` for any arguments: its own ``timeout`` keyword hides the modules' ``timeout`` option."""
-    with tempfile.TemporaryDirectory() as tree:
-        cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local", "-m", "nodeops.rollout." + name,
-               "-a", json.dumps(args), "-t", tree] + (["--check"] if check else [])
-        proc = subprocess.run(cmd, cwd=ROOT, env=sandbox.ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=900, check=False)
-        path = os.path.join(tree, "localhost")
-        if not os.path.exists(path):
-            raise AssertionError("ansible produced no result (rc %d):\n%s" % (proc.returncode, proc.stdout))
-        with open(path, encoding="utf-8") as fh:
-            result = json.load(fh)
-    result["rc"] = proc.returncode
-    result["output"] = proc.stdout
-    return result
+    return sandbox.run_module(name, check=check, module_args=args)
 
 
 def validate(sandbox, check=False, **args):

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from tests.integration.harness import wait_until
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"
@@ -53,15 +54,6 @@ def terminate(sandbox, check=False, **args):
     result = sandbox.run_module("instance_terminate", check=check, asg_name=GROUP, **args)
     assert result["rc"] == 0, result.get("msg") or result["output"][-2000:]
     return result
-
-
-def wait_until(what, check, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    raise AssertionError("timed out waiting for %s" % what)
 
 
 def test_without_decrement_the_replacement_lands_on_the_new_version(sandbox):

@@ -1,15 +1,10 @@
 """node_drain end to end on the sandbox: budgets respected, timeouts, concurrency, pre-flight, zero-downtime restarts."""
 
-import json
-import os
-import subprocess
-import tempfile
 import time
 
 import pytest
 import yaml
 
-from tests.integration.harness import BIN, ROOT
 from tests.integration.modules.conftest import assert_safe
 
 FAST = {"poll_interval": 0.2, "retry_max_delay": 1.0}
@@ -86,20 +81,7 @@ def uncordon(sandbox, *names):
 
 
 def run_module(sandbox, name, args, check=False, diff=False):
-    """``sandbox.run_module`` for any arguments: its own ``timeout`` keyword hides the modules' ``timeout`` option."""
-    with tempfile.TemporaryDirectory() as tree:
-        cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local", "-m", "nodeops.rollout." + name,
-               "-a", json.dumps(args), "-t", tree] + (["--check"] if check else []) + (["--diff"] if diff else [])
-        proc = subprocess.run(cmd, cwd=ROOT, env=sandbox.ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=900, check=False)
-        path = os.path.join(tree, "localhost")
-        if not os.path.exists(path):
-            raise AssertionError("ansible produced no result (rc %d):\n%s" % (proc.returncode, proc.stdout))
-        with open(path, encoding="utf-8") as fh:
-            result = json.load(fh)
-    result["rc"] = proc.returncode
-    result["output"] = proc.stdout
-    return result
+    return sandbox.run_module(name, check=check, diff=diff, module_args=args)
 
 
 def drain(sandbox, nodes, check=False, diff=False, **args):
