@@ -23,7 +23,8 @@ MUTATING_K8S = ("create", "update", "patch", "delete", "evict", "deletecollectio
 
 def collections_path():
     """A directory holding ``ansible_collections/nodeops/rollout`` -> this working tree."""
-    base = os.path.join(tempfile.gettempdir(), "nodeops-rollout-collections-%d" % os.getuid())
+    # per checkout: two checkouts testing at once must not repoint each other's collection
+    base = os.path.join(ROOT, ".build", "harness-collections")
     link = os.path.join(base, "ansible_collections", "nodeops", "rollout")
     if os.path.realpath(link) != ROOT:
         os.makedirs(os.path.dirname(link), exist_ok=True)

@@ -75,3 +75,35 @@ def test_string_values_from_a_survey_drive_a_whole_rollout(sandbox, tmp_path):
     invariants = sandbox.report()
     assert_safe(invariants)
     assert invariants["deployments"]["shop/checkout-worker"]["zero_ready_seconds"] == 0.0  # restarted, not evicted
+
+
+def test_without_surge_a_canary_goes_first_and_the_old_nodes_are_only_softly_tainted(sandbox, tmp_path):
+    """Roll back to the old AMI with max_surge 0: no capacity is added, a canary of one goes first, and the old nodes
+    get a PreferNoSchedule taint so the canary's pods are not left Pending while no new node exists."""
+    report = tmp_path / "result.json"
+    since = sandbox.now()
+    extra = ["rolling_update_max_surge=0", "rolling_update_max_unavailable=2", "rolling_update_post_drain_delay=1",
+             "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"]
+    inv_host = {"rolling_update_node_groups": [{"name": GROUP, "image_id": sandbox.state["amis"]["old"]}]}
+    path = inventory(sandbox, tmp_path, report)
+    data = yaml.safe_load(open(path, encoding="utf-8"))
+    data["clusters"]["hosts"]["survey"].update(inv_host)
+    with open(path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(data, fh)
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", path, os.path.join("playbooks", "upgrade.yml")]
+    for item in extra:
+        cmd += ["-e", item]
+    env = sandbox.ansible_env()
+    env.pop("K8S_AUTH_KUBECONFIG", None)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "outdated nodes PreferNoSchedule" in proc.stdout
+    group = json.loads(report.read_text())["node_groups"][0]
+    assert [len(batch["instance_ids"]) for batch in group["batches"]] == [1, 2]   # the canary, then max_unavailable
+    history = [h for h in sandbox.report()["asg_size_history"][GROUP] if h["t"] >= since]
+    assert all(h["max"] == 3 for h in history), history   # no surge: the group never grew past its size
+    invariants = sandbox.report()
+    assert_safe(invariants)
+    assert min(invariants["min_ready_schedulable_nodes"].values()) >= 1
+    nodes = sandbox.core().list_node().items
+    assert not any(t.key == "nodeops.rollout/outdated" for n in nodes for t in n.spec.taints or [])
