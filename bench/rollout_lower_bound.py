@@ -77,8 +77,8 @@ def main(argv=None):
             "validate_interval": args.validate_interval, "validate_passes": args.validate_passes,
             "rollout_sim_seconds": rollout,
             "lower_bound_sim_seconds": lb,
-            "lower_bound_parts_sim_seconds": {k: bound[k] for k in ("boot_sim_seconds", "pod_termination_sim_seconds",
-                                                                      "pod_start_sim_seconds")},
+            "lower_bound_parts_sim_seconds": {
+                k: bound[k] for k in ("boot_sim_seconds", "pod_termination_sim_seconds", "pod_start_sim_seconds")},
             "ratio": round(rollout / lb, 2),
             "configured_waits_sim_seconds": round(configured, 1),
             "ratio_without_configured_waits": round((rollout - configured) / lb, 2),
