@@ -224,6 +224,8 @@ class Run:
         self.state_dir = tempfile.mkdtemp(prefix="bench-rollout-")
         self.sandbox = None
         self.figures = {}
+        self.result = self.report = None
+        self.events = []
 
     def __enter__(self):
         return self
