@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWSConfigurationError, aws_connection
 from ansible_collections.nodeops.rollout.plugins.module_utils.plan import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
     TAG_INSTANCE_DETACHED_FROM,
     tags_to_dict,
@@ -233,14 +234,6 @@ def group_instances(ec2, group, include_detached=True):
 # Kubernetes nodes
 # ---------------------------------------------------------------------------------------------------------
 
-def instance_id_of(provider_id):
-    """``aws:///us-east-1a/i-0abc`` -> ``i-0abc`` (None for other providers)."""
-    if not isinstance(provider_id, str) or not provider_id.startswith("aws://"):
-        return None
-    last = provider_id.rstrip("/").rsplit("/", 1)[-1]
-    return last if last.startswith("i-") else None
-
-
 def node_summary(node):
     """The facts about a Node (API JSON form) that a rollout reads."""
     metadata = node.get("metadata") or {}
@@ -266,12 +259,16 @@ def core_api(api_client):
     return CoreV1Api(api_client)
 
 
-def nodes_by_instance(api_client):
-    """``{instance id: node summary}`` for every node whose providerID names an EC2 instance."""
-    nodes = core_api(api_client).list_node()
-    raw = api_client.sanitize_for_serialization(nodes)
+def list_nodes(api_client):
+    """Every node of the cluster, as the API returns them (JSON dicts)."""
+    return api_client.sanitize_for_serialization(core_api(api_client).list_node()).get("items") or []
+
+
+def nodes_by_instance(api_client, raw_nodes=None):
+    """``{instance id: node summary}`` for every node whose providerID names an EC2 instance (``raw_nodes``: the
+    nodes already listed, else they are listed here)."""
     found = {}
-    for node in raw.get("items") or []:
+    for node in list_nodes(api_client) if raw_nodes is None else raw_nodes:
         summary = node_summary(node)
         instance_id = instance_id_of(summary["provider_id"])
         if instance_id:

@@ -22,6 +22,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.plan import (
 )
 
 
+DECREMENT_OWED = "owed"
 _TRUE_WORDS = frozenset(word.lower() for word in BOOLEANS_TRUE if isinstance(word, str) and not word.isdigit())
 _FALSE_WORDS = frozenset(word.lower() for word in BOOLEANS_FALSE if isinstance(word, str) and not word.isdigit())
 
@@ -111,55 +112,72 @@ def resume_sizes(state, current):
             "desired_capacity": max(desired, current["min_size"])}
 
 
-def restore_sizes(state, current):
-    """The sizes that end a rollout, and whether someone else moved desired meanwhile.
+def surge_owed_now(state, current):
+    """The surge a recorded rollout still owes, from what the group holds now.
 
-    Without interference desired is the original desired plus the surge still owed: the group goes back to
-    its original min, max and desired. When desired differs (a cluster-autoscaler scaled the group during the
-    rollout), only the rollout's own outstanding surge is taken back, as EKS does, and the maximum stays high
-    enough for the autoscaler's nodes. A restore already under way (``restore_sizes`` recorded) keeps the
-    sizes it chose, so an interrupted restore never takes the surge back twice. The rollout never changes the
-    minimum size: the group's current minimum is kept, and desired never goes below it.
-
-    Returns ``{"min_size", "max_size", "desired_capacity", "expected_desired_capacity", "autoscaler_moved",
-    "autoscaler_delta", "scale_in"}`` where ``scale_in`` is how many instances the group will remove to reach
-    the new desired capacity (chosen by its termination policy, so not drained by the rollout).
+    Never more than the recorded counter (an autoscaler's own scale-out is not ours to take back), and never more
+    than desired stands above the original desired capacity: a decrement made by a run killed before it could
+    lower the counter, or an instance that left by other means, is not paid back twice.
     """
-    low = current["min_size"]
-    original_max = state["original_max_size"]
-    original_desired = state["original_desired_capacity"]
-    owed = state["surge_owed"] if state.get("method", "scale") == "scale" else 0
-    expected = original_desired + owed
-    current_desired = current["desired_capacity"]
-    recorded = state.get("restore_sizes")
-    if recorded:
-        result = dict(recorded)
-        moved = recorded["desired_capacity"] != original_desired
-    elif current_desired == expected:
-        desired = max(low, original_desired)
-        result = {"min_size": low, "max_size": max(original_max, desired), "desired_capacity": desired}
-        moved = False
-    else:
-        desired = max(low, current_desired - owed)
-        result = {"min_size": low, "max_size": max(original_max, desired), "desired_capacity": desired}
-        moved = True
-    result["expected_desired_capacity"] = expected
-    result["autoscaler_moved"] = moved
-    delta = result["desired_capacity"] - original_desired if recorded else current_desired - expected
-    result["autoscaler_delta"] = delta if moved else 0
-    result["scale_in"] = max(0, current_desired - result["desired_capacity"])
-    return result
+    if state is None or state.get("method", "scale") != "scale":
+        return 0
+    return max(0, min(state["surge_owed"], current["desired_capacity"] - state["original_desired_capacity"]))
+
+
+def restore_sizes(state, current):
+    """The sizes that end a rollout. A restore never scales in: desired stays where it is.
+
+    The surge is paid back before (by draining and terminating named instances with a decrement, through the
+    termination gate), so desired is then the original desired, or what a cluster-autoscaler made of it during
+    the rollout, which is left alone as EKS does. The maximum goes back to the original maximum, or stays as
+    high as desired needs; the minimum is never changed.
+
+    Returns ``{"min_size", "max_size", "desired_capacity", "owed", "autoscaler_moved", "autoscaler_delta"}``;
+    ``owed`` above 0 means the surge has not been paid back yet and the restore must not happen.
+    """
+    desired = current["desired_capacity"]
+    owed = surge_owed_now(state, current)
+    delta = desired - owed - state["original_desired_capacity"]
+    return {"min_size": current["min_size"], "max_size": max(state["original_max_size"], desired), "desired_capacity": desired,
+            "owed": owed, "autoscaler_moved": delta != 0, "autoscaler_delta": delta}
+
+
+def payback_choice(instances, up_to_date_ids, owed):
+    """The up-to-date instances to drain and terminate (decrementing desired) to pay back ``owed`` instances of surge.
+
+    Only members in service whose node is known qualify (the gate needs a node to see drained). One at a time from
+    the Availability Zone that holds the most of them, so the group stays spread; the newest launch first in each,
+    as it has had the least time to gather pods. Returns ``[{"instance_id", "az", "node"}]`` (node names).
+    """
+    owed = _whole(owed, "owed")
+    wanted = set(up_to_date_ids)
+    queues = {}
+    for instance in instances:
+        node = instance.get("node")
+        if instance["instance_id"] not in wanted or instance.get("lifecycle_state") != "InService" or not isinstance(node, dict):
+            continue
+        queues.setdefault(instance.get("az") or "", []).append(instance)
+    for queue in queues.values():
+        queue.sort(key=lambda instance: (instance.get("launch_time") or "", instance["instance_id"]))
+    chosen = []
+    while len(chosen) < owed and any(queues.values()):
+        az = max(sorted(queues), key=lambda zone: len(queues[zone]))
+        instance = queues[az].pop()
+        chosen.append({"instance_id": instance["instance_id"], "az": instance.get("az"), "node": instance["node"]["name"]})
+    return chosen
 
 
 def decrement_count(value, listed, field="decrement_desired_capacity"):
     """How many of the ``listed`` instances decrement desired when terminated.
 
-    ``true`` means all of them, ``false`` none, a whole number N the first N of them (the role passes the
-    smaller of the batch and the surge still owed). Text forms of both are accepted as Ansible passes them.
+    ``true`` means all of them, ``false`` none, a whole number N the first N of them. Text forms of both are
+    accepted as Ansible passes them. ``owed`` (returned as :data:`DECREMENT_OWED`) means as many as the surge the
+    recorded rollout still owes when they are terminated (:func:`surge_owed_now`, decided from the group as it is
+    then): what the role passes, so a run killed between a termination and its tag write never pays back twice.
     """
     listed = _whole(listed, "instance_ids")
-    error = PlanError("%s: %r is not allowed; use true, false or a whole number between 0 and %d (the number of instance_ids)"
-                      % (field, value, listed))
+    error = PlanError("%s: %r is not allowed; use true, false, owed or a whole number between 0 and %d (the number of "
+                      "instance_ids)" % (field, value, listed))
     if isinstance(value, bool):
         return listed if value else 0
     if value is None:
@@ -169,6 +187,8 @@ def decrement_count(value, listed, field="decrement_desired_capacity"):
         # Digits are a count ("1" is one instance, not "true"); words are booleans.
         if text.isdigit():
             value = int(text)
+        elif text == DECREMENT_OWED:
+            return DECREMENT_OWED
         elif text in _TRUE_WORDS:
             return listed
         elif text in _FALSE_WORDS:
@@ -202,16 +222,12 @@ def check_decrement(current, count, state=None, group_name="the group"):
             "decrement_desired_capacity: decrementing %d would take the desired capacity of Auto Scaling group '%s' from %d "
             "below its min size %d; decrement at most %d" % (count, group_name, current["desired_capacity"], current["min_size"],
                                                              max(0, current["desired_capacity"] - current["min_size"])))
-    if state is not None and state.get("method", "scale") == "scale" and count > state["surge_owed"]:
+    owed = surge_owed_now(state, current)
+    if state is not None and state.get("method", "scale") == "scale" and count > owed:
         raise PlanError(
             "decrement_desired_capacity: decrementing %d is more than the surge still owed (%d) by rollout %s on Auto Scaling "
-            "group '%s'; the group would end below its original size: decrement at most %d"
-            % (count, state["surge_owed"], state["rollout_id"], group_name, state["surge_owed"]))
-
-
-def owed_after(state, decremented):
-    """The surge still owed after ``decremented`` decrementing terminations."""
-    return max(0, state["surge_owed"] - decremented)
+            "group '%s'; the group would end below its original size: decrement at most %d, or pass 'owed'"
+            % (count, owed, state["rollout_id"], group_name, owed))
 
 
 def detach_candidates(outdated, count):

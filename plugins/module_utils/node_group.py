@@ -17,16 +17,21 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
     group_azs,
     group_instances,
     group_tags,
+    list_nodes,
     members,
+    node_summary,
     nodes_by_instance,
     require_group,
     suspended_processes,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error, k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
 from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_int_or_percent, rollout_plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import StateError, group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch
 
 _PUBLIC_INSTANCE_KEYS = ("instance_id", "az", "lifecycle_state", "health_status", "launch_template", "image_id",
                          "instance_type", "launch_time", "private_dns_name", "ec2_state", "protected_from_scale_in",
@@ -71,8 +76,9 @@ def _instance_view(record, outdated):
     return view
 
 
-def describe_node_group(ec2, group, nodes, params):
-    """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None)."""
+def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
+    """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None; ``raw_nodes``:
+    the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster)."""
     name = group["AutoScalingGroupName"]
     target = group_target(ec2, group)
     if target is None:
@@ -81,8 +87,10 @@ def describe_node_group(ec2, group, nodes, params):
     state = group_state(group)
     records = group_instances(ec2, group)
     if nodes is not None:
+        # by providerID; failing that by name, as EKS names a node after its instance's private DNS name
+        by_name = {node["name"]: node for node in (node_summary(raw) for raw in raw_nodes or [])}
         for record in records:
-            record["node"] = nodes.get(record["instance_id"])
+            record["node"] = nodes.get(record["instance_id"]) or by_name.get(record.get("private_dns_name"))
     azs = group_azs(group)
     group_size = state["original_desired_capacity"] if state else group["DesiredCapacity"]
     plan_target = {"launch_template_id": target["launch_template_id"], "version": target["version"],
@@ -96,6 +104,13 @@ def describe_node_group(ec2, group, nodes, params):
                         max_surge=params.get("max_surge"), az_count=len(azs), group_size=group_size)
     outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}
     in_group = members(group)
+    owed = surge_owed_now(state, sizes_of(group))
+    detached = [record["instance_id"] for record in records if record["detached"]]
+    marked = []
+    if nodes is not None:
+        marked = marked_up_to_date(records, plan["up_to_date"], params.get("taint_key") or DEFAULT_TAINT_KEY)
+    # Surge is paid back through outdated instances while there are any; what is left then is paid back here.
+    payback = payback_choice(records, plan["up_to_date"], owed) if nodes is not None and not plan["outdated"] else []
     return {
         "name": name,
         "arn": group.get("AutoScalingGroupARN"),
@@ -111,11 +126,16 @@ def describe_node_group(ec2, group, nodes, params):
         "instance_count": len(in_group),
         "in_service_count": sum(1 for instance in in_group if instance.get("LifecycleState") == "InService"),
         "instances": [_instance_view(record, outdated) for record in records],
-        "detached_instances": [record["instance_id"] for record in records if record["detached"]],
+        "detached_instances": detached,
         "outdated": plan["outdated"],
         "outdated_count": plan["outdated_count"],
         "up_to_date": plan["up_to_date"],
         "nodes_joined": nodes is not None,
+        "mismatch": cluster_mismatch(name, records, raw_nodes) if raw_nodes is not None else None,
+        "surge_owed": owed,
+        "payback": payback,
+        "marked": marked,
+        "leftovers": leftovers(plan["outdated"], marked, owed, detached) if nodes is not None else None,
         "state": state,
         "plan": plan,
     }
@@ -141,12 +161,13 @@ def run_node_group_info(module):
             groups = find_groups(autoscaling, params["tags"])
             if not groups:
                 raise RolloutError("tags: no Auto Scaling group in region %s has the tags %s" % (connection.region, params["tags"]))
-        nodes = None
+        nodes = raw_nodes = None
         if api_client is not None:
             operation = "list nodes"
-            nodes = nodes_by_instance(api_client)
+            raw_nodes = list_nodes(api_client)
+            nodes = nodes_by_instance(api_client, raw_nodes)
         operation = "DescribeInstances"
-        node_groups = [describe_node_group(ec2, group, nodes, params) for group in groups]
+        node_groups = [describe_node_group(ec2, group, nodes, params, raw_nodes if nodes is not None else None) for group in groups]
     except (RolloutError, PlanError, StateError) as exc:
         module.fail_json(msg=str(exc), **getattr(exc, "details", {}))
     except K8S_ERRORS as exc:

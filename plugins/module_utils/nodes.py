@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import fail_k8s_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import ApiException, KubeApi
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_marks import ANNOTATION_CORDONED
 
 # Attempts of one node's read-modify-write before a run of conflicts is reported.
 CONFLICT_ATTEMPTS = 8
@@ -90,9 +91,16 @@ def update_nodes(api, names, decide, check_mode=False, workers=NODE_WORKERS):
         return list(pool.map(lambda name: update_node(api, name, decide, check_mode), names))
 
 
+def _cordon(node):
+    """Cordon; a node this call cordons is annotated as cordoned by the rollout, so that only our cordon is ever lifted."""
+    if (node.get("spec") or {}).get("unschedulable"):
+        return node_edits.node_edit(node, cordon=True)
+    return node_edits.node_edit(node, cordon=True, annotations={ANNOTATION_CORDONED: "true"})
+
+
 def cordon_nodes(api, names, check_mode=False):
     """Mark nodes unschedulable; returns ``{name: True when this call cordoned it}``."""
-    results = update_nodes(api, names, lambda node: node_edits.node_edit(node, cordon=True), check_mode)
+    results = update_nodes(api, names, _cordon, check_mode)
     return {result["name"]: result["changed"] for result in results}
 
 

@@ -110,6 +110,7 @@ class _Surge:
         self.to_suspend = []
         self.new_sizes = None
         self.to_detach = []
+        self.restoring = False
         if self.state:
             self._resume(ec2)
         else:
@@ -117,6 +118,10 @@ class _Surge:
 
     def _resume(self, ec2):
         state = self.state
+        if state.get("restore_sizes"):
+            # A restore is under way (it records its sizes before it resizes): the rollout is ending, never surge again.
+            self.restoring = True
+            return
         if state["method"] != self.params["method"]:
             raise RolloutError("method: Auto Scaling group '%s' has rollout %s recorded with method %s; use method=%s to resume "
                                "it, or end it with state=restored first" % (self.name, state["rollout_id"], state["method"], state["method"]))
@@ -238,6 +243,16 @@ class _Restore:
         if self.state is None:
             return
         self.sizes = restore_sizes(self.state, self.current)
+        if self.sizes["owed"]:
+            # Lowering desired lets the group pick which instances go, drained or not: the surge is paid back through
+            # the termination gate instead, by named instances.
+            raise RolloutError(
+                "state: Auto Scaling group '%s' still holds %d instance(s) of surge owed by rollout %s (desired capacity %d, "
+                "original %d); a restore never scales in, since the group would choose instances without a drain: drain "
+                "that many up-to-date nodes (node_group_info lists them in plan.payback) and terminate them with "
+                "instance_terminate and decrement_desired_capacity=owed first (the rolling_update role does this)"
+                % (self.name, self.sizes["owed"], self.state["rollout_id"], self.current["desired_capacity"],
+                   self.state["original_desired_capacity"]), owed=self.sizes["owed"])
         self.to_resume = [name for name in self.state["suspended_processes"] if name in self.suspended_now]
         self.detached_remaining = [instance["InstanceId"] for instance in detached_instances(ec2, self.name)]
 
@@ -365,10 +380,6 @@ def run_asg_surge(module):
         result.update(_hold_result(decision))
     else:
         result.update(_restore_result(decision))
-        if decision.sizes and decision.sizes["scale_in"] > 0:
-            module.warn("restoring Auto Scaling group '%s' lowers desired capacity by %d: the group's termination policy chooses "
-                        "which instances go, without a drain; pay the surge back with instance_terminate first to choose them"
-                        % (name, decision.sizes["scale_in"]))
         if decision.detached_remaining:
             module.warn("instances detached from Auto Scaling group '%s' for surge are still running: %s; drain and terminate them "
                         "(node_group_info lists them as outdated)" % (name, ", ".join(decision.detached_remaining)))
@@ -416,6 +427,7 @@ def _surge_result(decision):
         "suspended_processes": sorted(set(decision.suspended_now) | set(decision.to_suspend)),
         "suspended_by_rollout": list(state["suspended_processes"]),
         "detached_instances": list(decision.to_detach),
+        "restoring": decision.restoring,
         "rollout_state": state,
     }
 
@@ -433,10 +445,9 @@ def _restore_result(decision):
                   "after": {key: sizes[key] for key in ("min_size", "max_size", "desired_capacity")}},
         "original_sizes": {"min_size": decision.state["original_min_size"], "max_size": decision.state["original_max_size"],
                            "desired_capacity": decision.state["original_desired_capacity"]},
-        "surge_owed": decision.state["surge_owed"],
+        "surge_owed": sizes["owed"],
         "autoscaler_moved": sizes["autoscaler_moved"],
         "autoscaler_delta": sizes["autoscaler_delta"],
-        "scale_in": sizes["scale_in"],
         "resumed_processes": list(decision.to_resume),
         "removed_tags": sorted(decision.tags),
         "detached_remaining": list(decision.detached_remaining),

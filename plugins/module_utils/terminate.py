@@ -4,10 +4,13 @@
 
 """``instance_terminate``: terminate drained instances of a node group.
 
-Members go through the Auto Scaling group (decrementing desired only for the instances the caller says, so
-the group never scales in a node that was not drained); instances detached for surge go through EC2 (they
-no longer count toward the group). The surge still owed by a recorded rollout goes down with each decrement,
-one tag write after each, so an interrupted run never pays the surge back twice.
+Every listed instance passes the termination gate first (``termination_gate``): its node in this cluster is
+cordoned and holds only DaemonSet and mirror pods, or it provably never registered; otherwise nothing is
+terminated. Members go through the Auto Scaling group (decrementing desired only for the instances the caller
+says, so the group never scales in a node that was not drained); instances detached for surge go through EC2
+(they no longer count toward the group). The surge still owed by a recorded rollout goes down with each
+decrement, one tag write after each; it is recomputed from the group's desired capacity as well
+(``group_sizes.surge_owed_now``), so a run interrupted before its tag write never pays the surge back twice.
 """
 
 from __future__ import annotations
@@ -31,13 +34,22 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import (
+    DECREMENT_OWED,
     check_decrement,
     decrement_count,
     group_settled,
     sizes_of,
+    surge_owed_now,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import KubeApi
 from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import (
+    node_index,
+    node_of,
+    refusal_message,
+    termination_refusals,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
     TAG_INSTANCE_DETACHED_FROM,
     TAG_SURGE_OWED,
@@ -94,20 +106,48 @@ class _Termination:
                 where = "it is in Auto Scaling group '%s'" % other if other else "it belongs to no Auto Scaling group"
                 raise RolloutError("instance_ids: %s is not in Auto Scaling group '%s' (%s) and was not detached from it"
                                    % (instance_id, self.name, where))
+        if count == DECREMENT_OWED:
+            count = min(len(self.instance_ids), surge_owed_now(self.state, self.current))
         # "The first N listed": a listed instance that is gone or detached uses its place without decrementing.
         self.decrement = [instance_id for instance_id in self.instance_ids[:count] if instance_id in self.members]
         check_decrement(self.current, len(self.decrement), self.state, self.name)
+        self.records = [{"instance_id": instance_id, "private_dns_name": (listed.get(instance_id) or {}).get("PrivateDnsName") or None}
+                        for instance_id in self.members + self.detached]
+        self.refusals = []
+
+    def check_gate(self, api, ec2):
+        """The termination gate, asked for every member and detached instance listed (reads nodes and their pods)."""
+        if not self.records:
+            return
+        nodes = api.list_nodes()
+        index = node_index(nodes)
+        pods_by_node = {}
+        for record in self.records:
+            node = node_of(record, index)
+            if node is not None:
+                name = node["metadata"]["name"]
+                pods_by_node[name] = api.list_pods(node=name)
+        group_ids = [instance["InstanceId"] for instance in self.group.get("Instances") or []] + self.detached
+        known = describe_instances(ec2, group_ids) if group_ids else {}
+        group_records = [{"instance_id": instance_id, "private_dns_name": (known.get(instance_id) or {}).get("PrivateDnsName") or None}
+                         for instance_id in group_ids]
+        self.refusals = termination_refusals(self.records, group_records, nodes, pods_by_node, self.name)
 
     @property
     def changed(self):
         return bool(self.members or self.detached)
 
-    def owed_after(self):
+    def owed_before(self):
         if self.state is None:
             return None
         if self.state["method"] != "scale":
             return self.state["surge_owed"]
-        return max(0, self.state["surge_owed"] - len(self.decrement))
+        return surge_owed_now(self.state, self.current)
+
+    def owed_after(self):
+        if self.state is None or self.state["method"] != "scale":
+            return self.owed_before()
+        return max(0, self.owed_before() - len(self.decrement))
 
     def predicted_desired(self):
         return self.current["desired_capacity"] - len(self.decrement)
@@ -115,7 +155,7 @@ class _Termination:
 
 def _terminate(autoscaling, ec2, plan, result):
     """Terminate every member (one call each, desired decremented as decided) then the detached instances."""
-    owed = plan.state["surge_owed"] if plan.state else None
+    owed = plan.owed_before()
     for instance_id in plan.members:
         decrement = instance_id in plan.decrement
         try:
@@ -203,19 +243,25 @@ def run_instance_terminate(module):
     except PlanError as exc:
         module.fail_json(msg=str(exc))
     connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
-    api_client = k8s_client(module) if params["delete_node"] else None
+    # The gate reads every node it lets go, so the Kubernetes connection is needed whether or not nodes are deleted.
+    api_client = k8s_client(module)
     region = connection.region
     name = params["asg_name"]
     resource = "Auto Scaling group '%s'" % name
     try:
         group = require_group(autoscaling, name, region, field="asg_name")
         plan = _Termination(group, ec2, params["instance_ids"], count)
+        plan.check_gate(KubeApi(api_client), ec2)
     except (RolloutError, PlanError, StateError) as exc:
         module.fail_json(msg=str(exc), **getattr(exc, "details", {}))
+    except K8S_ERRORS as exc:
+        module.fail_json(msg=describe_k8s_error(exc, "list", "the nodes and pods of instances %s (the termination gate)"
+                                                % ", ".join(params["instance_ids"])))
     except AWS_ERRORS as exc:
         module.fail_json(msg=describe_aws_error(exc, "DescribeInstances", resource))
+    if plan.refusals:
+        module.fail_json(msg=refusal_message(plan.refusals, name), refused=plan.refusals, changed=False)
 
-    owed_before = plan.state["surge_owed"] if plan.state else None
     result = {
         "changed": plan.changed,
         "asg_name": name,
@@ -227,7 +273,8 @@ def run_instance_terminate(module):
         "already_gone": list(plan.gone),
         "decremented": [],
         "desired_capacity": {"before": plan.current["desired_capacity"], "after": plan.predicted_desired()},
-        "surge_owed": {"before": owed_before, "after": plan.owed_after()},
+        "surge_owed": {"before": plan.owed_before(), "after": plan.owed_after()},
+        "refused": [],
         "nodes_deleted": [],
         "nodes_left": [],
         "replacements": [],
@@ -246,7 +293,7 @@ def run_instance_terminate(module):
         if params["wait"] and ended:
             operation = "DescribeInstances"
             _wait_terminated(ec2, ended, params["wait_timeout"])
-        if api_client is not None:
+        if params["delete_node"]:
             operation = "delete nodes"
             _delete_lingering_nodes(api_client, ec2, ended + list(plan.gone), result)
             if result["nodes_left"]:

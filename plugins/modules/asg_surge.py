@@ -20,10 +20,14 @@ description:
     C(nodeops.rollout/detached=<rollout id>) and C(nodeops.rollout/detached-from=<group>), so no run loses track of it.
   - A rerun on a group with a rollout recorded resumes it and never surges twice; it finishes steps an interruption left
     undone (a suspension, the resize, a detach).
-  - With O(state=restored), puts the maximum size and desired capacity back to the recorded originals. When something else
-    (a cluster-autoscaler) moved desired during the rollout, only the rollout's own outstanding surge is taken back and the
-    maximum stays high enough for the autoscaler's instances, as EKS does. Resumes only the processes the rollout suspended,
-    then removes the rollout's tags.
+  - With O(state=restored), puts the maximum size back to the recorded original (or as high as desired needs, when a
+    cluster-autoscaler moved desired during the rollout: its change is left alone, as EKS does), resumes only the processes
+    the rollout suspended, then removes the rollout's tags.
+  - A restore never lowers desired capacity, since the group would then choose which instances go, drained or not. The
+    surge is paid back before, by draining named instances and terminating them with M(nodeops.rollout.instance_terminate)
+    and O(nodeops.rollout.instance_terminate#module:decrement_desired_capacity=owed); a restore while surge is still owed
+    fails before any change.
+  - A rerun of O(state=surged) while a restore is under way does not surge again (RV(restoring)).
   - The minimum size is never changed.
   - This module calls only AWS APIs. It accepts the Kubernetes connection options too, so that one
     C(module_defaults) group (C(group/nodeops.rollout.all)) can set every connection option of the collection once;
@@ -221,7 +225,9 @@ original_sizes:
   returned: when O(state=restored) and a rollout was recorded
   type: dict
 surge_owed:
-  description: The surge the rollout still owed when it was restored or held.
+  description:
+    - The surge the rollout still owed when it was restored or held; for a restore it is recomputed from the group (never
+      more than desired stands above the original desired capacity) and is 0, since a restore refuses to run while surge is owed.
   returned: when O(state=restored) or O(state=held), and a rollout was recorded
   type: int
 autoscaler_moved:
@@ -232,10 +238,10 @@ autoscaler_delta:
   description: By how much something else moved desired capacity during the rollout.
   returned: when O(state=restored) and a rollout was recorded
   type: int
-scale_in:
-  description: How many instances the group removes to reach the restored desired capacity (its termination policy chooses them).
-  returned: when O(state=restored) and a rollout was recorded
-  type: int
+restoring:
+  description: Whether a restore of the recorded rollout is under way (its sizes recorded), so the surge is not applied again.
+  returned: when O(state=surged)
+  type: bool
 resumed_processes:
   description: Processes resumed by the restore or the hold (only those the rollout suspended).
   returned: when O(state=restored) or O(state=held)

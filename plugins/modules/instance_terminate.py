@@ -21,7 +21,11 @@ description:
     still owes (tag C(nodeops.rollout/surge-owed)), written after each termination; decrementing more than is owed is refused.
   - Waits until the instances are terminated, deletes the Node objects that outlive their instances, and optionally waits
     until the group has its desired capacity in service again.
-  - Drain the nodes first (M(nodeops.rollout.node_drain)); this module does not look at pods.
+  - The termination gate comes first: an instance is terminated only when its node in this cluster (matched by
+    C(spec.providerID), or by the instance's private DNS name) is cordoned and holds no pod other than DaemonSet, mirror and
+    finished pods, or when it has no node while the cluster's nodes match other instances of the group (it never
+    registered). Otherwise nothing is terminated and the module fails, naming each instance, its node and the pods left
+    (RV(refused)). Drain the nodes first with M(nodeops.rollout.node_drain). The gate needs the Kubernetes connection.
 extends_documentation_fragment:
   - nodeops.rollout.aws
   - nodeops.rollout.k8s
@@ -46,10 +50,12 @@ options:
   decrement_desired_capacity:
     description:
       - Whether terminating an instance also lowers the group's desired capacity, so that the group does not replace it.
-      - V(true) for every listed instance, V(false) for none, or a whole number N for the first N listed instances only (a
-        listed instance that is gone or detached uses its place without decrementing).
-      - The C(nodeops.rollout.rolling_update) role decrements only while paying the surge back, passing the smaller of the
-        batch size and the surge still owed, so the group never scales in a node that was not drained.
+      - V(true) for every listed instance, V(false) for none, a whole number N for the first N listed instances only (a
+        listed instance that is gone or detached uses its place without decrementing), or V(owed) for as many of the first
+        listed instances as the surge the recorded rollout still owes.
+      - The surge owed is recomputed from the group when the module runs (never more than desired stands above the original
+        desired capacity), so a termination whose tag write was interrupted is not paid back twice. The
+        C(nodeops.rollout.rolling_update) role passes V(owed).
       - Refused when the desired capacity would fall below the group's minimum size, or below its original size while a
         rollout is recorded.
     type: raw
@@ -73,8 +79,7 @@ options:
     default: false
   delete_node:
     description:
-      - Delete the Kubernetes Node object of each instance that is terminated (or was already gone) if it still exists. This
-        needs the Kubernetes connection options; set V(false) without Kubernetes access.
+      - Delete the Kubernetes Node object of each instance that is terminated (or was already gone) if it still exists.
       - Only nodes of instances that EC2 reports V(terminated) are deleted (a running kubelet would register again), so this
         works best with O(wait=true).
     type: bool
@@ -132,6 +137,15 @@ terminated_detached:
   returned: success
   type: list
   elements: str
+refused:
+  description:
+    - The instances the termination gate refused, each with its node (null when it has none) and why; when any is refused
+      the module fails and nothing is terminated.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"instance_id": "i-0123456789abcdef0", "node": "ip-10-0-1-10.ec2.internal",
+            "reason": "i-0123456789abcdef0: node ip-10-0-1-10.ec2.internal is not cordoned; drain it first (node_drain)"}]
 already_gone:
   description: Listed instances already terminated, terminating or unknown.
   returned: success

@@ -86,6 +86,11 @@ options:
       - With V(false) no Kubernetes API is called; the node annotation C(nodeops.rollout/needs-update) is then not seen.
     type: bool
     default: true
+  taint_key:
+    description:
+      - The key of the taint the rollout puts on outdated nodes, to find up-to-date nodes that still carry it (RV(node_groups[].marked)).
+    type: str
+    default: nodeops.rollout/outdated
 notes:
   - The plan is data for the C(nodeops.rollout.rolling_update) role and for review in check mode; the estimated duration
     uses default timings (boot 180 s, drain 90 s, post-drain delay 60 s, validation 30 s per batch).
@@ -281,6 +286,37 @@ node_groups:
     nodes_joined:
       description: Whether instances were joined to nodes (O(include_nodes)).
       type: bool
+    mismatch:
+      description:
+        - Null, or why the group's instances in service are not nodes of this cluster (none of them is): the Kubernetes
+          connection points at another cluster, or the nodes' C(spec.providerID) does not name their instances. The message
+          names the instances and the cluster's nodes. The C(nodeops.rollout.rolling_update) role stops on it before any change.
+        - Null as well with O(include_nodes=false).
+      type: str
+    surge_owed:
+      description:
+        - The surge the recorded rollout still owes, from what the group holds now (never more than the recorded C(surge_owed),
+          never more than desired capacity stands above the original); 0 without a rollout.
+      type: int
+    payback:
+      description:
+        - When no outdated instance is left but surge is still owed, the up-to-date instances to drain and terminate with a
+          decrement to pay it back, each C(instance_id), C(az) and C(node) (a name). Empty otherwise.
+      type: list
+      elements: dict
+    marked:
+      description:
+        - Up-to-date instances whose node still carries a mark of a rollout, each C(instance_id), C(node) (a name) and C(marks),
+          a list of C(taint) (O(taint_key)), C(cordon) (cordoned by M(nodeops.rollout.node_drain), annotated
+          C(nodeops.rollout/cordoned)) and C(label) (C(node.kubernetes.io/exclude-from-external-load-balancers) on such a node).
+      type: list
+      elements: dict
+    leftovers:
+      description:
+        - Why the group is not fully replaced yet, one sentence each (outdated instances left, marked up-to-date nodes, surge
+          not paid back, detached instances still running); empty when a rollout may end. Null with O(include_nodes=false).
+      type: list
+      elements: str
     state:
       description:
         - The rollout recorded on the group, or null when none is.
@@ -322,6 +358,7 @@ def argument_spec():
         max_unavailable=dict(type="raw"),
         max_surge=dict(type="raw"),
         include_nodes=dict(type="bool", default=True),
+        taint_key=dict(type="str", default="nodeops.rollout/outdated", no_log=False),
         target=dict(type="dict", options=dict(
             launch_template_id=dict(type="str"),
             version=dict(type="raw", required=True),

@@ -118,6 +118,54 @@ def api_calls(monkeypatch):
     return calls
 
 
+class Cluster:
+    """The Kubernetes side the termination gate reads: a node for every instance EC2 runs (cordoned and drained unless a
+    test says otherwise) and the pods a test puts on them."""
+
+    def __init__(self, world):
+        self.world = world
+        self.pods = {}            # node name -> pods
+        self.schedulable = set()  # instance ids whose node is not cordoned
+        self.unregistered = set()  # instance ids without a node
+        self.foreign = False       # True: the cluster's nodes match no instance (another cluster)
+
+    @staticmethod
+    def node_name(instance_id):
+        return "node-" + instance_id
+
+    def list_nodes(self):
+        items = []
+        for reservation in self.world.ec2.describe_instances()["Reservations"]:
+            for instance in reservation["Instances"]:
+                instance_id = instance["InstanceId"]
+                if instance["State"]["Name"] == "terminated" or instance_id in self.unregistered:
+                    continue
+                provider = "aws:///us-east-1a/%s" % (instance_id.replace("i-", "i-f") if self.foreign else instance_id)
+                items.append({"metadata": {"name": self.node_name(instance_id)},
+                              "spec": {"providerID": provider, "unschedulable": instance_id not in self.schedulable}})
+        return items
+
+    def list_pods(self, node=None):
+        return list(self.pods.get(node, []))
+
+
+@pytest.fixture(autouse=True)
+def cluster(request, monkeypatch):
+    """Patches the termination gate's Kubernetes client for the tests that use the ``world`` fixture."""
+    if "world" not in request.fixturenames:
+        return None
+    from ansible_collections.nodeops.rollout.plugins.module_utils import terminate as terminate_utils  # pylint: disable=import-outside-toplevel
+    fake = Cluster(request.getfixturevalue("world"))
+    monkeypatch.setattr(terminate_utils, "KubeApi", lambda api_client: fake)
+    monkeypatch.setattr(terminate_utils, "k8s_client", lambda module: object())
+    return fake
+
+
+def _pod(name, kind="ReplicaSet"):
+    return {"metadata": {"namespace": "shop", "name": name, "ownerReferences": [{"kind": kind, "name": "owner", "controller": True}]},
+            "status": {"phase": "Running"}}
+
+
 def mutating(calls):
     return [call for call in calls if not call[1].startswith(READ_PREFIXES)]
 
@@ -374,6 +422,12 @@ def test_restore_gives_back_the_exact_original_sizes_and_only_our_processes(worl
     world.asg.suspend_processes(AutoScalingGroupName="workers", ScalingProcesses=["ScheduledActions"])
     run("asg_surge", name="workers", surge=2, suspend_processes=["AZRebalance", "ScheduledActions"])
     assert world.tags()[rs.TAG_SUSPENDED_PROCESSES] == "AZRebalance"  # ScheduledActions was not ours
+    refused = run("asg_surge", name="workers", state="restored")
+    # lowering desired would let the group pick two instances, drained or not: the surge is paid back by name first
+    assert refused["failed"] and "still holds 2 instance(s) of surge owed" in refused["msg"] and world.sizes() == (3, 8, 5)
+    chosen = world.member_ids()[:2]
+    paid = run("instance_terminate", asg_name="workers", instance_ids=chosen, decrement_desired_capacity="owed", delete_node=False)
+    assert paid["decremented"] == chosen and world.sizes() == (3, 8, 3)
     result = run("asg_surge", name="workers", state="restored")
     assert result["changed"] and result["restored"] and result["autoscaler_moved"] is False
     assert result["sizes"]["after"] == {"min_size": 3, "max_size": 6, "desired_capacity": 3}
@@ -384,12 +438,28 @@ def test_restore_gives_back_the_exact_original_sizes_and_only_our_processes(worl
     assert again["changed"] is False and "nothing to restore" in again["msg"]
 
 
-def test_restore_takes_back_only_the_rollouts_surge_when_an_autoscaler_moved_desired(world, run):
+def test_restore_leaves_an_autoscalers_nodes_alone_after_the_surge_is_paid_back(world, run):
     run("asg_surge", name="workers", surge=3)                      # 3/9/6, owed 3
     world.asg.set_desired_capacity(AutoScalingGroupName="workers", DesiredCapacity=8)  # the autoscaler adds 2
+    paid = run("instance_terminate", asg_name="workers", instance_ids=world.member_ids()[:4], decrement_desired_capacity="owed",
+               delete_node=False)
+    assert len(paid["decremented"]) == 3 and world.sizes()[2] == 5   # only our 3; the fourth is replaced
     result = run("asg_surge", name="workers", state="restored")
     assert result["autoscaler_moved"] is True and result["autoscaler_delta"] == 2
     assert world.sizes() == (3, 6, 5)
+
+
+def test_the_surge_owed_is_recomputed_from_the_group(world, run):
+    """A run killed between a decrementing termination and its tag write leaves the counter one too high: the next run
+    must not decrement again, or the group ends below its original size."""
+    run("asg_surge", name="workers", surge=2)                      # 3/8/5, owed 2
+    first = world.member_ids()[0]
+    world.asg.terminate_instance_in_auto_scaling_group(InstanceId=first, ShouldDecrementDesiredCapacity=True)  # tag not written
+    assert _state_of(world)["surge_owed"] == 2 and world.sizes()[2] == 4
+    rest = [instance_id for instance_id in world.member_ids() if instance_id != first]
+    paid = run("instance_terminate", asg_name="workers", instance_ids=rest[:2], decrement_desired_capacity="owed", delete_node=False)
+    assert paid["surge_owed"] == {"before": 1, "after": 0} and len(paid["decremented"]) == 1
+    assert world.sizes()[2] == 3 and _state_of(world)["surge_owed"] == 0
 
 
 def test_surge_check_and_diff_mode(world, run, api_calls):
@@ -400,9 +470,10 @@ def test_surge_check_and_diff_mode(world, run, api_calls):
     assert result["diff"]["after"]["tags"][rs.TAG_SURGE] == "2"
     assert mutating(api_calls) == [] and world.sizes() == (3, 6, 3) and rs.TAG_ROLLOUT_ID not in world.tags()
     run("asg_surge", name="workers", surge=2)
+    run("instance_terminate", asg_name="workers", instance_ids=world.member_ids()[:2], decrement_desired_capacity="owed", delete_node=False)
     result = run("asg_surge", check=True, diff=True, name="workers", state="restored")
     assert result["diff"]["after"] == {"min_size": 3, "max_size": 6, "desired_capacity": 3, "suspended_processes": [], "tags": {}}
-    assert mutating(api_calls) == [] and world.sizes() == (3, 8, 5)
+    assert mutating(api_calls) == [] and world.sizes() == (3, 8, 3)
 
 
 def test_a_surge_interrupted_after_recording_is_finished_once(world, run):
@@ -503,7 +574,7 @@ def test_terminate_refuses_paying_back_more_than_is_owed(world, run, api_calls):
     run("asg_surge", name="loose", surge=1)   # 1/7/4, owed 1
     members = world.member_ids("loose")
     result = run("instance_terminate", asg_name="loose", instance_ids=members[:2], decrement_desired_capacity=True, delete_node=False)
-    assert result["failed"] and "more than the surge still owed (1) by rollout" in result["msg"]
+    assert result["failed"] and "more than the surge still owed (1) by rollout" in result["msg"] and "or pass 'owed'" in result["msg"]
     assert mutating(api_calls) == [] and world.member_ids("loose") == members
 
 
@@ -547,7 +618,7 @@ def test_terminate_check_mode_predicts_without_changes(world, run, api_calls):
     ({"instance_ids": ["web-1"]}, "instance_ids: 'web-1' is not an EC2 instance id"),
     ({"instance_ids": ["i-0123456789abcdef0", "i-0123456789abcdef0"]}, "instance_ids: i-0123456789abcdef0 is listed more than once"),
     ({"instance_ids": ["i-0123456789abcdef0"], "decrement_desired_capacity": "abc"},
-     "decrement_desired_capacity: 'abc' is not allowed; use true, false or a whole number between 0 and 1"),
+     "decrement_desired_capacity: 'abc' is not allowed; use true, false, owed or a whole number between 0 and 1"),
     ({"instance_ids": ["i-0123456789abcdef0"], "decrement_desired_capacity": 2}, "decrement_desired_capacity: 2 is not allowed"),
     ({"instance_ids": ["i-0123456789abcdef0"], "decrement_desired_capacity": -1}, "decrement_desired_capacity: -1 is not allowed"),
 ])
@@ -624,3 +695,54 @@ def test_nodes_that_outlive_their_instances_are_deleted_and_running_ones_are_lef
     result = run("instance_terminate", asg_name="slow", instance_ids=[slow], wait=False)
     assert result["terminated"] == [slow] and result["nodes_deleted"] == [] and result["nodes_left"] == ["node-slow"]
     assert "node-slow" in api.nodes
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the termination gate, as instance_terminate asks it
+# ---------------------------------------------------------------------------------------------------------------------
+
+def test_the_gate_refuses_a_node_that_is_not_cordoned_or_still_runs_pods(world, run, cluster, api_calls):
+    first, second, third = world.member_ids()
+    cluster.schedulable.add(first)
+    cluster.pods[cluster.node_name(second)] = [_pod("checkout-1"), _pod("fluent-bit-x", kind="DaemonSet")]
+    cluster.pods[cluster.node_name(third)] = [_pod("fluent-bit-y", kind="DaemonSet"), dict(_pod("job-1"), status={"phase": "Succeeded"})]
+    for check in (True, False):
+        result = run("instance_terminate", check=check, asg_name="workers", instance_ids=[first, second, third], delete_node=False)
+        assert result["failed"] and result["msg"].startswith("refused to terminate 2 instance(s) of Auto Scaling group 'workers'")
+        assert [refusal["instance_id"] for refusal in result["refused"]] == [first, second]
+        assert "node node-%s is not cordoned" % first in result["msg"]
+        assert "still runs 1 pod(s) that are not DaemonSet or mirror pods: shop/checkout-1" in result["msg"]
+        assert mutating(api_calls) == [] and world.member_ids() == sorted([first, second, third])
+    # the third (only a DaemonSet pod and a finished one) may go on its own
+    assert run("instance_terminate", asg_name="workers", instance_ids=[third], delete_node=False)["terminated"] == [third]
+
+
+def test_the_gate_lets_an_instance_that_never_registered_go_only_when_the_cluster_is_the_groups(world, run, cluster, api_calls):
+    first = world.member_ids()[0]
+    cluster.unregistered.add(first)
+    cluster.foreign = True   # the kubeconfig points at another cluster: no node matches any instance of the group
+    result = run("instance_terminate", asg_name="workers", instance_ids=[first], delete_node=False)
+    assert result["failed"] and "neither has any other instance of Auto Scaling group 'workers'" in result["msg"]
+    assert mutating(api_calls) == []
+    cluster.foreign = False  # the other instances are nodes here: the first one never registered
+    assert run("instance_terminate", asg_name="workers", instance_ids=[first], delete_node=False)["terminated"] == [first]
+
+
+def test_info_names_both_sides_when_the_groups_instances_are_not_nodes_of_the_cluster(world, run, monkeypatch):
+    class Nodes:
+        @staticmethod
+        def list_node():
+            return {"items": [{"metadata": {"name": "ip-10-9-9-9.ec2.internal"}, "spec": {"providerID": "aws:///eu-west-1a/i-0ddddddddddddddd0"},
+                               "status": {}}]}
+
+    class Client:
+        @staticmethod
+        def sanitize_for_serialization(value):
+            return value
+
+    monkeypatch.setattr(asg_utils, "core_api", lambda api_client: Nodes())
+    monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: Client())
+    group = run("node_group_info", name="workers")["node_groups"][0]
+    assert group["mismatch"].startswith("none of the 3 instances in service of Auto Scaling group 'workers' (")
+    assert all(instance["instance_id"] in group["mismatch"] for instance in group["instances"])
+    assert "ip-10-9-9-9.ec2.internal (aws:///eu-west-1a/i-0ddddddddddddddd0)" in group["mismatch"]

@@ -76,75 +76,70 @@ def test_surge_syntax_is_checked_before_reading_the_group(value):
 
 @given(low=st.integers(0, 50), head=st.integers(0, 50), extra=st.integers(0, 50), surge=st.integers(0, 60),
        paid=st.integers(0, 60))
-def test_restore_without_interference_gives_the_exact_original_sizes(low, head, extra, surge, paid):
+def test_restore_never_scales_in_and_refuses_while_surge_is_owed(low, head, extra, surge, paid):
     original = _sizes(low, low + head + extra, low + head)
     state, surged = _state_after_surge(original, surge)
     paid = min(paid, surge)
     state["surge_owed"] = surge - paid  # instance_terminate with decrement paid part of the surge back
     current = _sizes(surged["min_size"], surged["max_size"], surged["desired_capacity"] - paid)
     restored = gs.restore_sizes(state, current)
-    assert {key: restored[key] for key in ("min_size", "max_size", "desired_capacity")} == original
-    assert restored["autoscaler_moved"] is False and restored["autoscaler_delta"] == 0
-    assert restored["scale_in"] == surge - paid
+    assert restored["desired_capacity"] == current["desired_capacity"]   # never lowered: the group would pick
+    assert restored["owed"] == surge - paid
+    if paid == surge:   # paid back in full: exactly the original sizes
+        assert {key: restored[key] for key in ("min_size", "max_size", "desired_capacity")} == original
+        assert restored["autoscaler_moved"] is False and restored["autoscaler_delta"] == 0
 
 
 @given(low=st.integers(0, 20), head=st.integers(0, 20), extra=st.integers(0, 20), surge=st.integers(0, 30),
-       paid=st.integers(0, 30), delta=st.integers(-40, 40))
-def test_restore_after_an_autoscaler_moved_desired_takes_back_only_the_rollouts_surge(low, head, extra, surge, paid, delta):
+       delta=st.integers(-40, 40))
+def test_restore_after_an_autoscaler_moved_desired_leaves_its_change(low, head, extra, surge, delta):
     assume(delta != 0)
     original = _sizes(low, low + head + extra, low + head)
     state, surged = _state_after_surge(original, surge)
-    paid = min(paid, surge)
-    state["surge_owed"] = surge - paid
-    desired = surged["desired_capacity"] - paid + delta
+    state["surge_owed"] = 0   # paid back
+    desired = original["desired_capacity"] + delta
     assume(low <= desired <= surged["max_size"])  # an autoscaler stays within the group's bounds
     restored = gs.restore_sizes(state, _sizes(low, surged["max_size"], desired))
-    assert restored["autoscaler_moved"] is True
-    assert restored["desired_capacity"] == max(low, original["desired_capacity"] + delta)
-    assert restored["max_size"] == max(original["max_size"], restored["desired_capacity"])
+    assert restored["autoscaler_moved"] is True and restored["autoscaler_delta"] == delta
+    assert restored["desired_capacity"] == desired and restored["owed"] == 0
+    assert restored["max_size"] == max(original["max_size"], desired)
     assert restored["min_size"] == low
-    assert restored["desired_capacity"] <= desired  # a restore never adds instances
 
 
-def test_restore_an_autoscaler_scale_up_keeps_its_nodes_and_room_for_them():
-    state = _state_after_surge(_sizes(2, 8, 6), 3)[0]   # 2/11/9
-    state["surge_owed"] = 1                            # two paid back: desired 7
-    restored = gs.restore_sizes(state, _sizes(2, 11, 10))  # the autoscaler added 3
-    assert restored["desired_capacity"] == 9 and restored["max_size"] == 9
-    assert restored["autoscaler_delta"] == 3 and restored["scale_in"] == 1
+def test_the_surge_owed_is_never_more_than_desired_stands_above_the_original():
+    state = _state_after_surge(_sizes(2, 8, 6), 3)[0]   # 2/11/9, owed 3
+    assert gs.surge_owed_now(state, _sizes(2, 11, 9)) == 3
+    # a decrement whose tag write was lost (killed run), or an instance gone by other means with a decrement
+    assert gs.surge_owed_now(state, _sizes(2, 11, 8)) == 2
+    assert gs.surge_owed_now(state, _sizes(2, 11, 5)) == 0
+    # an autoscaler's scale-out is not ours to take back
+    assert gs.surge_owed_now(state, _sizes(2, 11, 11)) == 3
+    assert gs.surge_owed_now(None, _sizes(2, 11, 11)) == 0
 
 
 def test_restore_after_detach_only_resets_processes_and_tags():
     state = _state_after_surge(_sizes(3, 3, 3), 2, method="detach")[0]
     restored = gs.restore_sizes(state, _sizes(3, 3, 3))
-    assert (restored["max_size"], restored["desired_capacity"], restored["autoscaler_moved"]) == (3, 3, False)
+    assert (restored["max_size"], restored["desired_capacity"], restored["autoscaler_moved"], restored["owed"]) == (3, 3, False, 0)
 
 
-def test_an_interrupted_restore_keeps_the_sizes_it_chose():
-    state = _state_after_surge(_sizes(2, 8, 6), 3)[0]
-    state["restore_sizes"] = _sizes(2, 8, 7)
-    # The first run already set desired 7; recomputing would take the owed surge back a second time.
-    restored = gs.restore_sizes(state, _sizes(2, 8, 7))
-    assert (restored["max_size"], restored["desired_capacity"], restored["scale_in"]) == (8, 7, 0)
+def _instance(instance_id, az, launch_time, node=True, state="InService"):
+    return {"instance_id": instance_id, "az": az, "launch_time": launch_time, "lifecycle_state": state,
+            "node": {"name": "node-" + instance_id} if node else None}
 
 
-def test_restore_never_goes_below_a_minimum_raised_meanwhile():
-    state = _state_after_surge(_sizes(2, 8, 4), 2)[0]
-    restored = gs.restore_sizes(state, _sizes(5, 10, 6))
-    assert restored["min_size"] == 5 and restored["desired_capacity"] == 5
-
-
-# ---- resuming a surge -------------------------------------------------------------------------------------------
-
-def test_a_recorded_surge_not_yet_applied_is_detected_and_completed():
-    original = _sizes(3, 6, 6)
-    state, surged = _state_after_surge(original, 4)
-    assert not gs.surge_applied(state, original)
-    resumed = gs.resume_sizes(state, original)
-    assert (resumed["max_size"], resumed["desired_capacity"]) == (surged["max_size"], surged["desired_capacity"])
-    assert gs.surge_applied(state, _sizes(3, 10, 10))
-    # Paid back partly: still applied (the maximum is the marker).
-    assert gs.surge_applied(state, _sizes(3, 10, 7))
+def test_payback_drains_from_the_fullest_az_newest_first_and_only_nodes_in_service():
+    instances = [_instance("i-1", "a", "2024-01-01T00:00:01Z"), _instance("i-2", "a", "2024-01-01T00:00:02Z"),
+                 _instance("i-3", "a", "2024-01-01T00:00:03Z"), _instance("i-4", "b", "2024-01-01T00:00:04Z"),
+                 _instance("i-5", "b", "2024-01-01T00:00:05Z"), _instance("i-6", "c", "2024-01-01T00:00:06Z", node=False),
+                 _instance("i-7", "c", "2024-01-01T00:00:07Z", state="Pending")]
+    ids = [instance["instance_id"] for instance in instances]
+    chosen = gs.payback_choice(instances, ids, 3)
+    assert [entry["instance_id"] for entry in chosen] == ["i-3", "i-2", "i-5"]   # a ties with b after one: the first AZ by name
+    assert chosen[0] == {"instance_id": "i-3", "az": "a", "node": "node-i-3"}
+    assert gs.payback_choice(instances, ids, 0) == []
+    assert len(gs.payback_choice(instances, ids, 10)) == 5    # never an instance without a node or not in service
+    assert gs.payback_choice(instances, ["i-1"], 2) == [{"instance_id": "i-1", "az": "a", "node": "node-i-1"}]
 
 
 def test_a_surge_inside_the_headroom_is_detected_by_desired():
@@ -165,6 +160,7 @@ def test_detach_and_zero_surges_are_always_applied():
 
 @pytest.mark.parametrize("value, expected", [
     (True, 3), (False, 0), (None, 0), (0, 0), (2, 2), (3, 3), ("2", 2), ("1", 1), ("0", 0), ("yes", 3), ("false", 0),
+    ("owed", gs.DECREMENT_OWED), (" Owed ", gs.DECREMENT_OWED),
 ])
 def test_decrement_count(value, expected):
     assert gs.decrement_count(value, 3) == expected
@@ -174,8 +170,8 @@ def test_decrement_count(value, expected):
 def test_decrement_count_refuses_with_the_field_and_range(value):
     with pytest.raises(PlanError) as error:
         gs.decrement_count(value, 3)
-    assert str(error.value) == ("decrement_desired_capacity: %r is not allowed; use true, false or a whole number between 0 and 3 "
-                                "(the number of instance_ids)" % (value,))
+    assert str(error.value) == ("decrement_desired_capacity: %r is not allowed; use true, false, owed or a whole number between 0 and "
+                                "3 (the number of instance_ids)" % (value,))
 
 
 @given(st.lists(st.sampled_from(["i-a", "i-b", "i-c", "i-d", "i-e"]), unique=True, max_size=5),
@@ -189,16 +185,14 @@ def test_choose_decrements_takes_members_in_listed_order(ids, members, count):
 def test_check_decrement_refuses_going_below_min_or_the_owed_surge():
     with pytest.raises(PlanError, match="below its min size 6; decrement at most 0"):
         gs.check_decrement(_sizes(6, 6, 6), 1, None, "workers")
-    state = {"rollout_id": "r-1", "method": "scale", "surge_owed": 1}
+    state = {"rollout_id": "r-1", "method": "scale", "surge_owed": 1, "original_desired_capacity": 6}
     with pytest.raises(PlanError, match=r"more than the surge still owed \(1\) by rollout r-1"):
         gs.check_decrement(_sizes(3, 12, 9), 2, state, "workers")
     gs.check_decrement(_sizes(3, 12, 9), 1, state, "workers")
     gs.check_decrement(_sizes(6, 6, 6), 0, state, "workers")
-
-
-def test_owed_after():
-    assert gs.owed_after({"surge_owed": 3}, 2) == 1
-    assert gs.owed_after({"surge_owed": 1}, 2) == 0
+    # the counter says 1, but desired already stands at the original: nothing is owed
+    with pytest.raises(PlanError, match=r"more than the surge still owed \(0\)"):
+        gs.check_decrement(_sizes(3, 12, 6), 1, state, "workers")
 
 
 # ---- detach and settle ------------------------------------------------------------------------------------------
