@@ -31,7 +31,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template im
 from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_int_or_percent, rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import StateError, group_state
-from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch
+from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch, instance_id_of
 
 _PUBLIC_INSTANCE_KEYS = ("instance_id", "az", "lifecycle_state", "health_status", "launch_template", "image_id",
                          "instance_type", "launch_time", "private_dns_name", "ec2_state", "protected_from_scale_in",
@@ -88,7 +88,8 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
     records = group_instances(ec2, group)
     if nodes is not None:
         # by providerID; failing that by name, as EKS names a node after its instance's private DNS name
-        by_name = {node["name"]: node for node in (node_summary(raw) for raw in raw_nodes or [])}
+        by_name = {node["name"]: node for node in (node_summary(raw) for raw in raw_nodes or [])
+                   if instance_id_of(node["provider_id"]) is None}
         for record in records:
             record["node"] = nodes.get(record["instance_id"]) or by_name.get(record.get("private_dns_name"))
     azs = group_azs(group)

@@ -11,7 +11,8 @@ that still serves pods.
 An instance may be terminated when
 
 - its node in this cluster (the node whose ``spec.providerID`` names the instance, or failing that the node
-  named as the instance's private DNS name, which is how EKS names nodes) is cordoned and holds no pod other
+  named as the instance's private DNS name, as EKS names nodes, when that node's providerID names no EC2
+  instance) is cordoned and holds no pod other
   than DaemonSet pods, mirror pods and pods that have finished; or
 - it has no node in this cluster and never registered: no node names it, while the cluster's nodes do match
   other instances of its group (so the cluster is the right one).
@@ -53,11 +54,16 @@ def node_index(nodes):
 
 
 def node_of(instance, index):
-    """The node of ``instance`` (``{"instance_id", "private_dns_name"}``) in this cluster, or None."""
+    """The node of ``instance`` (``{"instance_id", "private_dns_name"}``) in this cluster, or None.
+
+    A node named after the instance's private DNS name counts only when its providerID names no EC2 instance: private
+    DNS names repeat across VPCs with the same CIDR, so a node of another cluster can carry the same name."""
     by_instance, by_name = index
     node = by_instance.get(instance["instance_id"])
     if node is None and instance.get("private_dns_name"):
-        node = by_name.get(instance["private_dns_name"])
+        named = by_name.get(instance["private_dns_name"])
+        if named is not None and instance_id_of((named.get("spec") or {}).get("providerID")) is None:
+            node = named
     return node
 
 

@@ -53,6 +53,15 @@ def test_a_node_must_be_cordoned_and_hold_only_daemonset_mirror_or_finished_pods
         assert refused_because in refusals[0]["reason"] and refusals[0]["reason"].endswith("drain it first (node_drain)")
 
 
+def test_a_node_of_another_instance_with_the_same_name_is_not_this_instances_node():
+    # private DNS names repeat across VPCs with one CIDR: a node named ip-1 whose providerID names i-77 is somebody else's
+    nodes = [_node("ip-1", "i-77"), _node("ip-2", "i-88")]
+    refusals = gate.termination_refusals([GROUP[0]], GROUP, nodes, {}, "workers")
+    assert refusals[0]["node"] is None and "neither has any other instance" in refusals[0]["reason"]
+    serving = [dict(instance, lifecycle_state="InService") for instance in GROUP]
+    assert gate.cluster_mismatch("workers", serving, nodes) is not None
+
+
 def test_pods_not_read_are_not_taken_as_none():
     refusals = gate.termination_refusals([GROUP[0]], GROUP, [_node("ip-1", "i-1")], {}, "workers")
     assert "the pods of node ip-1 were not read" in refusals[0]["reason"]

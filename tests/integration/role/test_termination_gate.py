@@ -1,0 +1,209 @@
+"""The termination gate end to end: paths that used to terminate or scale in a node still running pods.
+
+Each test puts Deployment pods (behind PodDisruptionBudgets) on the nodes being acted on, runs the upgrade playbook
+as a user does, and asserts the invariant report: no pod killed or deleted without eviction, no budget violated, and
+the group back at its original size with nothing of the rollout left on it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.integration.harness import ROOT, wait_until
+from tests.integration.modules.conftest import assert_safe
+
+GROUP = "sandbox-nodes"
+DEMO = os.path.join("tests", "sandbox", "workloads", "demo.yaml")
+TAINT = "nodeops.rollout/outdated"
+FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
+        "rolling_update_drain_timeout=2m", "rolling_update_node_ready_timeout=5m"]
+
+
+def playbook(sandbox, tmp_path, extra=(), group_item=None, kubeconfig=None, name="upgrade.yml"):
+    """Run a playbook of the collection over one cluster; returns (rc, output, result file's JSON or None)."""
+    report = tmp_path / ("result-%d.json" % len(list(tmp_path.glob("result-*.json"))))
+    host = {
+        "ansible_python_interpreter": sys.executable,
+        "rolling_update_aws": {"region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"]},
+        "rolling_update_k8s": {"kubeconfig": kubeconfig or sandbox.state["kubeconfig"]},
+        "rolling_update_node_groups": [group_item or {"name": GROUP, "image_id": sandbox.state["amis"]["new"]}],
+        "rolling_update_report_file": str(report),
+    }
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"clusters": {"hosts": {"cluster": host}}}))
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory), os.path.join("playbooks", name)]
+    for item in list(FAST) + list(extra):
+        cmd += ["-e", item]
+    env = sandbox.ansible_env()
+    env.pop("K8S_AUTH_KUBECONFIG", None)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, check=False)
+    result = json.loads(report.read_text()) if report.exists() else None
+    return proc.returncode, proc.stdout, result
+
+
+def group_of(sandbox):
+    return sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+
+
+def sizes(sandbox):
+    group = group_of(sandbox)
+    return group["MinSize"], group["MaxSize"], group["DesiredCapacity"]
+
+
+def node_of(sandbox, instance_id):
+    for node in sandbox.core().list_node().items:
+        if (node.spec.provider_id or "").endswith("/" + instance_id):
+            return node
+    return None
+
+
+def workload_pods(sandbox, node_name):
+    pods = sandbox.core().list_pod_for_all_namespaces(field_selector="spec.nodeName=%s" % node_name).items
+    return [pod.metadata.name for pod in pods
+            if not any(ref.kind == "DaemonSet" for ref in pod.metadata.owner_references or []) and pod.metadata.namespace == "shop"]
+
+
+def assert_rolled_and_clean(sandbox, original, version):
+    """Every instance on ``version``, the original sizes, no tag, taint, cordon or label of ours, nothing suspended."""
+    group = group_of(sandbox)
+    assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == original
+    assert {instance["LaunchTemplate"]["Version"] for instance in group["Instances"]} == {str(version)}
+    assert not [tag for tag in group["Tags"] if tag["Key"].startswith("nodeops.rollout/")]
+    assert group["SuspendedProcesses"] == []
+    for node in sandbox.core().list_node().items:
+        assert not node.spec.unschedulable, node.metadata.name
+        assert not [taint for taint in node.spec.taints or [] if taint.key == TAINT], node.metadata.name
+        assert "nodeops.rollout/cordoned" not in (node.metadata.annotations or {}), node.metadata.name
+        assert "node.kubernetes.io/exclude-from-external-load-balancers" not in (node.metadata.labels or {}), node.metadata.name
+
+
+def assert_deployments_whole(sandbox):
+    for deployment in sandbox.apps().list_namespaced_deployment("shop").items:
+        assert (deployment.status.ready_replicas or 0) == deployment.spec.replicas, deployment.metadata.name
+
+
+@pytest.fixture
+def sandbox(start_sandbox):
+    handle = start_sandbox(nodes=3, azs=3, speed=20, workloads=[DEMO])
+    yield handle
+
+
+def test_an_instance_that_left_by_other_means_never_turns_into_an_undrained_scale_in(sandbox, tmp_path):
+    """A run killed between TerminateInstanceInAutoScalingGroup (decrementing) and its surge-owed tag write leaves the
+    counter one too high. The next run used to lower desired by that counter at the end, and the group scaled in a new
+    node that ran pods."""
+    original = sizes(sandbox)
+    pointed = sandbox.run_module("launch_template_version", asg_name=GROUP, image_id=sandbox.state["amis"]["new"])
+    assert pointed["rc"] == 0, pointed["output"][-2000:]
+    surged = sandbox.run_module("asg_surge", name=GROUP, state="surged", surge=3, wait=True)
+    assert surged["rc"] == 0, surged["output"][-2000:]
+    outdated = [instance for instance in sandbox.run_module("node_group_info", name=GROUP)["node_groups"][0]["instances"]
+                if instance["image_id"] == sandbox.state["amis"]["old"]]
+    assert len(outdated) == 3, outdated
+    victim = outdated[0]
+    assert workload_pods(sandbox, victim["node"]["name"]), "the victim must hold Deployment pods for this test to mean anything"
+    drained = sandbox.run_module("node_drain", nodes=[victim["node"]["name"]], module_args={"timeout": "2m"})
+    assert drained["rc"] == 0, drained["output"][-2000:]
+    # the killed run's termination: desired decremented, the tag not written
+    sandbox.aws("autoscaling").terminate_instance_in_auto_scaling_group(InstanceId=victim["instance_id"], ShouldDecrementDesiredCapacity=True)
+    rc, out, result = playbook(sandbox, tmp_path)
+    assert rc == 0, out[-4000:]
+    assert result["node_groups"][0]["status"] == "replaced"
+    report = sandbox.report()
+    assert_safe(report)
+    assert_rolled_and_clean(sandbox, original, 2)
+    assert_deployments_whole(sandbox)
+    assert report["evictions"]["max_evictions_per_pod"] <= 1
+
+
+def test_instances_of_another_cluster_are_never_terminated_and_the_mismatch_is_named(sandbox, start_sandbox, tmp_path):
+    """A kubeconfig that points at another cluster: no node matches, so the rollout used to "drain 0 nodes" and then
+    terminate instances whose pods were never evicted."""
+    other = start_sandbox(nodes=2, azs=2, speed=20)
+    assert any(workload_pods(sandbox, node.metadata.name) for node in sandbox.core().list_node().items)
+    since = sandbox.now()
+    rc, out, _ = playbook(sandbox, tmp_path, kubeconfig=other.state["kubeconfig"])
+    assert rc != 0
+    assert "is a node of this Kubernetes cluster" in out and "none of the 3 instances in service" in out
+    assert all(instance["InstanceId"] in out for instance in group_of(sandbox)["Instances"])
+    assert [event for event in sandbox.mutating_requests(since=since)] == []
+    assert [event for event in other.mutating_requests(since=0.0)] == []
+    assert_safe(sandbox.report())
+    assert sizes(sandbox) == (3, 3, 3)
+
+
+def test_a_rerun_after_a_restore_that_was_killed_does_not_surge_again(sandbox, tmp_path):
+    """The tags a restore leaves when it is killed after its resize: the rerun used to surge again, and its restore then
+    scaled in without a drain."""
+    original = sizes(sandbox)
+    rc, out, _ = playbook(sandbox, tmp_path)
+    assert rc == 0, out[-4000:]
+    group = group_of(sandbox)
+    template = group["LaunchTemplate"]["LaunchTemplateId"]
+    tags = {"rollout-id": "r-killed", "method": "scale", "original-min": "3", "original-max": "3", "original-desired": "3",
+            "surge": "3", "surge-owed": "3", "surged-max": "6", "target-launch-template": template, "target-version": "2",
+            "suspended-processes": "", "started-at": "2026-11-23T00:00:00Z", "restore-sizes": "3,3,3"}
+    sandbox.aws("autoscaling").create_or_update_tags(Tags=[
+        {"ResourceId": GROUP, "ResourceType": "auto-scaling-group", "Key": "nodeops.rollout/" + key, "Value": value,
+         "PropagateAtLaunch": False} for key, value in tags.items()])
+    since = sandbox.now()
+    rc, out, result = playbook(sandbox, tmp_path)
+    assert rc == 0, out[-4000:]
+    history = [entry for entry in sandbox.report()["asg_size_history"][GROUP] if entry["t"] >= since]
+    assert all(entry["desired"] <= 3 and entry["max"] <= 3 for entry in history), history
+    assert result["node_groups"][0]["status"] == "replaced"
+    assert_safe(sandbox.report())
+    assert_rolled_and_clean(sandbox, original, 2)
+
+
+def test_a_target_changed_after_a_failed_batch_gives_back_the_nodes_it_had_cordoned(sandbox, tmp_path):
+    """Run 1 stops on a budget that never allows; run 2 rolls back to version 1, so the node run 1 cordoned and
+    drained is up to date again. It used to stay cordoned (counted as capacity), fail validation, and keep our marks."""
+    sandbox.apply("""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: pinned, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: pinned}}
+  template:
+    metadata: {labels: {app: pinned}}
+    spec:
+      containers: [{name: pinned, image: registry.example/pinned:1}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: pinned, namespace: shop}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: pinned}}
+""")
+    wait_until("the pinned pod to be Ready", lambda: (sandbox.apps().read_namespaced_deployment("pinned", "shop").status.ready_replicas or 0) == 1)
+    original = sizes(sandbox)
+    rc, out, _ = playbook(sandbox, tmp_path, extra=["rolling_update_drain_timeout=20s", "rolling_update_restart_single_replica=false",
+                                                    "rolling_update_max_unavailable=3"])
+    assert rc != 0 and "pinned" in out, out[-4000:]
+    cordoned = [node.metadata.name for node in sandbox.core().list_node().items if node.spec.unschedulable]
+    assert cordoned, "run 1 must leave a cordoned node behind for this test to mean anything"
+    rc, out, result = playbook(sandbox, tmp_path, group_item={"name": GROUP, "launch_template_version": 1})
+    assert rc == 0, out[-4000:]
+    assert result["node_groups"][0]["status"] == "replaced"
+    assert_rolled_and_clean(sandbox, original, 1)
+    assert_deployments_whole(sandbox)
+    assert_safe(sandbox.report())
+
+
+def test_the_start_of_a_run_names_no_undrained_instance_for_termination(sandbox):
+    """instance_terminate itself, as any caller would use it: a node with Deployment pods is refused, nothing changes."""
+    instance = group_of(sandbox)["Instances"][0]["InstanceId"]
+    node = node_of(sandbox, instance)
+    assert workload_pods(sandbox, node.metadata.name)
+    since = sandbox.now()
+    result = sandbox.run_module("instance_terminate", asg_name=GROUP, instance_ids=[instance])
+    assert result["rc"] != 0 and "is not cordoned" in result["msg"] and "still runs" in result["msg"]
+    assert sandbox.mutating_requests(since=since) == []
+    assert_safe(sandbox.report())
