@@ -80,8 +80,9 @@ notes:
   - The AWS options are used only with O(eks_cluster).
   - Needs C(get), C(create) and C(update) on C(leases) in group C(coordination.k8s.io) in O(namespace) (see
     C(docs/rbac.md)).
-  - If a run was killed and you are sure it is gone, delete its Lease (C(kubectl -n kube-system delete lease
-    <name>)) to let the next run start before the Lease expires.
+  - If a run was killed and you are sure it is gone, release its lock as that run to let the next run start before the
+    Lease expires - O(state=released) with O(holder) set to the holder the refusal names (see EXAMPLES) - or delete
+    the Lease (C(kubectl -n kube-system delete lease <name>)).
 seealso:
   - name: Kubernetes Leases
     description: How Leases are used for leader election and locks.
@@ -107,6 +108,12 @@ EXAMPLES = r"""
   nodeops.rollout.rollout_lock:
     name: workers
     holder: "{{ workers_lock.lease.holder }}"
+    state: released
+
+- name: Free a group whose run was killed (only if you know it is gone) - release the lock as the holder named
+  nodeops.rollout.rollout_lock:
+    name: workers
+    holder: awx-job-41@awx-ee-7f9c4/0a1b2c3d
     state: released
 """
 
