@@ -19,7 +19,7 @@ import traceback
 from ansible_collections.nodeops.rollout.plugins.module_utils import plan
 
 try:
-    from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, PolicyV1Api
+    from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api
     from kubernetes.client.exceptions import ApiException
 except ImportError:
     HAS_KUBERNETES = False
@@ -86,13 +86,14 @@ def with_pool_size(api_client, size):
 
 
 class KubeApi:
-    """Thin JSON-in, JSON-out wrapper over the kubernetes client for nodes, pods, budgets and workloads."""
+    """Thin JSON-in, JSON-out wrapper over the kubernetes client for nodes, pods, budgets, workloads and leases."""
 
     def __init__(self, api_client, sleep=time.sleep, attempts=READ_ATTEMPTS, request_timeout=REQUEST_TIMEOUT):
         self.client = api_client
         self.core = CoreV1Api(api_client)
         self.apps = AppsV1Api(api_client)
         self.policy = PolicyV1Api(api_client)
+        self.coordination = CoordinationV1Api(api_client)
         self.sleep = sleep
         self.attempts = attempts
         self.request_timeout = request_timeout
@@ -181,3 +182,16 @@ class KubeApi:
 
     def patch_deployment(self, namespace, name, patch):
         return self._call(self.apps.patch_namespaced_deployment, name, namespace, patch, _content_type=STRATEGIC_MERGE_PATCH)
+
+    # ---- leases (the rollout lock) ----------------------------------------------------------------
+    # Retrying the writes is safe: a create or update that succeeded before its answer was lost comes back as 409
+    # (AlreadyExists, or Conflict on the resourceVersion it carried), and the caller reads the lease again.
+    def get_lease(self, namespace, name):
+        return self._call(self.coordination.read_namespaced_lease, name, namespace)
+
+    def create_lease(self, namespace, body):
+        return self._call(self.coordination.create_namespaced_lease, namespace, body)
+
+    def replace_lease(self, namespace, name, body):
+        """PUT the whole lease; the ``metadata.resourceVersion`` in ``body`` makes a stale write fail with 409."""
+        return self._call(self.coordination.replace_namespaced_lease, name, namespace, body)

@@ -35,7 +35,8 @@ def make_client(url, user_agent=None):
     if user_agent:
         api_client.user_agent = user_agent
     return SimpleNamespace(core=client.CoreV1Api(api_client), apps=client.AppsV1Api(api_client),
-                           policy=client.PolicyV1Api(api_client), raw=api_client)
+                           policy=client.PolicyV1Api(api_client), coordination=client.CoordinationV1Api(api_client),
+                           raw=api_client)
 
 
 def start_sandbox(history=250000, speed=100.0):
@@ -171,7 +172,7 @@ def test_discovery_serves_version_groups_and_eviction_as_policy_v1_kind_eviction
     assert api["kind"] == "APIVersions" and api["versions"] == ["v1"]
     status, _headers, apis = raw(sb, "GET", "/apis")
     groups = {g["name"]: [v["groupVersion"] for v in g["versions"]] for g in apis["groups"]}
-    assert groups == {"apps": ["apps/v1"], "policy": ["policy/v1"]}
+    assert groups == {"apps": ["apps/v1"], "coordination.k8s.io": ["coordination.k8s.io/v1"], "policy": ["policy/v1"]}
     aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
     status, headers, core = raw(sb, "GET", "/api/v1", headers={"Accept": aggregated})
     assert status == 200 and headers["Content-Type"] == "application/json"
@@ -726,6 +727,107 @@ def test_invalid_objects_are_422_naming_the_field(sb):
     assert (status, body["reason"]) == (400, "BadRequest")
     status, _headers, body = raw(sb, "POST", "/api/v1/namespaces/shop/pods", b"{not json")
     assert (status, body["reason"]) == (400, "BadRequest")
+
+
+# ---- leases (coordination.k8s.io/v1): what a lock held by one run at a time rests on -------------------
+def lease_body(name, holder="run-a", renew="2026-11-23T10:00:00.000000Z", duration=60, **spec):
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name},
+            "spec": dict({"holderIdentity": holder, "leaseDurationSeconds": duration, "acquireTime": renew,
+                          "renewTime": renew, "leaseTransitions": 0}, **spec)}
+    return body
+
+
+def test_leases_are_discovered_as_coordination_v1_namespaced_with_every_verb(sb):
+    apis = raw(sb, "GET", "/apis")[2]
+    coordination = next(g for g in apis["groups"] if g["name"] == "coordination.k8s.io")
+    assert coordination["preferredVersion"] == {"groupVersion": "coordination.k8s.io/v1", "version": "v1"}
+    group = raw(sb, "GET", "/apis/coordination.k8s.io")[2]
+    assert group["kind"] == "APIGroup" and group["name"] == "coordination.k8s.io"
+    resources = raw(sb, "GET", "/apis/coordination.k8s.io/v1")[2]
+    assert resources["groupVersion"] == "coordination.k8s.io/v1"
+    assert resources["resources"] == [{"name": "leases", "singularName": "lease", "namespaced": True, "kind": "Lease",
+                                       "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                                                 "watch"]}]
+    status, _headers, body = raw(sb, "GET", "/apis/coordination.k8s.io/v1/leases")
+    assert status == 200 and body["kind"] == "LeaseList"
+    assert raw(sb, "GET", "/api/v1/namespaces/shop/leases")[0] == 404
+
+
+def test_lease_create_read_list_update_delete_through_the_official_client(sb):
+    created = sb.coordination.create_namespaced_lease(NS, lease_body("lock"))
+    assert created.spec.holder_identity == "run-a" and created.spec.lease_duration_seconds == 60
+    assert created.spec.renew_time.microsecond == 0 and created.spec.renew_time.tzinfo is not None
+    assert created.metadata.namespace == NS and created.metadata.resource_version
+    status, _headers, stored = raw(sb, "GET", "/apis/coordination.k8s.io/v1/namespaces/shop/leases/lock")
+    assert status == 200 and stored["kind"] == "Lease" and stored["apiVersion"] == "coordination.k8s.io/v1"
+    assert stored["spec"]["renewTime"] == "2026-11-23T10:00:00.000000Z"   # stored as sent, six digits
+    assert [item.metadata.name for item in sb.coordination.list_namespaced_lease(NS).items] == ["lock"]
+    assert [item.metadata.name for item in sb.coordination.list_lease_for_all_namespaces().items] == ["lock"]
+    body = dict(stored, spec=dict(stored["spec"], holderIdentity="run-b", renewTime="2026-11-23T10:01:00.000000Z"))
+    replaced = sb.coordination.replace_namespaced_lease("lock", NS, body)
+    assert replaced.spec.holder_identity == "run-b"
+    assert int(replaced.metadata.resource_version) > int(stored["metadata"]["resourceVersion"])
+    sb.coordination.delete_namespaced_lease("lock", NS)
+    code, body = api_error(sb.coordination.read_namespaced_lease, "lock", NS)
+    assert (code, body["reason"], body["message"]) == (404, "NotFound", 'leases.coordination.k8s.io "lock" not found')
+
+
+def test_lease_create_of_an_existing_name_is_409_already_exists(sb):
+    sb.coordination.create_namespaced_lease(NS, lease_body("lock"))
+    code, body = api_error(sb.coordination.create_namespaced_lease, NS, lease_body("lock", holder="run-b"))
+    assert (code, body["reason"]) == (409, "AlreadyExists")
+    assert body["message"] == 'leases.coordination.k8s.io "lock" already exists'
+    assert body["details"] == {"name": "lock", "group": "coordination.k8s.io", "kind": "leases"}
+    assert sb.coordination.read_namespaced_lease("lock", NS).spec.holder_identity == "run-a"
+
+
+def test_lease_update_from_a_stale_resource_version_is_409_conflict_and_changes_nothing(sb):
+    stale = raw(sb, "POST", "/apis/coordination.k8s.io/v1/namespaces/shop/leases", lease_body("lock"))[2]
+    winner = dict(stale, spec=dict(stale["spec"], holderIdentity="run-b"))
+    assert sb.coordination.replace_namespaced_lease("lock", NS, winner).spec.holder_identity == "run-b"
+    loser = dict(stale, spec=dict(stale["spec"], holderIdentity="run-c"))
+    code, body = api_error(sb.coordination.replace_namespaced_lease, "lock", NS, loser)
+    assert (code, body["reason"]) == (409, "Conflict")
+    assert body["message"] == ('Operation cannot be fulfilled on leases.coordination.k8s.io "lock": the object has been '
+                               'modified; please apply your changes to the latest version and try again')
+    patch = {"metadata": {"resourceVersion": stale["metadata"]["resourceVersion"]}, "spec": {"holderIdentity": "run-c"}}
+    assert api_error(sb.coordination.patch_namespaced_lease, "lock", NS, patch)[0] == 409
+    assert sb.coordination.read_namespaced_lease("lock", NS).spec.holder_identity == "run-b"
+
+
+def test_lease_spec_is_validated_as_kube_apiserver_does(sb):
+    path = "/apis/coordination.k8s.io/v1/namespaces/shop/leases"
+    status, _headers, body = raw(sb, "POST", path, lease_body("lock", duration=0))
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == 'Lease.coordination.k8s.io "lock" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0'
+    status, _headers, body = raw(sb, "POST", path, lease_body("lock", leaseTransitions=-1))
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec.leaseTransitions")
+    status, _headers, body = raw(sb, "POST", path, lease_body("Bad_Name"))
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "metadata.name")
+    # MicroTime is decoded with Go's layout 2006-01-02T15:04:05.000000Z07:00: exactly six fractional digits
+    for renew in ("2026-11-23T10:00:00Z", "2026-11-23T10:00:00.123Z", "yesterday", 1700000000):
+        status, _headers, body = raw(sb, "POST", path, lease_body("lock", renew=renew))
+        assert (status, body["reason"]) == (400, "BadRequest"), renew
+        assert body["message"].startswith('Lease in version "v1" cannot be handled as a Lease: '), body
+    status, _headers, body = raw(sb, "POST", path, lease_body("lock", duration="60"))
+    assert (status, body["reason"]) == (400, "BadRequest")
+    assert "LeaseSpec.spec.leaseDurationSeconds of type int32" in body["message"]
+    for renew in ("2026-11-23T10:00:00.123456+02:00", None):
+        status, _headers, body = raw(sb, "POST", path, lease_body("lock-%s" % ("offset" if renew else "null"), renew=renew))
+        assert status == 201, body
+    # an empty holder is a released lease, not an error (client-go's ReleaseOnCancel writes exactly that)
+    status, _headers, body = raw(sb, "POST", path, lease_body("free", holder="", duration=1))
+    assert status == 201 and body["spec"]["holderIdentity"] == ""
+    assert sb.store.try_get("leases", NS, "lock") is None
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_get_leases_shows_the_holder(sb, tmp_path):
+    sb.coordination.create_namespaced_lease(NS, lease_body("lock", holder="awx-job-42@ee/1a2b"))
+    out = kubectl(sb, tmp_path, "-n", NS, "get", "leases")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0].split() == ["NAME", "HOLDER", "AGE"]
+    assert out.stdout.split("\n")[1].split()[:2] == ["lock", "awx-job-42@ee/1a2b"]
 
 
 def test_duplicate_create_is_409_already_exists_and_missing_namespace_404(sb):

@@ -20,7 +20,8 @@ ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "up
 STATUS_VERBS = ["get", "patch", "update"]
 CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"], "daemonsets": ["all"]}
 SINGULAR = {"poddisruptionbudgets": "poddisruptionbudget", "replicasets": "replicaset", "daemonsets": "daemonset",
-            "deployments": "deployment", "namespaces": "namespace", "nodes": "node", "pods": "pod", "events": "event"}
+            "deployments": "deployment", "namespaces": "namespace", "nodes": "node", "pods": "pod", "events": "event",
+            "leases": "lease"}
 
 # plural -> {subresource: (group, version, kind, verbs)}; group None means the parent's group/version
 SUBRESOURCES = {
@@ -55,8 +56,9 @@ def resource_list(group, version):
         if (res.group, res.version) != (group, version):
             continue
         entry = {"name": res.plural, "singularName": SINGULAR.get(res.plural, res.kind.lower()),
-                 "namespaced": res.namespaced, "kind": res.kind, "verbs": list(ALL_VERBS),
-                 "shortNames": list(res.short_names)}
+                 "namespaced": res.namespaced, "kind": res.kind, "verbs": list(ALL_VERBS)}
+        if res.short_names:   # omitempty in APIResource: leases have none
+            entry["shortNames"] = list(res.short_names)
         if res.plural in CATEGORIES:
             entry["categories"] = CATEGORIES[res.plural]
         if res.plural == "namespaces":

@@ -616,6 +616,14 @@ class KubeApiServer:
             raise invalid(res.kind, None, [("metadata", validation.invalid_value(str(obj.get("metadata")), "must be an object"))],
                           res.group)
 
+    @staticmethod
+    def _check_decodes(req, obj):
+        """400 for what the real server's decoder refuses (a Lease's renewTime without six fractional digits, ...)."""
+        error = validation.decode_error(req.res.plural, obj)
+        if error:
+            kind = req.res.kind
+            raise bad_request('%s in version "%s" cannot be handled as a %s: %s' % (kind, req.res.version, kind, error))
+
     def _match_namespace(self, req, meta):
         if not req.res.namespaced:
             meta.pop("namespace", None)
@@ -636,6 +644,7 @@ class KubeApiServer:
             raise unsupported_media_type(("application/json", "application/yaml"))
         obj = req.decode(res.kind)
         self._check_type(req, obj)
+        self._check_decodes(req, obj)
         meta = obj.setdefault("metadata", {})
         self._match_namespace(req, meta)
         if meta.get("resourceVersion"):
@@ -670,6 +679,7 @@ class KubeApiServer:
         if req.sub == "scale":
             return self._write_scale(req, lambda current: obj)
         self._check_type(req, obj)
+        self._check_decodes(req, obj)
         meta = obj.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != req.name:
             raise bad_request("the name of the object (%s) does not match the name on the URL (%s)" % (meta["name"], req.name))
@@ -696,6 +706,7 @@ class KubeApiServer:
                 raise invalid(req.res.kind, req.name, [("patch", validation.invalid_value(str(patched), "must be an object"))],
                               req.res.group)
             self._check_type(req, patched)
+            self._check_decodes(req, patched)
             meta = patched.setdefault("metadata", {})
             if meta.get("name") != req.name:
                 raise bad_request("the name of the object (%s) does not match the name on the URL (%s)" % (meta.get("name"), req.name))

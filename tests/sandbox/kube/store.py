@@ -35,6 +35,7 @@ RESOURCES = {r.plural: r for r in (
     Resource("replicasets", "apps", "v1", "ReplicaSet", True, ["rs"]),
     Resource("daemonsets", "apps", "v1", "DaemonSet", True, ["ds"]),
     Resource("poddisruptionbudgets", "policy", "v1", "PodDisruptionBudget", True, ["pdb"]),
+    Resource("leases", "coordination.k8s.io", "v1", "Lease", True, []),
 )}
 
 

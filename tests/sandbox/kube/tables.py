@@ -114,6 +114,10 @@ def _pdb_row(pdb, _age):
             str(spec["maxUnavailable"]) if "maxUnavailable" in spec else "N/A", status.get("disruptionsAllowed", 0), _age]
 
 
+def _lease_row(lease, _age):
+    return [(lease.get("spec") or {}).get("holderIdentity") or "", _age]
+
+
 def _namespace_row(ns, _age):
     return [(ns.get("status") or {}).get("phase", "Active"), _age]
 
@@ -158,6 +162,7 @@ PRINTERS = {
                               _col("Allowed Disruptions", "Calculated number of pods that may be disrupted at this time.",
                                    "integer"), AGE], _pdb_row),
     "namespaces": ([_col("Status", "The status of the namespace"), AGE], _namespace_row),
+    "leases": ([_col("Holder", "The holder of the lease."), AGE], _lease_row),
 }
 
 

@@ -31,6 +31,12 @@ NAME_PART_MSG = ("name part must consist of alphanumeric characters, '-', '_' or
                  "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
                  "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
 
+# metav1.MicroTime (Lease acquireTime/renewTime) is decoded with Go's time.Parse and exactly this layout: six
+# fractional digits, then Z or an offset. "...:05Z" or "...:05.123Z" are refused before validation (400).
+MICRO_TIME_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
+_MICRO_TIME = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.[0-9]{6}(Z|[+-][0-9]{2}:[0-9]{2})$")
+INT32_MAX = 2 ** 31 - 1
+
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
@@ -170,6 +176,66 @@ def default(plural, obj, create):
         if create:
             obj["spec"] = {"finalizers": ["kubernetes"]}
             obj["status"] = {"phase": "Active"}
+
+
+# ---- decoding ----------------------------------------------------------------------------------------
+def _go_json_type(value):
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _micro_time_error(value):
+    """Why Go's MicroTime.UnmarshalJSON refuses ``value``, or None (null is the zero time)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return "json: cannot unmarshal %s into Go value of type string" % _go_json_type(value)
+    match = _MICRO_TIME.match(value)
+    if match:
+        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+        in_range = 1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 60
+        if in_range:
+            return None
+    return 'parsing time "%s" as "%s": cannot parse "%s" as "%s"' % (value, MICRO_TIME_LAYOUT, value, MICRO_TIME_LAYOUT)
+
+
+def _lease_decode_error(spec):
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        return "json: cannot unmarshal %s into Go struct field Lease.spec of type v1.LeaseSpec" % _go_json_type(spec)
+    holder = spec.get("holderIdentity")
+    if holder is not None and not isinstance(holder, str):
+        return ("json: cannot unmarshal %s into Go struct field LeaseSpec.spec.holderIdentity of type string"
+                % _go_json_type(holder))
+    for field in ("leaseDurationSeconds", "leaseTransitions"):
+        value = spec.get(field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) \
+                or not -INT32_MAX - 1 <= value <= INT32_MAX:
+            what = _go_json_type(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else "number %s" % value
+            return "json: cannot unmarshal %s into Go struct field LeaseSpec.spec.%s of type int32" % (what, field)
+    for field in ("acquireTime", "renewTime"):
+        error = _micro_time_error(spec.get(field))
+        if error:
+            return error
+    return None
+
+
+def decode_error(plural, obj):
+    """What kube-apiserver's decoder refuses before defaulting and validation, in its words (the caller answers
+    400 BadRequest ``<Kind> in version "v1" cannot be handled as a <Kind>: <this>``); None when ``obj`` decodes.
+
+    Only typed fields whose JSON form a client can get wrong are modelled: a Lease's times and integers."""
+    if plural == "leases":
+        return _lease_decode_error(obj.get("spec"))
+    return None
 
 
 # ---- validation --------------------------------------------------------------------------------------
@@ -487,6 +553,18 @@ def _pdb_errors(obj, causes):
         causes.append(("spec.unhealthyPodEvictionPolicy", unsupported(policy, EVICTION_POLICIES)))
 
 
+def _lease_errors(obj, causes):
+    """coordination/validation.ValidateLeaseSpec (v1.30): the duration must be positive, the transitions not
+    negative; holderIdentity is free-form."""
+    spec = obj.get("spec") or {}
+    duration = spec.get("leaseDurationSeconds")
+    if duration is not None and duration <= 0:
+        causes.append(("spec.leaseDurationSeconds", invalid_value(duration, "must be greater than 0")))
+    transitions = spec.get("leaseTransitions")
+    if transitions is not None and transitions < 0:
+        causes.append(("spec.leaseTransitions", invalid_value(transitions, "must be greater than or equal to 0")))
+
+
 def _node_errors(obj, old, causes):
     spec = obj.get("spec") or {}
     seen = set()
@@ -560,6 +638,8 @@ def validate(plural, obj, old=None):
         _pdb_errors(obj, causes)
     elif plural == "nodes":
         _node_errors(obj, old, causes)
+    elif plural == "leases":
+        _lease_errors(obj, causes)
     elif plural == "events":
         if not isinstance(obj.get("involvedObject"), dict):
             causes.append(("involvedObject", REQUIRED))

@@ -1,0 +1,226 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""One rollout per node group at a time: what to do with the group's ``coordination.k8s.io/v1`` Lease.
+
+Pure: the Lease as the API returns it (a JSON dict, or None when there is none), our holder identity and the
+time now in, a decision out; no kubernetes import. The I/O half (``locks.py``) reads the Lease, calls
+:func:`decide_acquire` or :func:`decide_release`, and writes the returned spec with the resourceVersion it read,
+so that of two runs deciding at once only one write succeeds (the other gets 409 and decides again).
+
+The semantics are client-go leader election's (``tools/leaderelection``):
+
+- a Lease with no holder, or whose ``renewTime + leaseDurationSeconds`` is past, is free: we take it, and count a
+  transition when it was someone else's;
+- a Lease we hold is renewed (its ``acquireTime`` and transitions kept);
+- a Lease another identity holds and has renewed recently enough is refused, naming the holder and when the
+  Lease expires;
+- on release (``ReleaseOnCancel``) the holder is cleared, the duration set to 1 second and the times to now, so
+  the next run may acquire at once; a Lease that is no longer ours is left alone.
+
+A held Lease whose times or duration cannot be read is refused, not taken over: nobody can tell when it
+expires, and taking it could put two rollouts on one group.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import re
+
+LEASE_PREFIX = "nodeops-rollout-"
+# A DNS-1123 label, short enough to be a label value and readable in `kubectl get leases`.
+MAX_NAME_LENGTH = 63
+HASH_LENGTH = 8
+INT32_MAX = 2 ** 31 - 1
+MICRO_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+ACQUIRE_ACTIONS = ("create", "acquire", "take_over", "renew", "refuse")
+RELEASE_ACTIONS = ("release", "none")
+
+_DNS_LABEL_CHARS = re.compile(r"[^a-z0-9]+")
+_RFC3339 = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$")
+
+
+class LockError(ValueError):
+    """Bad input; the message names the field and what is allowed."""
+
+
+def lease_name(group):
+    """The Lease of node group ``group``: ``nodeops-rollout-<group>`` as a DNS-1123 label.
+
+    A group name that is already lower case letters, digits and single dashes is kept as it is. Any other name is
+    lower-cased, every run of other characters becomes one dash, and the first 8 hex digits of the SHA-256 of the
+    exact group name are appended, so that two groups whose names differ only in case or punctuation
+    (``Workers_A``, ``workers-a``) never share a Lease. A name too long for 63 characters is cut and hashed too.
+    """
+    if not isinstance(group, str) or not group.strip():
+        raise LockError("name: %r is not allowed; use the node group's (Auto Scaling group's) name" % (group,))
+    slug = _DNS_LABEL_CHARS.sub("-", group.lower()).strip("-")
+    plain = LEASE_PREFIX + slug
+    if slug == group and len(plain) <= MAX_NAME_LENGTH:
+        return plain
+    digest = hashlib.sha256(group.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    room = MAX_NAME_LENGTH - len(LEASE_PREFIX) - HASH_LENGTH - 1
+    slug = slug[:room].strip("-")
+    return "%s%s-%s" % (LEASE_PREFIX, slug, digest) if slug else LEASE_PREFIX + digest
+
+
+def micro_time(moment):
+    """``moment`` (an aware datetime) as a Kubernetes MicroTime: UTC, six fractional digits, ``Z``.
+
+    The API server decodes MicroTime with Go's ``2006-01-02T15:04:05.000000Z07:00`` and refuses anything else, such
+    as the ``...:05+00:00`` Python's isoformat() gives for a whole second."""
+    return moment.astimezone(datetime.timezone.utc).strftime(MICRO_TIME_FORMAT)
+
+
+def parse_time(text):
+    """An RFC 3339 time (any number of fractional digits) as an aware datetime, or None when it is not one."""
+    if not isinstance(text, str):
+        return None
+    match = _RFC3339.match(text.strip())
+    if not match:
+        return None
+    year, month, day, hour, minute, second = (int(group) for group in match.groups()[:6])
+    fraction = match.group(7) or ".0"
+    micros = int((fraction[1:] + "000000")[:6])
+    zone = match.group(8).upper()
+    if zone == "Z":
+        offset = datetime.timezone.utc
+    else:
+        sign = -1 if zone[0] == "-" else 1
+        offset = datetime.timezone(sign * datetime.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
+    try:
+        return datetime.datetime(year, month, day, hour, minute, second, micros, tzinfo=offset)
+    except ValueError:
+        return None
+
+
+def short_time(moment):
+    """``2026-11-23T10:15:00Z``: the times a person reads in a message, to the second."""
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_holder(holder):
+    """The holder identity, stripped; refused when empty (an empty holder means "nobody" in a Lease)."""
+    if not isinstance(holder, str) or not holder.strip():
+        raise LockError("holder: %r is not allowed; use a non-empty identity of this run, for example "
+                        "'awx-job-42@awx-ee-7f9c4/0a1b2c3d'" % (holder,))
+    return holder.strip()
+
+
+def check_duration(seconds):
+    """Whole seconds of a Lease's duration: more than 0 and at most what an int32 holds (the API's type)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 < seconds <= INT32_MAX:
+        raise LockError("duration: %r is not allowed; use a duration of at least one second" % (seconds,))
+    return seconds
+
+
+def lease_state(lease, now):
+    """What a Lease says, read once: ``holder`` ("" for nobody), ``acquired``/``renewed``/``expires`` (datetimes
+    or None), ``duration`` (seconds or None), ``transitions``, ``resource_version``, ``expired`` and, when the
+    Lease is held but its renewal or duration cannot be read, ``unreadable`` saying which field is wrong."""
+    spec = (lease or {}).get("spec") or {}
+    holder = spec.get("holderIdentity") or ""
+    if not isinstance(holder, str):
+        holder = str(holder)
+    duration = spec.get("leaseDurationSeconds")
+    if isinstance(duration, bool) or not isinstance(duration, int) or duration <= 0:
+        duration = None
+    transitions = spec.get("leaseTransitions")
+    if isinstance(transitions, bool) or not isinstance(transitions, int) or transitions < 0:
+        transitions = 0
+    acquired, renewed = parse_time(spec.get("acquireTime")), parse_time(spec.get("renewTime"))
+    state = {"holder": holder, "acquired": acquired, "renewed": renewed, "duration": duration, "transitions": transitions,
+             "resource_version": ((lease or {}).get("metadata") or {}).get("resourceVersion"), "expires": None,
+             "expired": True, "unreadable": None}
+    if renewed is not None and duration is not None:
+        state["expires"] = renewed + datetime.timedelta(seconds=duration)
+        state["expired"] = state["expires"] < now
+    elif holder:
+        if renewed is None:
+            state["unreadable"] = "spec.renewTime %r is not a time" % (spec.get("renewTime"),)
+        else:
+            state["unreadable"] = "spec.leaseDurationSeconds %r is not a number of seconds" % (spec.get("leaseDurationSeconds"),)
+        state["expired"] = False
+    return state
+
+
+def _spec(holder, now, duration, acquired, transitions):
+    return {"holderIdentity": holder, "leaseDurationSeconds": duration, "acquireTime": micro_time(acquired),
+            "renewTime": micro_time(now), "leaseTransitions": transitions}
+
+
+def decide_acquire(lease, holder, now, duration):
+    """What to do to hold the Lease for ``duration`` seconds from ``now``.
+
+    Returns ``{"action", "spec", "state"}``: ``action`` is one of ``create`` (no Lease yet), ``acquire`` (free: no
+    holder), ``take_over`` (another holder's Lease has expired), ``renew`` (ours) or ``refuse`` (another holder's,
+    not expired or unreadable; ``spec`` is None then); ``state`` is :func:`lease_state` of the Lease as read.
+    """
+    holder = check_holder(holder)
+    duration = check_duration(duration)
+    if lease is None:
+        return {"action": "create", "spec": _spec(holder, now, duration, now, 0), "state": None}
+    state = lease_state(lease, now)
+    if state["holder"] == holder:
+        acquired = state["acquired"] or now
+        return {"action": "renew", "spec": _spec(holder, now, duration, acquired, state["transitions"]), "state": state}
+    if not state["holder"]:
+        return {"action": "acquire", "spec": _spec(holder, now, duration, now, state["transitions"] + 1), "state": state}
+    if state["unreadable"] or not state["expired"]:
+        return {"action": "refuse", "spec": None, "state": state}
+    return {"action": "take_over", "spec": _spec(holder, now, duration, now, state["transitions"] + 1), "state": state}
+
+
+def decide_release(lease, holder, now):
+    """What to do to give the Lease up: ``{"action": "release" | "none", "spec", "state", "reason"}``.
+
+    Only our own Lease is released (client-go's ReleaseOnCancel: no holder, a duration of 1 second, the times set
+    to now, transitions kept). No Lease, a free one, or one another run holds now (ours expired and was taken over)
+    is left as it is; ``reason`` says which."""
+    holder = check_holder(holder)
+    if lease is None:
+        return {"action": "none", "spec": None, "state": None, "reason": "no lease"}
+    state = lease_state(lease, now)
+    if not state["holder"]:
+        return {"action": "none", "spec": None, "state": state, "reason": "not held"}
+    if state["holder"] != holder:
+        return {"action": "none", "spec": None, "state": state, "reason": "held by %s" % state["holder"]}
+    return {"action": "release", "spec": _spec("", now, 1, now, state["transitions"]), "state": state}
+
+
+def _in_words(seconds):
+    seconds = max(0, int(round(seconds)))
+    if seconds < 120:
+        return "%ds" % seconds
+    if seconds < 7200:
+        return "%dm" % (seconds // 60)
+    return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
+
+
+def refusal_message(group, namespace, name, state, now):
+    """Why this run may not roll ``group``: who holds its Lease, since when, until when, and what to do."""
+    where = "Lease %s/%s" % (namespace, name)
+    head = "node group %s is locked by another run: %s is held by %s" % (group, where, state["holder"])
+    if state["unreadable"]:
+        when = "; its %s, so nobody can tell when it expires" % state["unreadable"]
+    else:
+        acquired = state["acquired"]
+        when = "%s, renewed %s, until %s (in %s)" % (
+            " since %s" % short_time(acquired) if acquired else "", short_time(state["renewed"]), short_time(state["expires"]),
+            _in_words((state["expires"] - now).total_seconds()))
+    return ("%s%s. Nothing was changed. Wait for that run to end (it releases the lease, also when it fails) or for "
+            "the lease to expire, then run again. Only if you know that run is gone: kubectl -n %s delete lease %s"
+            % (head, when, namespace, name))
+
+
+def lease_result(lease, now):
+    """The Lease as the module reports it (times to the microsecond, as stored)."""
+    state = lease_state(lease, now)
+    spec = (lease or {}).get("spec") or {}
+    return {"holder": state["holder"], "acquire_time": spec.get("acquireTime"), "renew_time": spec.get("renewTime"),
+            "lease_duration_seconds": spec.get("leaseDurationSeconds"), "lease_transitions": state["transitions"],
+            "expires_at": micro_time(state["expires"]) if state["expires"] else None,
+            "resource_version": state["resource_version"]}

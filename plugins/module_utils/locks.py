@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Hold or give up a node group's Lease: read it, decide (``lease_lock``), write with the resourceVersion read.
+
+Two runs that read the same Lease and both decide to take it race on the write: the API accepts the first and
+answers the second 409 (AlreadyExists on create, Conflict on a stale resourceVersion). The loser reads the Lease
+again and decides again, so it now sees the winner as the holder and is refused.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock, plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import fail_k8s_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import ApiException, KubeApi
+
+# Reads and writes of one decision before a run of 409s is reported.
+CONFLICT_ATTEMPTS = 5
+MANAGED_BY = {"app.kubernetes.io/managed-by": "nodeops.rollout"}
+GROUP_ANNOTATION = "nodeops.rollout/node-group"
+
+
+class LockHeld(Exception):
+    """Another run holds the Lease; the message names it and says until when."""
+
+    def __init__(self, message, state):
+        super().__init__(message)
+        self.state = state
+
+
+class LockContended(Exception):
+    """Every write met a concurrent writer (409) until the attempts ran out."""
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _read(api, namespace, name):
+    try:
+        return api.get_lease(namespace, name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def _body(lease, namespace, name, group, spec):
+    if lease is None:
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY),
+                             "annotations": {GROUP_ANNOTATION: group}},
+                "spec": spec}
+    body = dict(lease, apiVersion="coordination.k8s.io/v1", kind="Lease")
+    body["spec"] = dict(lease.get("spec") or {}, **spec)   # fields this collection does not know are kept
+    return body
+
+
+def _write(api, lease, namespace, name, body):
+    """Create or replace; None when a concurrent writer won (409) or the Lease went away (404 on replace)."""
+    try:
+        if lease is None:
+            return api.create_lease(namespace, body)
+        return api.replace_lease(namespace, name, body)
+    except ApiException as exc:
+        if exc.status == 409 or (exc.status == 404 and lease is not None):
+            return None
+        raise
+
+
+def _outcome(action, namespace, name, written, decision, now):
+    state = decision["state"] or {}
+    result = {"changed": action in ("create", "acquire", "take_over", "renew", "release"), "action": action,
+              "lease": dict(lease_lock.lease_result(written, now), name=name, namespace=namespace),
+              "previous_holder": state.get("holder") or None}
+    if action == "renew":
+        result["was_expired"] = bool(state.get("expired"))
+    return result
+
+
+def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now, attempts=CONFLICT_ATTEMPTS, sleep=None):
+    """Acquire, take over or renew the Lease of ``group`` for ``duration`` seconds.
+
+    Returns the module's result (``changed``, ``action``, ``lease``, ``previous_holder``). Raises LockHeld when
+    another run holds it, LockContended after ``attempts`` lost races, ApiException for other API errors. In
+    check mode the Lease is read and the decision reported; nothing is written."""
+    name = lease_lock.lease_name(group)
+    for attempt in range(attempts):
+        lease = _read(api, namespace, name)
+        moment = now()
+        decision = lease_lock.decide_acquire(lease, holder, moment, duration)
+        if decision["action"] == "refuse":
+            raise LockHeld(lease_lock.refusal_message(group, namespace, name, decision["state"], moment), decision["state"])
+        body = _body(lease, namespace, name, group, decision["spec"])
+        if check_mode:
+            return _outcome(decision["action"], namespace, name, body, decision, moment)
+        written = _write(api, lease, namespace, name, body)
+        if written is not None:
+            return _outcome(decision["action"], namespace, name, written, decision, moment)
+        if sleep is not None:
+            sleep(plan.backoff_delay(attempt + 1, base=0.1, cap=1.0))
+    raise LockContended("Lease %s/%s of node group %s: %d writes in a row met a concurrent change (409); giving up"
+                        % (namespace, name, group, attempts))
+
+
+def release(api, group, namespace, holder, check_mode=False, now=utc_now, attempts=CONFLICT_ATTEMPTS, sleep=None):
+    """Clear our hold on the Lease of ``group`` (a Lease that is not ours is left alone); the module's result."""
+    name = lease_lock.lease_name(group)
+    for attempt in range(attempts):
+        lease = _read(api, namespace, name)
+        moment = now()
+        decision = lease_lock.decide_release(lease, holder, moment)
+        if decision["action"] == "none":
+            result = _outcome("none", namespace, name, lease, decision, moment)
+            result["reason"] = decision["reason"]
+            return result
+        body = _body(lease, namespace, name, group, decision["spec"])
+        if check_mode:
+            return _outcome("release", namespace, name, body, decision, moment)
+        written = _write(api, lease, namespace, name, body)
+        if written is not None:
+            return _outcome("release", namespace, name, written, decision, moment)
+        if sleep is not None:
+            sleep(plan.backoff_delay(attempt + 1, base=0.1, cap=1.0))
+    raise LockContended("Lease %s/%s of node group %s: %d releases in a row met a concurrent change (409); giving up"
+                        % (namespace, name, group, attempts))
+
+
+def run_rollout_lock(module, make_client, now=utc_now):
+    """rollout_lock: validate, build the client (``make_client(module)``), hold or release; exits the module."""
+    params = module.params
+    try:
+        holder = lease_lock.check_holder(params["holder"])
+        name = lease_lock.lease_name(params["name"])
+        duration = None
+        if params["state"] == "acquired":
+            duration = lease_lock.check_duration(_duration_seconds(params["duration"]))
+    except (lease_lock.LockError, plan.PlanError) as exc:
+        module.fail_json(msg=str(exc))
+        return
+    namespace = params["namespace"]
+    api = KubeApi(make_client(module))
+    try:
+        if params["state"] == "acquired":
+            result = hold(api, params["name"], namespace, holder, duration, module.check_mode, now=now, sleep=api.sleep)
+        else:
+            result = release(api, params["name"], namespace, holder, module.check_mode, now=now, sleep=api.sleep)
+    except LockHeld as exc:
+        state = exc.state
+        module.fail_json(msg=str(exc), action="refuse", holder=state["holder"],
+                         lease={"name": name, "namespace": namespace, "holder": state["holder"],
+                                "expires_at": lease_lock.micro_time(state["expires"]) if state["expires"] else None})
+        return
+    except LockContended as exc:
+        module.fail_json(msg=str(exc))
+        return
+    except ApiException as exc:
+        verb = "take" if params["state"] == "acquired" else "release"
+        fail_k8s_error(module, exc, verb, "Lease %s/%s of node group %s" % (namespace, name, params["name"]))
+        return
+    module.exit_json(**result)
+
+
+def _duration_seconds(value):
+    """``duration``: seconds or a duration string, or a list of them added up."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise lease_lock.LockError("duration: an empty list is not allowed; use a duration such as '30m'")
+    return sum(plan.parse_duration(item, "duration") for item in values)

@@ -1,0 +1,180 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The lock's I/O: writes carry the resourceVersion read, a lost race is decided again, check mode writes nothing,
+and rollout_lock as Ansible runs it."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock, locks
+from ansible_collections.nodeops.rollout.plugins.modules import rollout_lock
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import api_error
+
+NOW = datetime.datetime(2026, 11, 23, 10, 0, 0, tzinfo=datetime.timezone.utc)
+US = "awx-job-42@ee/0a1b"
+OTHER = "alice@laptop/9f8e"
+NAME = "nodeops-rollout-workers"
+
+
+class FakeLeases:
+    """get/create/replace of leases with resourceVersion checks; ``before_write`` lets a rival write first."""
+
+    def __init__(self):
+        self.leases = {}
+        self.rv = 10
+        self.writes = []
+        self.before_write = None
+        self.sleep = lambda _seconds: None
+
+    def put(self, namespace, name, spec):
+        self.rv += 1
+        self.leases[(namespace, name)] = {"metadata": {"name": name, "namespace": namespace, "resourceVersion": str(self.rv)},
+                                          "spec": spec}
+
+    def get_lease(self, namespace, name):
+        if (namespace, name) not in self.leases:
+            raise api_error(404, 'leases.coordination.k8s.io "%s" not found' % name, "NotFound")
+        return copy.deepcopy(self.leases[(namespace, name)])
+
+    def _rival(self):
+        if self.before_write is not None:
+            rival, self.before_write = self.before_write, None
+            rival(self)
+
+    def create_lease(self, namespace, body):
+        self.writes.append(("create", body))
+        self._rival()
+        name = body["metadata"]["name"]
+        if (namespace, name) in self.leases:
+            raise api_error(409, 'leases.coordination.k8s.io "%s" already exists' % name, "AlreadyExists")
+        self.put(namespace, name, body["spec"])
+        return copy.deepcopy(self.leases[(namespace, name)])
+
+    def replace_lease(self, namespace, name, body):
+        self.writes.append(("replace", body))
+        self._rival()
+        if body["metadata"]["resourceVersion"] != self.leases[(namespace, name)]["metadata"]["resourceVersion"]:
+            raise api_error(409, "the object has been modified", "Conflict")
+        self.put(namespace, name, body["spec"])
+        return copy.deepcopy(self.leases[(namespace, name)])
+
+
+def held_by(holder, minutes_ago=1, duration=600):
+    renewed = lease_lock.micro_time(NOW - datetime.timedelta(minutes=minutes_ago))
+    return {"holderIdentity": holder, "leaseDurationSeconds": duration, "acquireTime": renewed, "renewTime": renewed,
+            "leaseTransitions": 0}
+
+
+@pytest.fixture
+def api():
+    return FakeLeases()
+
+
+def test_create_when_absent_labels_the_lease_and_names_the_group(api):
+    result = locks.hold(api, "workers", "kube-system", US, 1800, now=lambda: NOW)
+    assert (result["changed"], result["action"], result["previous_holder"]) == (True, "create", None)
+    assert result["lease"]["holder"] == US and result["lease"]["expires_at"] == "2026-11-23T10:30:00.000000Z"
+    body = api.writes[0][1]
+    assert body["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "nodeops.rollout"}
+    assert body["metadata"]["annotations"] == {"nodeops.rollout/node-group": "workers"}
+
+
+def test_a_create_race_lost_is_decided_again_and_refused(api):
+    api.before_write = lambda fake: fake.put("kube-system", NAME, held_by(OTHER, minutes_ago=0))
+    with pytest.raises(locks.LockHeld, match="held by alice@laptop/9f8e"):
+        locks.hold(api, "workers", "kube-system", US, 1800, now=lambda: NOW)
+    assert [w[0] for w in api.writes] == ["create"]
+
+
+def test_a_take_over_race_lost_is_decided_again_and_refused(api):
+    api.put("kube-system", NAME, held_by(OTHER, minutes_ago=60))
+    api.before_write = lambda fake: fake.put("kube-system", NAME, held_by("bob@ci/1", minutes_ago=0))
+    with pytest.raises(locks.LockHeld, match="held by bob@ci/1"):
+        locks.hold(api, "workers", "kube-system", US, 1800, now=lambda: NOW)
+    assert api.writes[0][1]["metadata"]["resourceVersion"] == "11"   # the version read went with the write
+
+
+def test_renew_keeps_acquire_time_and_fields_it_does_not_know(api):
+    spec = dict(held_by(US, minutes_ago=5), preferredHolder="x", strategy="OldestEmulationVersion")
+    api.put("kube-system", NAME, spec)
+    result = locks.hold(api, "workers", "kube-system", US, 1800, now=lambda: NOW)
+    assert (result["action"], result["was_expired"]) == ("renew", False)
+    stored = api.leases[("kube-system", NAME)]["spec"]
+    assert stored["acquireTime"] == spec["acquireTime"] and stored["renewTime"] == "2026-11-23T10:00:00.000000Z"
+    assert stored["strategy"] == "OldestEmulationVersion"
+
+
+def test_check_mode_reads_and_decides_but_writes_nothing(api):
+    api.put("kube-system", NAME, held_by(OTHER, minutes_ago=60))
+    result = locks.hold(api, "workers", "kube-system", US, 1800, check_mode=True, now=lambda: NOW)
+    assert (result["action"], result["previous_holder"]) == ("take_over", OTHER)
+    assert locks.release(api, "workers", "kube-system", OTHER, check_mode=True, now=lambda: NOW)["action"] == "release"
+    assert api.writes == []
+
+
+def test_release_then_a_release_of_a_lease_not_ours_changes_nothing(api):
+    api.put("kube-system", NAME, held_by(US))
+    result = locks.release(api, "workers", "kube-system", US, now=lambda: NOW)
+    assert (result["changed"], result["action"], result["lease"]["holder"]) == (True, "release", "")
+    api.put("kube-system", NAME, held_by(OTHER))
+    result = locks.release(api, "workers", "kube-system", US, now=lambda: NOW)
+    assert (result["changed"], result["action"], result["reason"]) == (False, "none", "held by " + OTHER)
+    assert len(api.writes) == 1
+
+
+def test_endless_conflicts_give_up_naming_the_lease(api):
+    api.put("kube-system", NAME, held_by(US))
+
+    def always_conflict(_namespace, _name, body):
+        api.writes.append(("replace", body))
+        raise api_error(409, "the object has been modified", "Conflict")
+
+    api.replace_lease = always_conflict
+    with pytest.raises(locks.LockContended, match="kube-system/nodeops-rollout-workers of node group workers: 5 writes"):
+        locks.hold(api, "workers", "kube-system", US, 1800, now=lambda: NOW)
+
+
+# ---- the module -----------------------------------------------------------------------------------------------------
+def run(args, capsys, api, monkeypatch, check=False):
+    monkeypatch.setattr(rollout_lock, "k8s_client", lambda _module: "client")
+    monkeypatch.setattr(locks, "KubeApi", lambda _client: api)
+    args = dict(args)
+    if check:
+        args["_ansible_check_mode"] = True
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            rollout_lock.main()
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_module_refuses_naming_the_holder_and_expiry(api, capsys, monkeypatch):
+    api.put("kube-system", NAME, dict(held_by(OTHER), renewTime=lease_lock.micro_time(datetime.datetime.now(datetime.timezone.utc))))
+    result = run({"name": "workers", "holder": US, "duration": ["15m", 60, "5m"]}, capsys, api, monkeypatch)
+    assert result["failed"] and result["action"] == "refuse" and result["holder"] == OTHER
+    assert result["msg"].startswith("node group workers is locked by another run: Lease kube-system/nodeops-rollout-workers "
+                                    "is held by alice@laptop/9f8e")
+    assert result["lease"]["expires_at"]
+    assert api.writes == []
+
+
+def test_module_sums_a_list_of_durations_and_refuses_a_bad_one(api, capsys, monkeypatch):
+    result = run({"name": "workers", "holder": US, "duration": ["15m", 60, "1h"]}, capsys, api, monkeypatch)
+    assert result["changed"] and result["lease"]["lease_duration_seconds"] == 15 * 60 + 60 + 3600
+    result = run({"name": "workers", "holder": US, "duration": "soon"}, capsys, api, monkeypatch)
+    assert result["failed"] and result["msg"].startswith("duration: 'soon' is not allowed")
+    result = run({"name": "workers", "holder": " ", "state": "released"}, capsys, api, monkeypatch)
+    assert result["failed"] and result["msg"].startswith("holder: ")
+
+
+def test_module_check_mode_sends_no_write(api, capsys, monkeypatch):
+    result = run({"name": "workers", "holder": US}, capsys, api, monkeypatch, check=True)
+    assert (result["changed"], result["action"]) == (True, "create")
+    assert api.writes == [] and api.leases == {}
