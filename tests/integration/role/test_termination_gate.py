@@ -87,9 +87,18 @@ def assert_deployments_whole(sandbox):
 
 
 @pytest.fixture
-def sandbox(start_sandbox):
+def sandbox(start_sandbox, request):
     handle = start_sandbox(nodes=3, azs=3, speed=20, workloads=[DEMO])
     yield handle
+    # the invariant report of every case, kept for the record whether the test passed or not
+    out = os.path.join(ROOT, ".build", "safety-reports")
+    os.makedirs(out, exist_ok=True)
+    report = handle.report()
+    summary = {key: report[key] for key in ("pdb_violations", "killed_without_eviction", "deleted_without_eviction",
+                                            "min_ready_schedulable_nodes", "ready_schedulable_nodes_at_start", "evictions")}
+    summary["sizes"] = sizes(handle)
+    with open(os.path.join(out, request.node.name + ".json"), "w", encoding="utf-8") as fh:
+        json.dump(summary, fh, indent=1, sort_keys=True)
 
 
 def test_an_instance_that_left_by_other_means_never_turns_into_an_undrained_scale_in(sandbox, tmp_path):

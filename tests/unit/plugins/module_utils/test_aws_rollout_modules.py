@@ -247,19 +247,12 @@ def test_info_finds_groups_by_tags(world, run):
     assert [group["name"] for group in result["node_groups"]] == ["gpu"]
 
 
-def test_info_joins_nodes_by_provider_id_and_honours_needs_update(world, run, monkeypatch):
-    ids = world.member_ids()
+def _info_sees_nodes(monkeypatch, items):
+    """node_group_info's Kubernetes client lists ``items`` as the cluster's nodes."""
 
     class Nodes:
-        def list_node(self):
-            items = []
-            for index, instance_id in enumerate(ids):
-                annotations = {"nodeops.rollout/needs-update": "true"} if index == 0 else {}
-                items.append({"metadata": {"name": "node-%d" % index, "annotations": annotations},
-                              "spec": {"providerID": "aws:///%s/%s" % (AZS[index], instance_id), "unschedulable": index == 1,
-                                       "taints": [{"key": "k", "effect": "NoSchedule"}] if index == 1 else []},
-                              "status": {"conditions": [{"type": "Ready", "status": "True" if index != 2 else "False"}]}})
-            items.append({"metadata": {"name": "elsewhere"}, "spec": {"providerID": "gce://p/z/vm"}, "status": {}})
+        @staticmethod
+        def list_node():
             return {"items": items}
 
     class Client:
@@ -269,6 +262,20 @@ def test_info_joins_nodes_by_provider_id_and_honours_needs_update(world, run, mo
 
     monkeypatch.setattr(asg_utils, "core_api", lambda api_client: Nodes())
     monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: Client())
+
+
+def test_info_joins_nodes_by_provider_id_and_honours_needs_update(world, run, monkeypatch):
+    ids = world.member_ids()
+
+    items = []
+    for index, instance_id in enumerate(ids):
+        annotations = {"nodeops.rollout/needs-update": "true"} if index == 0 else {}
+        items.append({"metadata": {"name": "node-%d" % index, "annotations": annotations},
+                      "spec": {"providerID": "aws:///%s/%s" % (AZS[index], instance_id), "unschedulable": index == 1,
+                               "taints": [{"key": "k", "effect": "NoSchedule"}] if index == 1 else []},
+                      "status": {"conditions": [{"type": "Ready", "status": "True" if index != 2 else "False"}]}})
+    items.append({"metadata": {"name": "elsewhere"}, "spec": {"providerID": "gce://p/z/vm"}, "status": {}})
+    _info_sees_nodes(monkeypatch, items)
     group = run("node_group_info", name="workers")["node_groups"][0]
     by_id = {instance["instance_id"]: instance for instance in group["instances"]}
     assert by_id[ids[0]]["node"] == {"name": "node-0", "ready": True, "schedulable": True, "taints": []}
@@ -729,19 +736,8 @@ def test_the_gate_lets_an_instance_that_never_registered_go_only_when_the_cluste
 
 
 def test_info_names_both_sides_when_the_groups_instances_are_not_nodes_of_the_cluster(world, run, monkeypatch):
-    class Nodes:
-        @staticmethod
-        def list_node():
-            return {"items": [{"metadata": {"name": "ip-10-9-9-9.ec2.internal"}, "spec": {"providerID": "aws:///eu-west-1a/i-0ddddddddddddddd0"},
-                               "status": {}}]}
-
-    class Client:
-        @staticmethod
-        def sanitize_for_serialization(value):
-            return value
-
-    monkeypatch.setattr(asg_utils, "core_api", lambda api_client: Nodes())
-    monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: Client())
+    _info_sees_nodes(monkeypatch, [{"metadata": {"name": "ip-10-9-9-9.ec2.internal"},
+                                    "spec": {"providerID": "aws:///eu-west-1a/i-0ddddddddddddddd0"}, "status": {}}])
     group = run("node_group_info", name="workers")["node_groups"][0]
     assert group["mismatch"].startswith("none of the 3 instances in service of Auto Scaling group 'workers' (")
     assert all(instance["instance_id"] in group["mismatch"] for instance in group["instances"])

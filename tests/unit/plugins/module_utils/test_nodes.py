@@ -83,3 +83,6 @@ def test_cordon_nodes_reports_which_ones_it_cordoned():
     kube.add_node(make_node("n2", unschedulable=True))
     assert nodes.cordon_nodes(kube, ["n1", "n2"]) == {"n1": True, "n2": False}
     assert kube.nodes["n1"]["spec"]["unschedulable"] is True
+    # only the cordon this call made is recorded as the rollout's, so only that one is ever lifted by the rollout
+    assert kube.nodes["n1"]["metadata"]["annotations"] == {"nodeops.rollout/cordoned": "true"}
+    assert "nodeops.rollout/cordoned" not in (kube.nodes["n2"]["metadata"].get("annotations") or {})
