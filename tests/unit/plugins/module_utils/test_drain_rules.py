@@ -115,8 +115,7 @@ def rolling(max_unavailable=None, max_surge=None):
     (rolling(0, 1), True, False, 0, 1),                         # paused: the restart would not roll out
     (None, True, False, 0, 1),
 ])
-def test_single_replica_is_restarted_only_when_the_old_pod_stays_until_the_new_one_is_ready(strategy, paused, restart,
-                                                                                           unavailable, surge):
+def test_single_replica_is_restarted_only_when_the_old_pod_stays_until_ready(strategy, paused, restart, unavailable, surge):
     rs, deps = maps(deployment(strategy=strategy, paused=paused))
     entry = drain_rules.restart_plan(pod(), rs, deps)
     assert entry["restart"] is restart
