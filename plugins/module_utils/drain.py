@@ -96,6 +96,7 @@ class PodWork:
         self.next_try = 0.0
         self.blocking = None
         self.why = None
+        self.note = None  # why a single-replica Deployment's pod is evicted rather than restarted
 
 
 class Survey:
@@ -197,9 +198,13 @@ class Drain:
             return work
         if restarting:
             return PodWork(pod, "restart", restart)
-        if restart and restart["replicas"] == 1:
-            result["downtime"].append({"pod": decision["pod"], "reason": restart["reason"]})
         work = PodWork(pod, "evict" if action == "evict" else "delete")
+        if restart and restart["replicas"] == 1:
+            # not restarted (its rolling update could stop the pod before the new one is Ready): the pod goes through
+            # the Eviction API like any other, so its budget decides, and the result says why and which budget
+            reason = drain_rules.eviction_reason(restart, pod, self.survey.pdbs) if work.mode == "evict" else restart["reason"]
+            result["downtime"].append({"pod": decision["pod"], "deployment": restart["deployment"], "reason": reason})
+            work.note = restart["reason"]
         if work.mode == "evict":
             budgets = drain_rules.pdbs_selecting(pod, self.survey.pdbs)
             if len(budgets) == 1:
@@ -221,7 +226,7 @@ class Drain:
         for pods in survey.pods_by_node.values():
             for pod in pods:
                 entry = self.restart_for(pod)
-                if entry and entry["restart"]:
+                if entry:
                     restarts[plan.pod_key(pod)] = entry
         options = dict(self.opts.classify)
         return drain_rules.drain_preflight(survey.pods_by_node, survey.namespace_pods, survey.pdbs, options, replicas,
@@ -339,12 +344,21 @@ class Drain:
                 work.blocking = {"pod": work.key, "kind": "pdb", "pdb": work.pdb,
                                  "message": "waiting for PodDisruptionBudget %s to allow a disruption" % work.pdb}
                 work.why = work.blocking["message"]
+                self._add_note(work)
             return
         text = "PodDisruptionBudget %s allows %s disruption(s)" % (work.pdb, status["disruptionsAllowed"])
         if status.get("desiredHealthy") is not None:
             text += ": it needs %s healthy pods and has %s" % (status.get("desiredHealthy"), status.get("currentHealthy"))
         work.blocking = {"pod": work.key, "kind": "pdb", "pdb": work.pdb, "message": text}
         work.why = "waiting: " + text
+        self._add_note(work)
+
+    @staticmethod
+    def _add_note(work):
+        """A budget holds a single-replica Deployment's pod: say why it was not restarted instead."""
+        if work.note and work.blocking:
+            work.blocking["message"] = "%s; %s" % (work.blocking["message"], work.note)
+            work.why = "%s; %s" % (work.why, work.note)
 
     def _disruptions_allowed(self, pdb):
         """The budget's status.disruptionsAllowed; None when unknown, "gone" when the budget no longer exists."""
@@ -403,6 +417,8 @@ class Drain:
                              "message": answer["message"] or "HTTP error, retried"}
             work.why = ("eviction refused by PodDisruptionBudget %s: %s" % (pdb, answer["message"]) if kind == "pdb"
                         else "request failed, retried: %s" % (answer["message"] or "no answer"))
+            if kind == "pdb":
+                self._add_note(work)
         else:
             work.state = "blocked"
             pdb = self._budget_names(work) if kind == "multiple_pdbs" else None

@@ -49,11 +49,17 @@ def _int_or_percent(value, default, total, round_up):
 
 
 def rollout_capacity(deployment):
-    """The Deployment's effective rolling update numbers: ``{"strategy", "replicas", "max_surge", "max_unavailable"}``.
+    """The Deployment's effective rolling update numbers, resolved as the Deployment controller resolves them.
 
-    As the Deployment controller resolves them: maxSurge (default 25%) rounds up and maxUnavailable (default 25%)
-    rounds down, both of spec.replicas (default 1); when both come out 0, maxUnavailable is 1. A Recreate
-    strategy surges 0. Values that cannot be read are None.
+    Returns ``{"strategy", "replicas", "paused", "max_surge", "max_unavailable", "max_surge_value",
+    "max_unavailable_value", "keeps_old_pod"}``. As ``ResolveFenceposts`` in the controller
+    (pkg/controller/deployment/util): maxSurge (default 25%) rounds up and maxUnavailable (default 25%) rounds
+    down, both of spec.replicas (default 1); when both come out 0, maxUnavailable is 1. A Recreate strategy
+    surges 0 and stops every pod first. Values that cannot be read are None. ``*_value`` are the fields as
+    written (or their default), for messages.
+
+    ``keeps_old_pod`` is True only when a rollout can never take a pod away before its replacement is Ready:
+    strategy RollingUpdate, maxUnavailable resolving to 0 (so maxSurge resolves to at least 1) and not paused.
     """
     spec = deployment.get("spec") or {}
     replicas = spec.get("replicas")
@@ -61,14 +67,35 @@ def rollout_capacity(deployment):
         replicas = 1
     strategy = spec.get("strategy") or {}
     kind = strategy.get("type") or "RollingUpdate"
+    paused = bool(spec.get("paused"))
     if kind != "RollingUpdate":
-        return {"strategy": kind, "replicas": replicas, "max_surge": 0, "max_unavailable": replicas}
+        return {"strategy": kind, "replicas": replicas, "paused": paused, "max_surge": 0, "max_unavailable": replicas,
+                "max_surge_value": None, "max_unavailable_value": None, "keeps_old_pod": False}
     rolling = strategy.get("rollingUpdate") or {}
-    surge = _int_or_percent(rolling.get("maxSurge"), "25%", replicas, True)
-    unavailable = _int_or_percent(rolling.get("maxUnavailable"), "25%", replicas, False)
+    # the API server defaults each missing field to 25%
+    surge_value = "25%" if rolling.get("maxSurge") is None else rolling["maxSurge"]
+    unavailable_value = "25%" if rolling.get("maxUnavailable") is None else rolling["maxUnavailable"]
+    surge = _int_or_percent(surge_value, "25%", replicas, True)
+    unavailable = _int_or_percent(unavailable_value, "25%", replicas, False)
     if surge == 0 and unavailable == 0:
         unavailable = 1
-    return {"strategy": kind, "replicas": replicas, "max_surge": surge, "max_unavailable": unavailable}
+    keeps_old_pod = not paused and unavailable == 0 and surge is not None and surge >= 1
+    return {"strategy": kind, "replicas": replicas, "paused": paused, "max_surge": surge, "max_unavailable": unavailable,
+            "max_surge_value": surge_value, "max_unavailable_value": unavailable_value, "keeps_old_pod": keeps_old_pod}
+
+
+def fenceposts_text(capacity):
+    """``maxUnavailable 1, maxSurge 0`` as the Deployment has them, with what a percentage or a default resolves to."""
+    if capacity["strategy"] != "RollingUpdate":
+        return "strategy %s" % capacity["strategy"]
+    parts = []
+    for label, value, resolved in (("maxUnavailable", capacity["max_unavailable_value"], capacity["max_unavailable"]),
+                                   ("maxSurge", capacity["max_surge_value"], capacity["max_surge"])):
+        text = "%s %s" % (label, value)
+        if str(value) != str(resolved):
+            text += " (resolves to %s)" % ("an unreadable value" if resolved is None else resolved)
+        parts.append(text)
+    return ", ".join(parts)
 
 
 def _template_restarted_at(obj):
@@ -80,15 +107,17 @@ def restart_plan(pod, replicasets, deployments):
     """Whether the pod should leave its node through its Deployment's rolling update instead of an eviction.
 
     ``replicasets`` and ``deployments`` map ``namespace/name`` to objects. Returns None when the pod does not
-    belong to a Deployment (through its ReplicaSet); otherwise ``{"deployment", "replicas", "restart",
-    "pending", "zero_downtime", "reason"}``:
+    belong to a Deployment (through its ReplicaSet); otherwise ``{"deployment", "replicas", "strategy",
+    "max_unavailable", "max_surge", "restart", "pending", "zero_downtime", "reason"}``:
 
-    - ``restart`` is True for a Deployment of one replica whose RollingUpdate strategy surges (a new pod starts
-      before the old one is removed) and which is not paused;
+    - ``restart`` is True only for a Deployment of one replica whose rolling update keeps the old pod until the
+      new one is Ready (:func:`rollout_capacity`'s ``keeps_old_pod``: RollingUpdate, maxUnavailable resolving to
+      0, maxSurge to at least 1, not paused). A restart bypasses the Eviction API, so it is used only when it
+      cannot take the workload down; any other single-replica pod is evicted and its PodDisruptionBudget decides
+      (a budget that needs the pod refuses with 429 and the drain waits, skips or fails by its timeout_action);
     - ``pending`` is True when a restart of the Deployment is already rolling out and will replace this pod
       (its ReplicaSet's template carries an older restartedAt than the Deployment's): wait, do not restart again;
-    - ``zero_downtime`` is True when the strategy also keeps the old pod until the new one is available
-      (maxUnavailable 0), False when the single replica must be down for a while whatever the drain does.
+    - ``zero_downtime`` equals ``restart`` (kept for callers that read it).
     """
     owner = plan.controller_of(pod)
     if owner is None or owner.get("kind") != "ReplicaSet":
@@ -105,34 +134,43 @@ def restart_plan(pod, replicasets, deployments):
     if deployment is None:
         return None
     capacity = rollout_capacity(deployment)
-    entry = {"deployment": key, "replicas": capacity["replicas"], "restart": False, "pending": False,
-             "zero_downtime": False, "reason": None}
+    entry = {"deployment": key, "replicas": capacity["replicas"], "strategy": capacity["strategy"],
+             "max_unavailable": capacity["max_unavailable"], "max_surge": capacity["max_surge"], "restart": False,
+             "pending": False, "zero_downtime": False, "reason": None}
     if capacity["replicas"] != 1:
         entry["reason"] = "Deployment %s has %s replicas; evicted within its PodDisruptionBudget" % (key, capacity["replicas"])
         return entry
+    evicted = "not restarted: its pod is evicted, so its PodDisruptionBudget decides; downtime until the replacement is Ready"
     if capacity["strategy"] != "RollingUpdate":
-        entry["reason"] = ("Deployment %s has one replica and strategy %s, which cannot start a new pod before the old "
-                           "one stops; evicted: downtime until the replacement is Ready" % (key, capacity["strategy"]))
-        return entry
-    if not capacity["max_surge"]:
-        entry["reason"] = ("Deployment %s has one replica and maxSurge 0, so its rolling update cannot start a new pod "
-                           "first; evicted: downtime until the replacement is Ready" % key)
-        return entry
-    if (deployment.get("spec") or {}).get("paused"):
-        entry["reason"] = ("Deployment %s has one replica but is paused, so a restart would not roll out; evicted: "
-                           "downtime until the replacement is Ready" % key)
+        entry["reason"] = ("Deployment %s has one replica and strategy %s, which stops the old pod before starting the "
+                           "new one; %s" % (key, capacity["strategy"], evicted))
+    elif capacity["paused"]:
+        entry["reason"] = ("Deployment %s has one replica but is paused, so a restart would not roll out; %s" % (key, evicted))
+    elif not capacity["keeps_old_pod"]:
+        entry["reason"] = ("Deployment %s has one replica and a rolling update with %s: a restart would let the "
+                           "controller stop the pod before its replacement is Ready; %s" % (key, fenceposts_text(capacity), evicted))
+    if entry["reason"]:
         return entry
     entry["restart"] = True
-    entry["zero_downtime"] = capacity["max_unavailable"] == 0
+    entry["zero_downtime"] = True
     wanted = _template_restarted_at(deployment)
     entry["pending"] = bool(wanted) and wanted != _template_restarted_at(replicaset)
-    if entry["zero_downtime"]:
-        entry["reason"] = ("Deployment %s has one replica: restarted through its rolling update, the new pod is Ready "
-                           "on another node before this one stops" % key)
-    else:
-        entry["reason"] = ("Deployment %s has one replica: restarted through its rolling update (maxUnavailable %s "
-                           "lets the controller stop this pod before the new one is Ready)" % (key, capacity["max_unavailable"]))
+    entry["reason"] = ("Deployment %s has one replica: restarted through its rolling update (%s), the new pod is Ready "
+                       "on another node before this one stops" % (key, fenceposts_text(capacity)))
     return entry
+
+
+def eviction_reason(entry, pod, pdbs):
+    """Why a single-replica Deployment's pod is evicted rather than restarted, naming the budget that decides.
+
+    ``entry`` is a :func:`restart_plan` result with ``restart`` False and one replica.
+    """
+    names = [plan.pdb_key(pdb) for pdb in pdbs_selecting(pod, pdbs)]
+    if names:
+        budget = "PodDisruptionBudget %s decides when it may go" % ", ".join(names)
+    else:
+        budget = "no PodDisruptionBudget covers it"
+    return "%s (%s)" % (entry["reason"], budget)
 
 
 def restart_patch(timestamp):
@@ -282,22 +320,50 @@ def predicted_outcome(node_report, timeout_action, timeout_seconds):
     return "drained: %d pod(s) moved" % moved
 
 
+def _explain_eviction(node_report, key, entry, pod, pdbs):
+    """Name the Deployment, its maxUnavailable/maxSurge and the budget in the findings of a single-replica pod that
+    is evicted because a restart could take the workload down."""
+    reason = eviction_reason(entry, pod, pdbs)
+    owner = "Deployment/%s" % entry["deployment"].split("/", 1)[1]
+    found = False
+    for blocker in node_report["blockers"]:
+        if blocker["pod"] != key:
+            continue
+        if blocker["kind"] == "single_replica":
+            blocker.update(reason=reason, owner=owner, deployment=entry["deployment"])
+            found = True
+        elif blocker["kind"] in ("pdb_zero", "pdb_insufficient"):
+            blocker["reason"] = "%s; %s" % (blocker["reason"], entry["reason"])
+            blocker["deployment"] = entry["deployment"]
+    if not found:
+        node_report["blockers"].append({"pod": key, "kind": "single_replica", "reason": reason, "pdb": None,
+                                        "severity": "warning", "owner": owner, "deployment": entry["deployment"]})
+
+
 def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, restarts, timeout_action="fail",
                     timeout_seconds=900):
-    """``plan.eviction_preflight`` with the pods that are restarted instead of evicted taken out.
+    """``plan.eviction_preflight`` with what :func:`restart_plan` decided for the pods of Deployments.
 
-    ``restarts`` maps pod keys to :func:`restart_plan` results with ``restart`` True. Such pods appear under
-    ``would_restart`` (``{"pod", "deployment", "reason"}``) and their budget and single-replica findings are
-    dropped: the rolling update keeps the workload up and does not go through the Eviction API. Each node
-    also gets ``outcome``, one sentence predicting the end of its drain under ``timeout_action``.
+    ``restarts`` maps pod keys to :func:`restart_plan` results. A pod whose entry has ``restart`` True appears
+    under ``would_restart`` (``{"pod", "deployment", "reason", "zero_downtime"}``) and its budget and
+    single-replica findings are dropped: the rolling update keeps the workload up and does not go through the
+    Eviction API. A single-replica pod whose entry has ``restart`` False stays under ``would_evict``: its
+    ``single_replica`` finding (and its budget's ``pdb_zero``/``pdb_insufficient``, if any) names the Deployment,
+    its maxUnavailable/maxSurge and the budget that decides. Each node also gets ``outcome``, one sentence
+    predicting the end of its drain under ``timeout_action``.
     """
     report = plan.eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner)
     dropped = ("pdb_zero", "pdb_insufficient", "single_replica", "multiple_pdbs")
+    pods_by_key = dict((plan.pod_key(pod), pod) for pods in node_pods_by_node.values() for pod in pods)
     for node_report in report.values():
         node_report["would_restart"] = []
         for key in list(node_report["would_evict"]) + list(node_report["would_delete"]):
             entry = restarts.get(key)
-            if not entry or not entry.get("restart"):
+            if not entry:
+                continue
+            if not entry.get("restart"):
+                if entry.get("replicas") == 1 and key in node_report["would_evict"]:
+                    _explain_eviction(node_report, key, entry, pods_by_key[key], pdbs or [])
                 continue
             for bucket in ("would_evict", "would_delete"):
                 if key in node_report[bucket]:

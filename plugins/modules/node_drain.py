@@ -20,11 +20,18 @@ description:
   - Evictions are paced by budget rather than refused pod by pod. A refusal closes the budget for every pod it
     covers. The module then reads the budget's C(disruptionsAllowed) (one request, every O(poll_interval)) and
     sends that many evictions. Draining 100 pods under one budget costs about one eviction request per pod.
-  - A pod of a Deployment with one replica whose rolling update can surge is not evicted when
-    O(restart_single_replica=true). The Deployment is restarted instead, as C(kubectl rollout restart) does.
-    The new pod starts on another node (this one is cordoned) and the controller removes the old pod once the
-    new one is available, so the workload has no downtime. If the strategy cannot surge (C(Recreate), maxSurge
-    0, paused), the pod is evicted and the result lists it under C(downtime).
+  - A pod of a Deployment with one replica whose rolling update keeps the old pod until the new one is Ready
+    is not evicted when O(restart_single_replica=true). That is strategy C(RollingUpdate) with maxUnavailable
+    resolving to 0 and maxSurge to at least 1 (as the Deployment controller resolves them, a percentage of
+    maxUnavailable rounded down and of maxSurge rounded up; the default 25%/25% qualifies), not paused. The
+    Deployment is restarted instead, as C(kubectl rollout restart) does. The new pod starts on another node
+    (this one is cordoned) and the controller removes the old pod once the new one is available, so the workload
+    has no downtime.
+  - Any other single-replica Deployment (C(Recreate), maxUnavailable 1 or more, paused) has its pod evicted, so
+    its PodDisruptionBudget decides. A restart would let the controller stop the pod before its replacement is
+    Ready and bypass the budget. A budget that needs the pod refuses the eviction (429) and the node is held
+    until O(timeout) and O(timeout_action). The result lists the pod under C(downtime) (and C(blocking) while a
+    budget holds it), naming the Deployment, its maxUnavailable and maxSurge, and the budget.
   - The module waits until every evicted pod is gone (deleted, or replaced by a pod with another UID). It does
     not read pods one by one; it lists the node's pods every O(poll_interval).
   - Some pods can never be evicted under the options given. These are pods with C(emptyDir) volumes without
@@ -37,8 +44,9 @@ description:
   - In check mode the module is a pre-flight that changes nothing. For each node it reports what would be
     evicted, deleted or restarted, and every blocker with its reason. Blockers are budgets that allow 0
     disruptions or fewer than the pods on the nodes drained together, pods under two budgets, pods without a
-    controller, do-not-disrupt annotations, C(emptyDir) data, single-replica workloads (flagged as downtime) and
-    pods that tolerate every taint. It also predicts the outcome.
+    controller, do-not-disrupt annotations, C(emptyDir) data, single-replica workloads that would be evicted
+    (flagged as downtime, naming the Deployment's maxUnavailable and maxSurge and the budget) and pods that
+    tolerate every taint. It also predicts the outcome.
 options:
   nodes:
     description:
@@ -93,7 +101,9 @@ options:
   restart_single_replica:
     description:
       - Move the pod of a single-replica Deployment by restarting the Deployment through its rolling update,
-        so that the new pod is Ready before the old one stops.
+        so that the new pod is Ready before the old one stops. Only Deployments whose rolling update keeps the
+        old pod until the new one is Ready (maxUnavailable 0, maxSurge at least 1, not paused) are restarted;
+        the pods of the others are evicted, within their PodDisruptionBudget.
       - V(false) evicts such pods like any other; the workload is down until its replacement is Ready.
     type: bool
     default: true
@@ -209,8 +219,10 @@ nodes:
       type: list
       elements: str
     downtime:
-      description: Pods of single-replica workloads that were evicted, so the workload was down until their
-        replacement was Ready, each with C(pod) and C(reason).
+      description: Pods of single-replica workloads that are evicted, so the workload is down until their
+        replacement is Ready, each with C(pod) and C(reason). For a Deployment the reason names its
+        maxUnavailable and maxSurge and the PodDisruptionBudget that decides; outside check mode each also has
+        C(deployment).
       type: list
       elements: dict
     eviction_retries:

@@ -268,6 +268,61 @@ def test_single_replica_that_cannot_surge_is_evicted_and_reported_as_downtime():
     assert node["downtime"][0]["pod"] == "shop/worker-1" and "Recreate" in node["downtime"][0]["reason"]
 
 
+UNSAFE_RESTART = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}
+
+
+def guarded_single_replica(kube, node, strategy):
+    """A single-replica Deployment behind a budget of minAvailable 1, which allows 0 disruptions."""
+    single_replica(kube, node, strategy=strategy)
+    kube.enforce_pdbs = True
+    pdb = budget("worker", {"app": "worker"}, minAvailable=1)
+    pdb["status"] = {"disruptionsAllowed": 0, "desiredHealthy": 1, "currentHealthy": 1}
+    kube.pdbs.append(pdb)
+
+
+def test_a_single_replica_whose_restart_could_stop_it_first_is_evicted_so_its_budget_holds_it():
+    kube = cluster("n1", "n2")
+    guarded_single_replica(kube, "n1", UNSAFE_RESTART)
+    result = run(kube, ["n1"], timeout=1, poll_interval=0.2)
+    node = result["nodes"]["n1"]
+    assert not [entry for entry in kube.requests if entry[0] == "patch_deployment"]  # never restarted
+    assert "shop/worker-1" in kube.pods and node["restarted"] == [] and node["evicted"] == []
+    assert result["failed"] and node["status"] == "failed" and node["remaining"] == ["shop/worker-1"]
+    assert node["blocking"][0]["pdb"] == "shop/worker"
+    assert [d["pod"] for d in node["downtime"]] == ["shop/worker-1"]
+    for text in (node["downtime"][0]["reason"], node["blocking"][0]["message"], result["msg"]):
+        assert "Deployment shop/worker" in text and "maxUnavailable 1, maxSurge 1" in text and "shop/worker" in text
+    assert "PodDisruptionBudget shop/worker decides" in node["downtime"][0]["reason"]
+    assert "shop/worker-1 (waiting: PodDisruptionBudget shop/worker allows 0 disruption(s)" in result["msg"]
+
+
+def test_a_single_replica_refused_with_429_names_the_deployment_and_skips_the_node():
+    kube = cluster("n1", "n2")
+    single_replica(kube, "n1", strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+    kube.pdbs.append(budget("worker", {"app": "worker"}, minAvailable=1))
+    kube.eviction_script["shop/worker-1"] = [pdb_429("worker")]
+    result = run(kube, ["n1"], timeout=1, timeout_action="skip")
+    node = result["nodes"]["n1"]
+    assert "failed" not in result and result["skipped_nodes"] == ["n1"] and node["status"] == "skipped"
+    assert not [entry for entry in kube.requests if entry[0] == "patch_deployment"]
+    assert "eviction refused by PodDisruptionBudget shop/worker" in node["message"]
+    assert "Deployment shop/worker" in node["message"] and "maxUnavailable 1, maxSurge 0" in node["message"]
+
+
+def test_check_mode_lists_an_unsafe_single_replica_restart_as_blocked_downtime():
+    kube = cluster("n1", "n2")
+    guarded_single_replica(kube, "n1", UNSAFE_RESTART)
+    result = run(kube, ["n1"], check_mode=True)
+    assert kube.mutating() == []
+    node = result["nodes"]["n1"]
+    assert node["restarted"] == [] and node["evicted"] == ["shop/worker-1"]
+    assert node["predicted"] == "blocked" and not result["preflight_ok"]
+    assert [d["pod"] for d in node["downtime"]] == ["shop/worker-1"]
+    assert "maxUnavailable 1, maxSurge 1" in node["downtime"][0]["reason"]
+    zero = [b for b in node["blocking"] if b["kind"] == "pdb_zero"][0]
+    assert zero["pdb"] == "shop/worker" and "Deployment shop/worker" in zero["message"]
+
+
 def test_restart_can_be_turned_off():
     kube = cluster("n1")
     single_replica(kube, "n1")

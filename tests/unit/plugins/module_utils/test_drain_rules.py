@@ -84,22 +84,72 @@ def test_single_replica_default_strategy_is_restarted_with_zero_downtime():
     assert "restarted through its rolling update" in entry["reason"]
 
 
-def test_single_replica_that_may_drop_its_pod_is_restarted_but_not_promised_zero_downtime():
-    rs, deps = maps(deployment(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1}}))
-    entry = drain_rules.restart_plan(pod(), rs, deps)
-    assert entry["restart"] and not entry["zero_downtime"]
+def rolling(max_unavailable=None, max_surge=None):
+    fields = {}
+    if max_unavailable is not None:
+        fields["maxUnavailable"] = max_unavailable
+    if max_surge is not None:
+        fields["maxSurge"] = max_surge
+    return {"type": "RollingUpdate", "rollingUpdate": fields}
 
 
-@pytest.mark.parametrize("dep, words", [
-    (deployment(strategy={"type": "Recreate"}), "strategy Recreate"),
-    (deployment(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}), "maxSurge 0"),
-    (deployment(paused=True), "paused"),
+# A restart bypasses the Eviction API, so it is used only when the rolling update keeps the old pod until the new one
+# is Ready: maxUnavailable resolving to 0 (percent rounded down) and maxSurge to >= 1 (percent rounded up), as the
+# Deployment controller's ResolveFenceposts does (both 0 -> maxUnavailable 1), and not paused. Otherwise: evict.
+@pytest.mark.parametrize("strategy, paused, restart, unavailable, surge", [
+    (None, False, True, 0, 1),                                  # defaults 25%/25% of 1: down 0, up 1
+    (rolling(0, 1), False, True, 0, 1),
+    (rolling("0%", 1), False, True, 0, 1),
+    (rolling("25%", 1), False, True, 0, 1),                     # 25% of 1 rounds down to 0
+    (rolling("50%", "25%"), False, True, 0, 1),                 # 50% of 1 rounds down; 25% rounds up
+    (rolling(0, "25%"), False, True, 0, 1),
+    (rolling(0, 2), False, True, 0, 2),
+    (rolling(1, 0), False, False, 1, 0),
+    (rolling(1, 1), False, False, 1, 1),                        # surges, but may stop the old pod first
+    (rolling(1, "25%"), False, False, 1, 1),
+    (rolling("100%", 1), False, False, 1, 1),
+    (rolling("25%", 0), False, False, 1, 0),                    # both resolve to 0: maxUnavailable becomes 1
+    (rolling("0%", 0), False, False, 1, 0),
+    (rolling("0%", "0%"), False, False, 1, 0),
+    ({"type": "Recreate"}, False, False, 1, 0),
+    (rolling(0, 1), True, False, 0, 1),                         # paused: the restart would not roll out
+    (None, True, False, 0, 1),
 ])
-def test_single_replica_that_cannot_surge_falls_back_to_eviction_and_says_downtime(dep, words):
-    rs, deps = maps(dep)
+def test_single_replica_is_restarted_only_when_the_old_pod_stays_until_ready(strategy, paused, restart, unavailable, surge):
+    rs, deps = maps(deployment(strategy=strategy, paused=paused))
     entry = drain_rules.restart_plan(pod(), rs, deps)
-    assert not entry["restart"]
-    assert words in entry["reason"] and "downtime" in entry["reason"]
+    assert entry["restart"] is restart
+    assert entry["zero_downtime"] is restart
+    assert (entry["max_unavailable"], entry["max_surge"]) == (unavailable, surge)
+    assert entry["deployment"] == "shop/worker" and "Deployment shop/worker" in entry["reason"]
+    if restart:
+        assert "restarted through its rolling update" in entry["reason"]
+    else:
+        assert "not restarted" in entry["reason"] and "PodDisruptionBudget decides" in entry["reason"]
+        assert "downtime" in entry["reason"]
+
+
+@pytest.mark.parametrize("strategy, words", [
+    (rolling(1, 0), "maxUnavailable 1, maxSurge 0"),
+    (rolling(1, 1), "maxUnavailable 1, maxSurge 1"),
+    (rolling("100%", "25%"), "maxUnavailable 100% (resolves to 1), maxSurge 25% (resolves to 1)"),
+    (rolling("25%", 0), "maxUnavailable 25% (resolves to 1), maxSurge 0"),
+    (rolling(None, 0), "maxUnavailable 25% (resolves to 1), maxSurge 0"),   # the API's default, as resolved
+    ({"type": "Recreate"}, "strategy Recreate"),
+])
+def test_an_evicted_single_replica_names_its_max_unavailable_and_max_surge(strategy, words):
+    rs, deps = maps(deployment(strategy=strategy))
+    entry = drain_rules.restart_plan(pod(), rs, deps)
+    assert not entry["restart"] and words in entry["reason"]
+
+
+def test_rollout_capacity_says_whether_the_old_pod_is_kept():
+    keeps = drain_rules.rollout_capacity(deployment(strategy=rolling("25%", "25%")))
+    assert keeps["keeps_old_pod"] and (keeps["max_unavailable_value"], keeps["max_surge_value"]) == ("25%", "25%")
+    assert not drain_rules.rollout_capacity(deployment(strategy=rolling(1, 1)))["keeps_old_pod"]
+    assert not drain_rules.rollout_capacity(deployment(paused=True))["keeps_old_pod"]
+    assert not drain_rules.rollout_capacity(deployment(strategy={"type": "Recreate"}))["keeps_old_pod"]
+    assert not drain_rules.rollout_capacity(deployment(strategy=rolling("lots", 1)))["keeps_old_pod"]  # unreadable: evict
 
 
 def test_multi_replica_deployment_is_evicted():
@@ -255,6 +305,69 @@ def test_preflight_flags_single_replica_without_restart_as_downtime():
     report = drain_rules.drain_preflight({"n1": [worker]}, [worker], [], {}, {"shop/ReplicaSet/worker-abc": 1}, {})["n1"]
     assert report["predicted"] == "downtime"
     assert report["outcome"].startswith("drained, with downtime for single-replica workload(s) ReplicaSet/worker-abc")
+
+
+def single_replica_preflight(strategy, budget_spec, timeout_action="fail"):
+    worker = pod("worker-abc-1", labels={"app": "worker"})
+    budgets = [pdb("worker", {"app": "worker"}, **budget_spec)] if budget_spec else []
+    rs, deps = maps(deployment(strategy=strategy))
+    restarts = {"shop/worker-abc-1": drain_rules.restart_plan(worker, rs, deps)}
+    return drain_rules.drain_preflight({"n1": [worker]}, [worker], budgets, {}, {"shop/ReplicaSet/worker-abc": 1}, restarts,
+                                       timeout_action=timeout_action)["n1"]
+
+
+@pytest.mark.parametrize("strategy", [rolling(1, 0), rolling(1, 1), rolling("100%", 1), {"type": "Recreate"}])
+def test_preflight_of_a_single_replica_that_cannot_be_restarted_safely_is_blocked_by_its_budget(strategy):
+    report = single_replica_preflight(strategy, {"minAvailable": 1})
+    assert report["would_restart"] == [] and report["would_evict"] == ["shop/worker-abc-1"]
+    assert report["predicted"] == "blocked"
+    assert report["outcome"] == "blocked by 1 pod(s) (shop/worker-abc-1): the drain would fail"
+    by_kind = dict((b["kind"], b) for b in report["blockers"])
+    assert sorted(by_kind) == ["pdb_zero", "single_replica"]
+    zero, single = by_kind["pdb_zero"], by_kind["single_replica"]
+    assert zero["severity"] == "error" and zero["pdb"] == "shop/worker" and zero["deployment"] == "shop/worker"
+    assert "PodDisruptionBudget shop/worker allows 0 disruptions" in zero["reason"]
+    assert single["severity"] == "warning" and single["owner"] == "Deployment/worker"
+    for reason in (zero["reason"], single["reason"]):
+        assert "Deployment shop/worker" in reason and "not restarted" in reason
+        assert ("maxUnavailable" in reason and "maxSurge" in reason) or "strategy Recreate" in reason
+    assert "PodDisruptionBudget shop/worker decides" in single["reason"]
+
+
+def test_preflight_of_max_unavailable_1_max_surge_0_names_both_and_the_budget():
+    report = single_replica_preflight(rolling(1, 0), {"minAvailable": 1}, timeout_action="skip")
+    single = [b for b in report["blockers"] if b["kind"] == "single_replica"][0]
+    assert single["reason"] == (
+        "Deployment shop/worker has one replica and a rolling update with maxUnavailable 1, maxSurge 0: a restart would "
+        "let the controller stop the pod before its replacement is Ready; not restarted: its pod is evicted, so its "
+        "PodDisruptionBudget decides; downtime until the replacement is Ready (PodDisruptionBudget shop/worker decides "
+        "when it may go)")
+    assert report["outcome"] == "blocked by 1 pod(s) (shop/worker-abc-1): the node would be left cordoned and skipped"
+
+
+def test_preflight_of_a_budget_that_lets_the_single_replica_go_predicts_downtime_naming_the_deployment():
+    report = single_replica_preflight(rolling(1, 1), {"maxUnavailable": 1})
+    assert report["would_restart"] == [] and report["would_evict"] == ["shop/worker-abc-1"]
+    assert report["predicted"] == "downtime"
+    assert report["outcome"] == ("drained, with downtime for single-replica workload(s) Deployment/worker until their "
+                                 "replacement is Ready")
+    single = [b for b in report["blockers"] if b["kind"] == "single_replica"][0]
+    assert "maxUnavailable 1, maxSurge 1" in single["reason"] and "PodDisruptionBudget shop/worker decides" in single["reason"]
+
+
+def test_preflight_of_a_single_replica_without_a_budget_says_so():
+    report = single_replica_preflight(rolling(1, 0), None)
+    assert report["predicted"] == "downtime"
+    single = [b for b in report["blockers"] if b["kind"] == "single_replica"][0]
+    assert single["reason"].endswith("(no PodDisruptionBudget covers it)")
+
+
+@pytest.mark.parametrize("strategy", [None, rolling(0, 1), rolling("25%", "25%")])
+def test_preflight_restarts_a_single_replica_that_keeps_its_old_pod_whatever_its_budget(strategy):
+    report = single_replica_preflight(strategy, {"minAvailable": 1})
+    assert [r["pod"] for r in report["would_restart"]] == ["shop/worker-abc-1"] and report["would_evict"] == []
+    assert report["blockers"] == [] and report["predicted"] == "ok"
+    assert "maxUnavailable" in report["would_restart"][0]["reason"] and report["would_restart"][0]["zero_downtime"]
 
 
 def test_preflight_of_a_clean_node():
