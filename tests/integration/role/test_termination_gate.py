@@ -105,6 +105,8 @@ def test_an_instance_that_left_by_other_means_never_turns_into_an_undrained_scal
     """A run killed between TerminateInstanceInAutoScalingGroup (decrementing) and its surge-owed tag write leaves the
     counter one too high. The next run used to lower desired by that counter at the end, and the group scaled in a new
     node that ran pods."""
+    # a group whose minimum leaves room below its desired capacity, as most production groups have
+    sandbox.aws("autoscaling").update_auto_scaling_group(AutoScalingGroupName=GROUP, MinSize=1)
     original = sizes(sandbox)
     pointed = sandbox.run_module("launch_template_version", asg_name=GROUP, image_id=sandbox.state["amis"]["new"])
     assert pointed["rc"] == 0, pointed["output"][-2000:]
