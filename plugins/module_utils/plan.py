@@ -177,6 +177,23 @@ def surge_count(value, az_count, max_unavailable, group_size, field="max_surge")
     return number
 
 
+def outdated_taint_effect(requested, surge, outdated_count):
+    """The effect of the taint put on every outdated node once the surge is Ready.
+
+    ``requested`` (``NoSchedule`` by default) holds only when the surge replaces every outdated node: a hard taint
+    then leaves the new nodes, at least as many as the old ones, to take every pod. A smaller surge would leave fewer
+    Ready schedulable nodes than the group's original size (a ``NoSchedule`` node takes no new pod), so the taint is
+    ``PreferNoSchedule`` then (kops's soft taint): the scheduler still sends evicted pods to new nodes first, each
+    batch is taken out by its drain's cordon, and the group keeps its original size of schedulable nodes while the
+    surge still owed covers the batch. Without a surge no new node exists yet, which is the same rule.
+    """
+    if requested not in TAINT_EFFECTS:
+        raise PlanError("taint_effect: %r is not allowed; use one of %s" % (requested, ", ".join(TAINT_EFFECTS)))
+    if requested == "PreferNoSchedule" or surge >= outdated_count:
+        return requested
+    return "PreferNoSchedule"
+
+
 def surge_fits(original_max, desired, surge, hard_limit=None):
     """Check that the group can grow by ``surge`` and return the sizes to set.
 
@@ -1077,7 +1094,7 @@ def _plan_entry(instance):
 
 
 def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_count=None, group_size=None,
-                 boot_seconds=180, drain_seconds=90, post_drain_delay=60, validate_seconds=30):
+                 boot_seconds=180, drain_seconds=90, post_drain_delay=60, validate_seconds=30, taint_effect="NoSchedule"):
     """The whole rollout of one group as data: what ``node_group_info`` returns as ``plan``.
 
     ``group_size`` defaults to the instances in service or pending; ``az_count`` to the number of their AZs.
@@ -1089,7 +1106,7 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     "surge_requested", "outdated": [{"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason",
     "reasons"}], "outdated_count", "up_to_date": [instance ids], "up_to_date_count", "canary",
     "batches": [{"index", "canary", "instance_ids", "azs", "nodes"}], "batch_count", "eta_seconds",
-    "timings"}``.
+    "timings", "taint_effect"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one).
     """
     target = normalize_target(target)
     _checked_instances(instances)
@@ -1148,4 +1165,5 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         "eta_seconds": estimate_duration(batches, timings["boot_seconds"], timings["drain_seconds"],
                                          timings["post_drain_delay"], timings["validate_seconds"], surge),
         "timings": timings,
+        "taint_effect": outdated_taint_effect(taint_effect, surge, len(entries)),
     }

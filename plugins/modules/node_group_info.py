@@ -91,6 +91,14 @@ options:
       - The key of the taint the rollout puts on outdated nodes, to find up-to-date nodes that still carry it (RV(node_groups[].marked)).
     type: str
     default: nodeops.rollout/outdated
+  taint_effect:
+    description:
+      - The effect asked for the taint on outdated nodes. RV(node_groups[].plan.taint_effect) is this effect when the surge
+        replaces every outdated node, and V(PreferNoSchedule) otherwise, so that the Ready schedulable nodes never fall
+        below the group's original size while the surge covers a batch.
+    type: str
+    choices: [NoSchedule, PreferNoSchedule]
+    default: NoSchedule
 notes:
   - The plan is data for the C(nodeops.rollout.rolling_update) role and for review in check mode; the estimated duration
     uses default timings (boot 180 s, drain 90 s, post-drain delay 60 s, validation 30 s per batch).
@@ -329,7 +337,8 @@ node_groups:
         - The rollout plan. C(batch_size) (maxUnavailable resolved), C(surge) (extra instances to launch, never more than the
           outdated instances in the group), C(surge_requested), C(canary) (true when nothing is up to date, so the first
           batch has one instance), C(batches) (each with C(index), C(canary), C(instance_ids), C(azs), C(nodes)),
-          C(batch_count), C(eta_seconds) and the inputs C(group_size), C(az_count), C(azs), C(target).
+          C(batch_count), C(eta_seconds), C(taint_effect) (see O(taint_effect)) and the inputs C(group_size), C(az_count),
+          C(azs), C(target).
       type: dict
       sample:
         batch_size: 1
@@ -359,6 +368,7 @@ def argument_spec():
         max_surge=dict(type="raw"),
         include_nodes=dict(type="bool", default=True),
         taint_key=dict(type="str", default="nodeops.rollout/outdated", no_log=False),
+        taint_effect=dict(type="str", choices=["NoSchedule", "PreferNoSchedule"], default="NoSchedule"),
         target=dict(type="dict", options=dict(
             launch_template_id=dict(type="str"),
             version=dict(type="raw", required=True),

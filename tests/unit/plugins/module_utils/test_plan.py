@@ -1120,3 +1120,20 @@ def test_rollout_plan_properties(specs, max_unavailable, max_surge):
         assert len(result["batches"][0]["instance_ids"]) == 1
     assert (result["eta_seconds"] > 0) == bool(outdated_ids)
     json.dumps(result)
+
+
+@pytest.mark.parametrize("requested, surge, outdated, expected", [
+    ("NoSchedule", 6, 6, "NoSchedule"),        # the surge replaces every outdated node: a hard taint keeps each pod moving once
+    ("NoSchedule", 7, 3, "NoSchedule"),
+    ("NoSchedule", 2, 3, "PreferNoSchedule"),  # the new nodes alone would be fewer than the group: soft, as kops
+    ("NoSchedule", 0, 3, "PreferNoSchedule"),  # no surge: no new node exists yet
+    ("PreferNoSchedule", 6, 6, "PreferNoSchedule"),
+    ("NoSchedule", 0, 0, "NoSchedule"),
+])
+def test_outdated_taint_effect_keeps_the_schedulable_floor(requested, surge, outdated, expected):
+    assert plan.outdated_taint_effect(requested, surge, outdated) == expected
+
+
+def test_outdated_taint_effect_refuses_an_unknown_effect():
+    with pytest.raises(PlanError, match=r"^taint_effect: 'NoExecute!' is not allowed; use one of NoSchedule, PreferNoSchedule, NoExecute"):
+        plan.outdated_taint_effect("NoExecute!", 1, 1)
