@@ -47,7 +47,7 @@ def run(sandbox, tmp_path, extra, report):
     ("rolling_update_drain_timeout=-5s", "rolling_update_drain_timeout"),
     ("rolling_update_post_drain_delay=1.5x", "rolling_update_post_drain_delay"),
     ("rolling_update_node_ready_timeout=0", "rolling_update_node_ready_timeout"),   # a timeout of 0 makes no sense
-    ("rolling_update_validate_interval=10 s", "rolling_update_validate_interval"),
+    ("rolling_update_validate_interval=1.5m", "rolling_update_validate_interval"),   # no fractions
 ])
 def test_a_duration_that_does_not_parse_is_refused_by_name_before_anything_changes(sandbox, tmp_path, setting, variable):
     since = sandbox.now() + 0.01
