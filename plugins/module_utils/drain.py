@@ -47,10 +47,12 @@ class DrainOptions:
         self.disable_eviction = bool(params.get("disable_eviction"))
         self.pod_selector = params.get("pod_selector") or None
         self.restart_single_replica = params.get("restart_single_replica", True) is not False
-        self.grace_period = params.get("grace_period")
-        if self.grace_period is not None and (isinstance(self.grace_period, bool) or not isinstance(self.grace_period, int)
-                                              or self.grace_period < 0):
-            raise plan.PlanError("grace_period: %r is not allowed; use a number of seconds >= 0" % (self.grace_period,))
+        # unset (or empty, as a survey sends it) keeps each pod's own terminationGracePeriodSeconds; 0 is immediate
+        grace_period = params.get("grace_period")
+        if grace_period is None or (isinstance(grace_period, str) and not grace_period.strip()):
+            self.grace_period = None
+        else:
+            self.grace_period = plan.parse_duration(grace_period, "grace_period")
         self.max_concurrent_nodes = self._positive(params, "max_concurrent_nodes", None)
         self.max_concurrent_evictions = self._positive(params, "max_concurrent_evictions", 10)
         self.poll_interval = self._seconds(params, "poll_interval", 2.0)

@@ -1029,28 +1029,35 @@ def backoff_delay(attempt, base=1.0, cap=30.0, jitter=None):
 _DURATION_RE = re.compile(r"^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$")
 
 
-def parse_duration(value, field):
+def parse_duration(value, field, minimum=0):
     """Read a duration as whole seconds: an integer (``90``) or a string ``"90"``, ``"90s"``, ``"15m"``, ``"1h30m"``.
 
     Units h, m and s may be combined in that order. Negative numbers, fractions, booleans and other units
-    are refused with a message naming ``field``.
+    are refused with a message naming ``field``, as is a duration shorter than ``minimum`` seconds (1 for a
+    timeout or an interval, where 0 makes no sense). This is the one parser of durations: the modules and the
+    role (through the ``nodeops.rollout.duration_seconds`` filter) use it.
     """
-    error = PlanError("%s: %r is not allowed; use a number of seconds (90) or a duration such as '90s', '15m' or '1h30m'"
-                      % (field, value))
+    allowed = "use a number of seconds (90) or a duration such as '90s', '15m' or '1h30m'"
+    if minimum:
+        allowed += ", of at least %d second%s" % (minimum, "" if minimum == 1 else "s")
+    error = PlanError("%s: %r is not allowed; %s" % (field, value, allowed))
     if _is_int(value):
-        if value < 0:
+        seconds = value
+    elif isinstance(value, str):
+        text = value.strip().lower()
+        match = _DURATION_RE.match(text)
+        if _INT_RE.match(text):
+            seconds = int(text)
+        elif not text or not match:
             raise error
-        return value
-    if not isinstance(value, str):
+        else:
+            hours, minutes, secs = (int(group) if group else 0 for group in match.groups())
+            seconds = hours * 3600 + minutes * 60 + secs
+    else:
         raise error
-    text = value.strip().lower()
-    if _INT_RE.match(text):
-        return int(text)
-    match = _DURATION_RE.match(text)
-    if not text or not match:
+    if seconds < max(minimum, 0):
         raise error
-    hours, minutes, seconds = (int(group) if group else 0 for group in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
+    return seconds
 
 
 def estimate_duration(batches, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0):

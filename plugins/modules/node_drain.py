@@ -81,9 +81,12 @@ options:
     default: false
   grace_period:
     description:
-      - Grace period in seconds given to each evicted or deleted pod, instead of the pod's own
-        C(terminationGracePeriodSeconds). V(0) means immediately.
-    type: int
+      - Grace period given to each evicted or deleted pod, instead of the pod's own C(terminationGracePeriodSeconds),
+        as seconds (V(30)) or a duration (V(30s), V(2m), V(1h)). V(0) means immediately.
+      - Not set (or an empty string) keeps each pod's own C(terminationGracePeriodSeconds).
+      - A value that is not a whole number of seconds or such a duration (V(abc), V(-5s), V(1.5m)) is refused
+        before anything changes.
+    type: raw
   delete_emptydir_data:
     description:
       - Also evict pods that use C(emptyDir) volumes; their data is lost.
@@ -302,7 +305,7 @@ def argument_spec():
         timeout=dict(type="raw", default="15m"),
         timeout_action=dict(type="str", choices=["fail", "skip", "force"], default="fail"),
         force=dict(type="bool", default=False),
-        grace_period=dict(type="int"),
+        grace_period=dict(type="raw"),
         delete_emptydir_data=dict(type="bool", default=False),
         pod_selector=dict(type="str"),
         disable_eviction=dict(type="bool", default=False),

@@ -10,7 +10,8 @@ Contract for everything built on it (the HTTP API and the controllers):
 - Every observable change is written to the event log by ``_derive`` (node added/ready/cordoned/tainted/
   gone, pod created/scheduled/ready/terminating/deleted, PDB status), so components cannot forget to
   log; the component causing a pod's end passes ``cause`` (how, client, reason), which is carried to the
-  ``pod.terminating``/``pod.deleted`` events the invariant checker reads. When a pod whose graceful end
+  ``pod.terminating``/``pod.deleted`` events the invariant checker reads (``pod.terminating`` also carries
+  ``grace_seconds``, the grace period the deletion gave the pod). When a pod whose graceful end
   had already begun is removed with a different cause (its node died under it), ``pod.deleted`` keeps the
   original cause and adds ``ended_by`` with the one that cut the grace period short.
 """
@@ -437,8 +438,10 @@ class Store:
             info.setdefault("client", client)
             self._causes[meta["uid"]] = info
             src = old or new
+            # the grace period the pod got: what its deletion set, 0 when it was removed at once
+            grace = meta.get("deletionGracePeriodSeconds", 0) if etype == "DELETED" else meta.get("deletionGracePeriodSeconds")
             self.events.emit("pod.terminating", was_ready=is_ready(src),
-                             phase=(src.get("status") or {}).get("phase"),
+                             phase=(src.get("status") or {}).get("phase"), grace_seconds=grace,
                              pdbs=disruption.pdb_snapshot(self, src), **dict(base, **info))
         if was_ready and not now_ready and etype != "DELETED":
             self.events.emit("pod.unready", **base)

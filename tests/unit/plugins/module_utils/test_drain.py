@@ -386,6 +386,19 @@ def test_grace_period_zero_is_sent_not_dropped():
     assert kube.evictions == [("shop/web-1", {"grace_period": 0, "uid": "uid-shop-web-1"})]
 
 
+@pytest.mark.parametrize("grace_period, seconds", [("30s", 30), ("2m", 120), ("45", 45), (45, 45), ("0s", 0)])
+def test_grace_period_takes_a_duration(grace_period, seconds):
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1"))
+    run(kube, ["n1"], grace_period=grace_period)
+    assert kube.evictions == [("shop/web-1", {"grace_period": seconds, "uid": "uid-shop-web-1"})]
+
+
+@pytest.mark.parametrize("grace_period", [None, "", "  "])
+def test_no_grace_period_keeps_the_pods_own(grace_period):
+    assert drain.DrainOptions({"grace_period": grace_period}).grace_period is None
+
+
 def test_a_new_pod_with_the_same_name_counts_as_gone_and_is_drained_too():
     kube = cluster("n1", linger=1)
     kube.add_pod(make_pod("db-0", "n1", owner=("StatefulSet", "db")))
@@ -434,6 +447,9 @@ def test_a_missing_node_fails_before_anything_changes():
     ({"timeout": "soon"}, "timeout: 'soon' is not allowed"),
     ({"timeout_action": "retry"}, "timeout_action: 'retry' is not allowed; use one of fail, skip, force"),
     ({"grace_period": -1}, "grace_period: -1 is not allowed"),
+    ({"grace_period": "abc"}, "grace_period: 'abc' is not allowed; use a number of seconds (90) or a duration such as '90s'"),
+    ({"grace_period": "-5s"}, "grace_period: '-5s' is not allowed"),
+    ({"grace_period": "1.5x"}, "grace_period: '1.5x' is not allowed"),
     ({"max_concurrent_evictions": 0}, "max_concurrent_evictions: 0 is not allowed; use an integer >= 1"),
     ({"poll_interval": 0}, "poll_interval: 0 is not allowed"),
 ])

@@ -992,6 +992,19 @@ def test_parse_duration_refuses_with_the_field(value):
                       "use a number of seconds (90) or a duration such as '90s', '15m' or '1h30m'")
 
 
+@pytest.mark.parametrize("value", [0, "0", "0s", "0h0m0s"])
+def test_parse_duration_minimum_refuses_shorter_durations(value):
+    assert_plan_error(lambda: plan.parse_duration(value, "drain_timeout", minimum=1), "drain_timeout",
+                      "use a number of seconds (90) or a duration such as '90s', '15m' or '1h30m', of at least 1 second")
+    assert plan.parse_duration(value, "drain_timeout") == 0
+
+
+def test_parse_duration_minimum_accepts_the_minimum_and_more():
+    assert plan.parse_duration("1s", "drain_timeout", minimum=1) == 1
+    assert plan.parse_duration("1m", "drain_timeout", minimum=60) == 60
+    assert_plan_error(lambda: plan.parse_duration(59, "drain_timeout", minimum=60), "drain_timeout", "of at least 60 seconds")
+
+
 @given(st.integers(min_value=0, max_value=99), st.integers(min_value=0, max_value=59), st.integers(min_value=0, max_value=59),
        st.booleans(), st.booleans(), st.booleans())
 def test_parse_duration_any_combination(hours, minutes, seconds, with_h, with_m, with_s):
