@@ -45,6 +45,26 @@ def wait_until(what, check, timeout=60.0, interval=0.5):
     raise AssertionError("timed out after %.0fs waiting for %s" % (timeout, what))
 
 
+def promised_floor(size, surge, batch_size):
+    """The fewest Ready schedulable nodes docs/how-a-rollout-works.md ("Capacity during the upgrade") lets a group of
+    ``size`` nodes, all outdated, have: while a batch is drained and its replacements boot, ``original size + surge
+    still owed - batch size``; each batch pays back up to one batch size of surge. At least ``size`` as long as the
+    surge still owed covers the batch."""
+    floor, owed, left = size, surge, size
+    while left > 0:
+        batch = min(batch_size, left)
+        floor = min(floor, size + owed - batch)
+        owed -= min(batch, owed)
+        left -= batch
+    return floor
+
+
+def floor_until(events, end, client_prefix="nodeops.rollout"):
+    """``min_ready_schedulable_nodes`` of the invariant report over the rollout window up to simulated time ``end``."""
+    from tests.sandbox.report import build_report  # pylint: disable=import-outside-toplevel
+    return build_report([e for e in events if e["t"] <= end], client_prefix)["min_ready_schedulable_nodes"]
+
+
 def _read_env_file(path):
     env = {}
     with open(path, encoding="utf-8") as fh:

@@ -9,12 +9,22 @@ name starts with ``client_prefix`` (the collection's modules identify themselves
 itself up (the ``sandbox.ready`` event: nodes Ready, start-up workloads Ready), or at the log's first event
 in a log without one.
 Pods that existed when the window opened (DaemonSet pods aside: they never move) are *pre-existing*.
+
+A node is *Ready schedulable* (``min_ready_schedulable_nodes``, ``ready_schedulable_nodes_at_start``) while it is
+Ready, not cordoned (``spec.unschedulable``) and carries no taint with effect ``NoSchedule`` or ``NoExecute``, of
+any key: the scheduler places no new pod on it then, whether the taint is the rollout's
+``nodeops.rollout/outdated``, the node controller's ``node.kubernetes.io/not-ready`` or another owner's. A
+``PreferNoSchedule`` taint leaves the node schedulable (the scheduler only avoids it). Taints are read from the
+``node.taints`` events (each taint a ``key=value:Effect`` string; the event carries the node's whole list).
+A deleted node counts for nothing.
 """
 
 import collections
 import json
 
 DAEMONSET = "DaemonSet/"
+# Taint effects that keep the scheduler from placing new pods on a node (PreferNoSchedule only discourages it).
+UNSCHEDULABLE_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 def _window_start(events, client_prefix):
@@ -64,14 +74,20 @@ def _deployment_downtime(events, start):
     return out
 
 
+def _blocks_scheduling(taint):
+    """``key=value:Effect`` (as ``node.taints`` events write it): True for NoSchedule and NoExecute."""
+    return str(taint).rsplit(":", 1)[-1] in UNSCHEDULABLE_EFFECTS
+
+
 def _node_floor(events, start):
-    """Per group: the lowest count of Ready + schedulable (not cordoned) nodes within the window."""
-    state = {}  # node -> dict(group, ready, cordoned)
+    """Per group: the lowest count of Ready schedulable nodes (module docstring) within the window."""
+    state = {}  # node -> dict(group, ready, cordoned, tainted)
     floor = {}
     counts_at_start = {}
 
     def count(group):
-        return sum(1 for s in state.values() if s["group"] == group and s["ready"] and not s["cordoned"])
+        return sum(1 for s in state.values()
+                   if s["group"] == group and s["ready"] and not s["cordoned"] and not s["tainted"])
 
     started = False
     for e in events:
@@ -84,7 +100,7 @@ def _node_floor(events, start):
         if not kind.startswith("node."):
             continue
         node = e["node"]
-        s = state.setdefault(node, {"group": e.get("group"), "ready": False, "cordoned": False})
+        s = state.setdefault(node, {"group": e.get("group"), "ready": False, "cordoned": False, "tainted": False})
         if kind == "node.ready":
             s["ready"] = True
         elif kind == "node.notready":
@@ -93,6 +109,8 @@ def _node_floor(events, start):
             s["cordoned"] = True
         elif kind == "node.uncordoned":
             s["cordoned"] = False
+        elif kind == "node.taints":
+            s["tainted"] = any(_blocks_scheduling(t) for t in e.get("taints") or [])
         elif kind == "node.deleted":
             state.pop(node, None)
         if started:

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.integration.harness import wait_until
-from tests.integration.modules.conftest import assert_safe
+from tests.integration.modules.conftest import DEMO, assert_holds_workload, assert_safe, workload_pods
 
 GROUP = "sandbox-nodes"
 PREFIX = "nodeops.rollout/"
@@ -15,7 +15,9 @@ PREFIX = "nodeops.rollout/"
 
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
-    return start_sandbox(nodes=6, azs=3, speed=20)
+    # the demo shop runs on the group's nodes: a surge, a restore or a detach that took a node away under its pods
+    # without a drain would show as pods killed without eviction
+    return start_sandbox(nodes=6, azs=3, speed=20, workloads=[DEMO])
 
 
 def mutations_since(sandbox, since):
@@ -53,6 +55,21 @@ def ready_nodes(sandbox):
                   if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or []))
 
 
+def dns_names(sandbox, instance_ids):
+    reservations = sandbox.aws("ec2").describe_instances(InstanceIds=list(instance_ids))["Reservations"]
+    return {i["InstanceId"]: i["PrivateDnsName"] for r in reservations for i in r["Instances"]}
+
+
+def protect_the_shop(sandbox):
+    """A restore that scales in lets the group's termination policy choose, without a drain (the module warns):
+    protect every instance whose node runs the shop from scale-in, as an operator would, so only empty nodes go."""
+    names = dns_names(sandbox, in_service(describe(sandbox)))
+    busy = sorted(iid for iid, node in names.items() if workload_pods(sandbox, node))
+    assert busy, "no node of the group runs a workload pod"
+    sandbox.aws("autoscaling").set_instance_protection(AutoScalingGroupName=GROUP, InstanceIds=busy, ProtectedFromScaleIn=True)
+    return busy
+
+
 def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_original_sizes(sandbox):
     assert sizes(describe(sandbox)) == (6, 6, 6)
     since = sandbox.now()
@@ -73,6 +90,8 @@ def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_
     assert tags[PREFIX + "surge"] == "3" and tags[PREFIX + "surge-owed"] == "3" and tags[PREFIX + "suspended-processes"] == "AZRebalance"
     assert tags[PREFIX + "target-version"] == "1"
     wait_until("9 Ready nodes", lambda: len(ready_nodes(sandbox)) == 9)
+    assert_safe(sandbox.report())  # the surge only added nodes
+    busy = protect_the_shop(sandbox)
 
     since = sandbox.now()
     again = surge(sandbox, surge=3, wait=True)
@@ -89,6 +108,7 @@ def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_
     group = describe(sandbox)
     assert sizes(group) == (6, 6, 6) and len(in_service(group)) == 6 and len(group["Instances"]) == 6
     assert suspended(group) == [] and rollout_tags(group) == {}
+    assert set(busy) <= set(in_service(group)), "the scale-in took a node that runs the shop"
     assert surge(sandbox, state="restored")["changed"] is False
     assert_safe(sandbox.report())
 
@@ -120,6 +140,7 @@ def test_detach_surges_as_kops_does_and_tags_every_detached_instance(sandbox):
     assert pointed["rc"] == 0 and pointed["version"] == 2
     old = in_service(describe(sandbox))
 
+    busy = {iid for iid, node in dns_names(sandbox, old).items() if workload_pods(sandbox, node)}
     result = surge(sandbox, method="detach", surge=2, wait=True)
     detached = result["detached_instances"]
     assert result["changed"] and len(detached) == 2 and set(detached) <= set(old)
@@ -145,6 +166,13 @@ def test_detach_surges_as_kops_does_and_tags_every_detached_instance(sandbox):
     assert all("detached from the group for surge" in outdated[instance_id] for instance_id in detached)
     assert len(outdated) == 6  # the 2 detached + the 4 old members; the 2 new are up to date
 
+    # as the role does: drain the detached instances' nodes (they ran the shop) before they are terminated
+    assert set(detached) <= busy, (detached, busy)
+    nodes = sorted(dns_names(sandbox, detached).values())
+    for node in nodes:
+        assert_holds_workload(sandbox, node)
+    drained = sandbox.run_module("node_drain", nodes=nodes, poll_interval=0.2, retry_max_delay=1.0)
+    assert drained["rc"] == 0 and sorted(drained["drained"]) == nodes, drained.get("msg") or drained["output"][-2000:]
     terminated = sandbox.run_module("instance_terminate", asg_name=GROUP, instance_ids=detached, decrement_desired_capacity=True)
     assert terminated["rc"] == 0 and sorted(terminated["terminated_detached"]) == sorted(detached) and terminated["decremented"] == []
     group = describe(sandbox)

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from tests.integration.modules.conftest import assert_safe
+from tests.integration.modules.conftest import DEMO, assert_holds_workload, assert_safe, workload_pods
 
 GROUP = "sandbox-nodes"
 
@@ -25,7 +25,8 @@ def instances(sandbox):
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
     # speed 4: an instance boots in 10 s and its node is Ready about 4 s later, long enough to watch it happen
-    return start_sandbox(nodes=3, azs=3, speed=4)
+    # with the demo shop running, so the invariants checked at the end are about pods that could have been disturbed
+    return start_sandbox(nodes=3, azs=3, speed=4, workloads=[DEMO])
 
 
 def test_the_group_as_it_is_validates(sandbox):
@@ -79,6 +80,7 @@ def test_cordoned_nodes_fail_unless_schedulable_is_false(sandbox):
     ids, _group = instances(sandbox)
     core = sandbox.core()
     node = sorted(n.metadata.name for n in core.list_node().items)[0]
+    before = assert_holds_workload(sandbox, node)
     core.patch_node(node, {"spec": {"unschedulable": True}})
     try:
         strict = validate(sandbox, instance_ids=ids, interval=1, timeout=2)
@@ -86,6 +88,7 @@ def test_cordoned_nodes_fail_unless_schedulable_is_false(sandbox):
         assert "node(s) cordoned: %s" % node in strict["msg"]
         relaxed = validate(sandbox, instance_ids=ids, schedulable=False, interval=1, timeout=2)
         assert relaxed["rc"] == 0 and relaxed["ok"]
+        assert workload_pods(sandbox, node) == before  # validation only reads: the pods stay
     finally:
         core.patch_node(node, {"spec": {"unschedulable": None}})
 
@@ -110,4 +113,9 @@ def test_bad_input_is_refused_before_any_request(sandbox):
 
 
 def test_invariants_hold(sandbox):
-    assert_safe(sandbox.report())
+    report = sandbox.report()
+    assert_safe(report)
+    # validation only reads: the demo's pods were there all along and none was moved or went down
+    assert report["evictions"]["pre_existing_pods"] > 0 and report["evictions"]["total"] == 0, report["evictions"]
+    assert report["deployments"] and all(d["zero_ready_seconds"] == 0 for d in report["deployments"].values()), \
+        report["deployments"]

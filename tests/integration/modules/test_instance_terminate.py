@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.integration.harness import wait_until
-from tests.integration.modules.conftest import assert_safe
+from tests.integration.modules.conftest import DEMO, assert_holds_workload, assert_safe, workload_pods
 
 GROUP = "sandbox-nodes"
 OWED = "nodeops.rollout/surge-owed"
@@ -15,7 +15,8 @@ OWED = "nodeops.rollout/surge-owed"
 
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
-    handle = start_sandbox(nodes=6, azs=3, speed=20)
+    # the demo shop runs on the nodes: an instance terminated before its node was drained would kill its pods
+    handle = start_sandbox(nodes=6, azs=3, speed=20, workloads=[DEMO])
     pointed = handle.run_module("launch_template_version", asg_name=GROUP, image_id=handle.state["amis"]["new"])
     assert pointed["rc"] == 0 and pointed["version"] == 2, pointed.get("msg")
     return handle
@@ -50,6 +51,23 @@ def ec2_state(sandbox, instance_id):
     return sandbox.aws("ec2").describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["State"]["Name"]
 
 
+def old_with_workload(sandbox, count):
+    """``count`` old instances whose nodes run pods a drain must move (DaemonSet pods aside)."""
+    chosen = [iid for iid in old_instances(sandbox) if workload_pods(sandbox, dns_name(sandbox, iid))][:count]
+    assert len(chosen) == count, "fewer than %d old nodes hold workload pods" % count
+    return chosen
+
+
+def drain_first(sandbox, instance_ids):
+    """What the role does before it terminates: drain the instances' nodes, each of which holds workload pods."""
+    nodes = [dns_name(sandbox, iid) for iid in instance_ids]
+    for node in nodes:
+        assert_holds_workload(sandbox, node)
+    drained = sandbox.run_module("node_drain", nodes=nodes, poll_interval=0.2, retry_max_delay=1.0)
+    assert drained["rc"] == 0 and sorted(drained["drained"]) == sorted(nodes), drained.get("msg") or drained["output"][-2000:]
+    assert all(workload_pods(sandbox, node) == [] for node in nodes)
+
+
 def terminate(sandbox, check=False, **args):
     result = sandbox.run_module("instance_terminate", check=check, asg_name=GROUP, **args)
     assert result["rc"] == 0, result.get("msg") or result["output"][-2000:]
@@ -57,9 +75,10 @@ def terminate(sandbox, check=False, **args):
 
 
 def test_without_decrement_the_replacement_lands_on_the_new_version(sandbox):
-    victim = old_instances(sandbox)[0]
+    victim = old_with_workload(sandbox, 1)[0]
     node = dns_name(sandbox, victim)
     assert node in node_names(sandbox)
+    drain_first(sandbox, [victim])
 
     since = sandbox.now()
     predicted = terminate(sandbox, check=True, instance_ids=[victim])
@@ -86,7 +105,8 @@ def test_without_decrement_the_replacement_lands_on_the_new_version(sandbox):
 def test_with_decrement_the_surge_is_paid_back_and_the_group_ends_at_its_size(sandbox):
     surged = sandbox.run_module("asg_surge", name=GROUP, surge=2, wait=True)
     assert surged["rc"] == 0 and surged["sizes"]["after"]["desired_capacity"] == 8 and owed(sandbox) == "2"
-    batch = old_instances(sandbox)[:3]
+    batch = old_with_workload(sandbox, 3)
+    drain_first(sandbox, batch)
 
     since = sandbox.now()
     predicted = terminate(sandbox, check=True, instance_ids=batch, decrement_desired_capacity=2)
@@ -119,7 +139,8 @@ def test_with_decrement_the_surge_is_paid_back_and_the_group_ends_at_its_size(sa
 
 
 def test_an_instance_already_gone_is_not_an_error(sandbox):
-    gone = old_instances(sandbox)[0]
+    gone = old_with_workload(sandbox, 1)[0]
+    drain_first(sandbox, [gone])
     sandbox.aws("ec2").terminate_instances(InstanceIds=[gone])
     wait_until("the group to drop %s" % gone, lambda: gone not in [i["InstanceId"] for i in describe(sandbox)["Instances"]])
     since = sandbox.now()

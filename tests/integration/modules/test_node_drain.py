@@ -5,7 +5,7 @@ import time
 import pytest
 import yaml
 
-from tests.integration.modules.conftest import assert_safe
+from tests.integration.modules.conftest import assert_holds_workload, assert_safe
 
 FAST = {"poll_interval": 0.2, "retry_max_delay": 1.0}
 SHUTDOWN = "sandbox.nodeops.io/shutdown-seconds"
@@ -116,6 +116,7 @@ def test_preflight_names_every_blocker_kind_without_a_single_mutating_request(sa
         deployment(ns, "single", 1),
         naked_pod(ns, "naked", node),
     ], ns, expect=14)
+    assert_holds_workload(sandbox, node)
     since = sandbox.now() + 0.01  # after the newest event so far (which may be a request of the previous test)
     result = drain(sandbox, [node], check=True, diff=True)
     assert result["rc"] == 0, result["output"]
@@ -147,6 +148,7 @@ def test_a_budget_blocked_drain_proceeds_as_replacements_become_ready(sandbox, n
     node = names[1]
     ns = "blocked"
     pin(sandbox, node, [namespace(ns), deployment(ns, "web", 3), budget(ns, "web", "web", minAvailable=2)], ns, expect=3)
+    assert_holds_workload(sandbox, node)
     started = sandbox.now()
     result = drain(sandbox, [node])
     assert result["rc"] == 0, result["output"]
@@ -170,6 +172,7 @@ def test_single_replica_deployment_moves_without_downtime_and_recreate_is_report
     ns = "solo"
     pin(sandbox, node, [namespace(ns), deployment(ns, "worker", 1), budget(ns, "worker", "worker", minAvailable=1),
                         deployment(ns, "batch", 1, strategy={"type": "Recreate"})], ns, expect=2)
+    assert_holds_workload(sandbox, node)
     result = drain(sandbox, [node])
     assert result["rc"] == 0, result["output"]
     outcome = result["nodes"][node]
@@ -189,6 +192,7 @@ def test_timeout_action_fail_names_every_pod_and_the_budget_holding_it(sandbox, 
     node = names[3]
     ns = "stuck"
     pin(sandbox, node, [namespace(ns), deployment(ns, "db", 2), budget(ns, "db", "db", minAvailable=2)], ns, expect=2)
+    assert_holds_workload(sandbox, node)
     result = drain(sandbox, [node], timeout=3)
     assert result["rc"] != 0
     outcome = result["nodes"][node]
@@ -206,6 +210,8 @@ def test_timeout_action_fail_names_every_pod_and_the_budget_holding_it(sandbox, 
 def test_timeout_action_skip_leaves_the_node_cordoned_and_drains_the_others(sandbox, names):
     stuck, free = names[3], names[4]
     pin(sandbox, free, [namespace("free"), deployment("free", "app", 2)], "free", expect=2)
+    assert_holds_workload(sandbox, stuck)
+    assert_holds_workload(sandbox, free)
     result = drain(sandbox, [stuck, free], timeout=3, timeout_action="skip")
     assert result["rc"] == 0, result["output"]
     assert result["skipped_nodes"] == [stuck] and result["drained"] == [free]
@@ -215,20 +221,43 @@ def test_timeout_action_skip_leaves_the_node_cordoned_and_drains_the_others(sand
     uncordon(sandbox, stuck, free)
 
 
-def test_three_nodes_drain_concurrently_in_about_the_time_of_one(sandbox, names):
+def drain_intervals(events, since, namespaces):
+    """Per node, in simulated seconds: [first eviction, last of its evicted pods gone] for pods of ``namespaces``."""
+    spans = {}
+    evicted = {}
+    for e in events:
+        if e["t"] < since or not str(e.get("pod") or "").startswith(namespaces):
+            continue
+        if e["kind"] == "pod.terminating" and e.get("how") == "evicted":
+            evicted[e["uid"]] = e["node"]
+            spans.setdefault(e["node"], [e["t"], None])
+        elif e["kind"] == "pod.deleted" and e["uid"] in evicted:
+            span = spans[evicted[e["uid"]]]
+            span[1] = max(span[1] or e["t"], e["t"])
+    return spans
+
+
+def test_three_nodes_drain_concurrently(sandbox, names):
     trio = [names[1], names[2], names[4]]
+    namespaces = tuple("trio-%d/" % index for index in range(len(trio)))
     for index, node in enumerate(trio):
         ns = "trio-%d" % index
         pin(sandbox, node, [namespace(ns), deployment(ns, "app", 8, shutdown=60, grace=60)], ns, expect=8)
+        assert_holds_workload(sandbox, node)
+    since = sandbox.now()
     result = drain(sandbox, trio)
     assert result["rc"] == 0, result["output"]
-    seconds = [result["nodes"][node]["seconds"] for node in trio]
     for index, node in enumerate(trio):
         assert len([pod for pod in result["nodes"][node]["evicted"] if pod.startswith("trio-%d/" % index)]) == 8
-    # each node waits out its pods' 60 s shutdown (3 s at speed 20); together they take about as long as one
-    assert min(seconds) >= 2.5
-    assert result["seconds"] < 1.5 * max(seconds)
-    assert result["seconds"] < 0.6 * sum(seconds)
+    # Measured in the sandbox's simulated time, not wall time: each node's pods take their 60 s to shut down, and the
+    # three drains overlap: every node's first eviction came before any node's last evicted pod was gone. Drained one
+    # after the other, the second node's first eviction would follow the first node's last pod.
+    spans = drain_intervals(sandbox.events(), since, namespaces)
+    assert sorted(spans) == sorted(trio), spans
+    assert all(end is not None and end - start >= 60 for start, end in spans.values()), spans
+    latest_start = max(start for start, _end in spans.values())
+    earliest_end = min(end for _start, end in spans.values())
+    assert latest_start < earliest_end, "the drains did not overlap in simulated time: %s" % spans
     assert_safe(sandbox.report())
     uncordon(sandbox, *trio)
 
@@ -248,6 +277,7 @@ def test_timeout_action_force_deletes_what_the_budget_holds(force_sandbox):
     ns = "forced"
     pin(sandbox, node, [namespace(ns), deployment(ns, "db", 2), budget(ns, "db", "db", minAvailable=2),
                         naked_pod(ns, "naked", node)], ns, expect=3)
+    assert_holds_workload(sandbox, node)
     result = drain(sandbox, [node], timeout=3, timeout_action="force")
     assert result["rc"] == 0, result["output"]
     outcome = result["nodes"][node]

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from tests.integration.harness import collections_path
-from tests.integration.modules.conftest import assert_safe
+from tests.integration.modules.conftest import DEMO, assert_holds_workload, assert_safe, workload_pods
 
 OUTDATED = {"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}
 FOREIGN = {"key": "example.com/gpu", "value": "a100", "effect": "NoSchedule"}
@@ -13,7 +13,8 @@ FOREIGN = {"key": "example.com/gpu", "value": "a100", "effect": "NoSchedule"}
 
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
-    return start_sandbox(nodes=3, azs=3, speed=20)
+    # the demo shop spread over the three nodes: tainting and cordoning must leave its pods where they run
+    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[DEMO])
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +28,7 @@ def taints_of(sandbox, name):
 
 
 def test_taints_added_to_every_node_keep_foreign_taints_and_are_idempotent(sandbox, names):
+    before = {name: assert_holds_workload(sandbox, name) for name in names}
     sandbox.core().patch_node(names[0], {"spec": {"taints": [FOREIGN]}})
     result = sandbox.run_module("node_taint", nodes=names, taints=[OUTDATED])
     assert result["rc"] == 0 and result["changed"], result["output"]
@@ -36,6 +38,9 @@ def test_taints_added_to_every_node_keep_foreign_taints_and_are_idempotent(sandb
     again = sandbox.run_module("node_taint", nodes=names, taints=[OUTDATED])
     assert again["rc"] == 0 and not again["changed"]
     assert all(not node["changed"] for node in again["nodes"].values())
+    # NoSchedule keeps new pods off; the running ones stay where they are
+    assert {name: workload_pods(sandbox, name) for name in names} == before
+    assert_safe(sandbox.report())
 
 
 def test_removing_our_taint_leaves_the_foreign_one(sandbox, names):
@@ -63,6 +68,7 @@ def test_check_mode_and_diff_predict_without_a_single_mutating_request(sandbox, 
 
 def test_cordon_label_annotate_then_undo(sandbox, names):
     label = "node.kubernetes.io/exclude-from-external-load-balancers"
+    before = assert_holds_workload(sandbox, names[2])
     result = sandbox.run_module("node_taint", nodes=[names[2]], cordon=True, labels={label: "true"},
                                 annotations={"nodeops.rollout/drained-at": "2024-05-01T12:00:00Z"})
     assert result["rc"] == 0 and result["changed"]
@@ -71,6 +77,7 @@ def test_cordon_label_annotate_then_undo(sandbox, names):
     assert node.metadata.labels[label] == "true"
     assert node.metadata.labels["topology.kubernetes.io/zone"]  # the node's own labels are still there
     assert node.metadata.annotations["nodeops.rollout/drained-at"] == "2024-05-01T12:00:00Z"
+    assert workload_pods(sandbox, names[2]) == before  # a cordon moves no pod
     undo = sandbox.run_module("node_taint", nodes=[names[2]], cordon=False, state="absent", labels={label: None},
                               annotations={"nodeops.rollout/drained-at": None})
     assert undo["rc"] == 0 and undo["changed"]
@@ -126,4 +133,9 @@ def test_a_concurrent_writer_between_read_and_write_is_not_overwritten(sandbox, 
 
 
 def test_invariants_hold(sandbox):
-    assert_safe(sandbox.report())
+    report = sandbox.report()
+    assert_safe(report)
+    # the demo's pods were there all along, and none was moved or went down while nodes were tainted and cordoned
+    assert report["evictions"]["pre_existing_pods"] > 0 and report["evictions"]["total"] == 0, report["evictions"]
+    assert report["deployments"] and all(d["zero_ready_seconds"] == 0 and d["min_ready_pods"] == d["ready_pods_at_end"]
+                                         for d in report["deployments"].values()), report["deployments"]

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from tests.integration.harness import ROOT
+from tests.integration.harness import ROOT, floor_until, promised_floor
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"
@@ -75,6 +75,28 @@ def test_string_values_from_a_survey_drive_a_whole_rollout(sandbox, tmp_path):
     invariants = sandbox.report()
     assert_safe(invariants)
     assert invariants["deployments"]["shop/checkout-worker"]["zero_ready_seconds"] == 0.0  # restarted, not evicted
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING: while the surge (2) covers batch 1 the group had 2 Ready schedulable nodes, not the 3 the docs promise: "
+    "Phase 2 taints every outdated node NoSchedule before the first batch, so only the surge nodes take pods; the "
+    "docs' formula counts the tainted outdated nodes. Fix the role or the docs, then remove this marker."))
+def test_the_floor_the_docs_promise_held_during_the_survey_rollout(sandbox):
+    """docs/how-a-rollout-works.md, "Capacity during the upgrade": while a batch is drained and its replacements
+    boot the group has original size + surge still owed - batch size Ready schedulable nodes, so at least the original
+    size while the surge still owed covers the batch. The survey rollout above (3 nodes, surge 2, batches of 2 then
+    1): batch 1 is covered (2 owed, batch of 2): >= 3 until its terminations paid the surge back; batch 2 is not (0
+    owed, batch of 1): >= 2 over the whole rollout. Tainted (NoSchedule) and cordoned nodes do not count."""
+    size, surge, batch = 3, 2, 2
+    events = sandbox.events()
+    history = [e for e in events if e["kind"] == "asg.size" and e["group"] == GROUP]
+    surged = next(i for i, e in enumerate(history) if e["desired"] == size + surge)
+    paid_back = next(e["t"] for e in history[surged:] if e["desired"] == size)  # batch 1's decrements
+    covered = floor_until(events, paid_back)[GROUP]
+    whole = floor_until(events, sandbox.now())[GROUP]
+    assert promised_floor(size, surge, batch) == size - 1
+    assert whole >= promised_floor(size, surge, batch), (whole, "over the whole rollout")
+    assert covered >= size, (covered, "Ready schedulable nodes while the surge covered the batch (until t=%s)" % paid_back)
 
 
 def test_without_surge_a_canary_goes_first_and_the_old_nodes_are_only_softly_tainted(sandbox, tmp_path):

@@ -18,13 +18,16 @@ import time
 import pytest
 import yaml
 
-from tests.integration.harness import BIN, ROOT, SandboxHandle, collections_path
+from tests.integration.harness import BIN, ROOT, SandboxHandle, collections_path, promised_floor
 
 CLUSTERS = ("cluster-a", "cluster-b")
 GROUPS = ("sandbox-nodes", "sandbox-nodes-2")
 NODES_PER_GROUP = 4
 AZS = 2
 MAX_UNAVAILABLE = 2
+# The role's surge when rolling_update_max_surge is empty (docs/how-a-rollout-works.md): the EKS rule, the larger of
+# twice the group's AZs and the batch size, never more than the outdated instances.
+SURGE = min(max(2 * AZS, MAX_UNAVAILABLE), NODES_PER_GROUP)
 TAINT_PREFIX = "nodeops.rollout/"
 RECORD_DIR = os.path.join(ROOT, ".build", "role-e2e")
 DEMO = os.path.join(ROOT, "tests", "sandbox", "workloads", "demo.yaml")
@@ -111,7 +114,9 @@ def key_numbers(report):
 
 
 def assert_safe(name, report):
-    """No budget violated, no pod ended without an eviction, the node floor held, each pod moved at most once."""
+    """No budget violated, no pod ended without an eviction, the node floor the docs promise held (N Ready schedulable
+    nodes per group while the surge covers the batch, tainted and cordoned nodes not counted), each pod moved at most
+    once."""
     assert report["window"]["opened_by_client"], "%s: the rollout made no change at all" % name
     assert report["pdb_violations"] == 0, (name, report["pdb_violation_details"])
     assert report["killed_without_eviction"] == 0, (name, report["killed_without_eviction_details"])
@@ -121,6 +126,12 @@ def assert_safe(name, report):
         assert at_start == NODES_PER_GROUP, (name, group, at_start)
         assert report["min_ready_schedulable_nodes"][group] >= at_start - MAX_UNAVAILABLE, \
             (name, group, report["min_ready_schedulable_nodes"])
+        # "Capacity during the upgrade": original size + surge still owed - batch size, never below the original size
+        # while the surge still owed covers the batch; here the surge covers every batch, so N throughout.
+        assert SURGE >= MAX_UNAVAILABLE and promised_floor(NODES_PER_GROUP, SURGE, MAX_UNAVAILABLE) == NODES_PER_GROUP
+        assert report["min_ready_schedulable_nodes"][group] >= NODES_PER_GROUP, \
+            (name, group, "below the %d Ready schedulable nodes the docs promise" % NODES_PER_GROUP,
+             report["min_ready_schedulable_nodes"])
     evictions = report["evictions"]
     assert evictions["max_evictions_per_pod"] <= 1, (name, evictions)
     assert evictions["evicted_born_during_rollout"] == 0, (name, evictions)
@@ -256,7 +267,7 @@ def test_plan_prints_the_plan_of_both_clusters_and_changes_nothing(tmp_path_fact
             assert [(g["name"], g["status"], g["plan_only"]) for g in result["node_groups"]] == \
                 [(group, "planned", True) for group in GROUPS], (name, result)
             for group in result["node_groups"]:
-                assert int(group["plan"]["surge"]) == NODES_PER_GROUP and len(group["plan"]["outdated"]) == NODES_PER_GROUP, group
+                assert int(group["plan"]["surge"]) == SURGE and len(group["plan"]["outdated"]) == NODES_PER_GROUP, group
         for name, handle in handles.items():
             mutating = handle.mutating_requests(since=since[name])
             assert mutating == [], (name, mutating[:5])
@@ -270,7 +281,7 @@ def test_plan_prints_the_plan_of_both_clusters_and_changes_nothing(tmp_path_fact
         # Per group: the outdated nodes, the surge and the batches, and the blockers line.
         for group in GROUPS:
             assert output.count("%s: %d outdated of %d instances" % (group, NODES_PER_GROUP, NODES_PER_GROUP)) == len(CLUSTERS), output[-6000:]
-        assert output.count("surge %d, batch size %d" % (NODES_PER_GROUP, MAX_UNAVAILABLE)) == len(CLUSTERS) * len(GROUPS), output[-6000:]
+        assert output.count("surge %d, batch size %d" % (SURGE, MAX_UNAVAILABLE)) == len(CLUSTERS) * len(GROUPS), output[-6000:]
         assert output.count('"blockers: ') == len(CLUSTERS) * len(GROUPS), output[-6000:]
         nodes = [n.metadata.name for handle in handles.values() for n in handle.core().list_node().items]
         assert all(node in output for node in nodes), "a node missing from the printed batches"

@@ -76,6 +76,91 @@ def test_node_floor_counts_ready_and_uncordoned_nodes_per_group():
     assert rep["nodes_replaced"] == 1
 
 
+def nodes_ready(group, *names):
+    events = []
+    for n in names:
+        events += [ev(0, "node.added", node=n, group=group), ev(0.5, "node.taints", node=n, group=group,
+                                                                 taints=["node.kubernetes.io/not-ready=:NoSchedule"]),
+                   ev(1, "node.ready", node=n, group=group), ev(1.5, "node.taints", node=n, group=group, taints=[])]
+    return events
+
+
+def floor_of(events, group="g"):
+    rep = build_report(events)
+    return rep["ready_schedulable_nodes_at_start"].get(group), rep["min_ready_schedulable_nodes"].get(group)
+
+
+def test_node_floor_a_cordoned_node_is_not_schedulable():
+    events = nodes_ready("g", "n1", "n2", "n3") + [start_window(2), ev(3, "node.cordoned", node="n1", group="g")]
+    assert floor_of(events) == (3, 2)
+
+
+def test_node_floor_a_node_not_ready_yet_is_not_counted_even_once_ready_while_its_not_ready_taint_stays():
+    events = nodes_ready("g", "n1", "n2") + [start_window(2),
+                                             ev(3, "node.added", node="n3", group="g"),
+                                             ev(3, "node.taints", node="n3", group="g",
+                                                taints=["node.kubernetes.io/not-ready=:NoSchedule"]),
+                                             ev(4, "node.ready", node="n3", group="g"),
+                                             ev(5, "node.cordoned", node="n1", group="g"),
+                                             ev(5, "node.cordoned", node="n2", group="g")]
+    # n3 is Ready but still carries the node controller's not-ready NoSchedule taint: nothing is schedulable
+    assert floor_of(events) == (2, 0)
+    events.append(ev(6, "node.taints", node="n3", group="g", taints=[]))
+    assert build_report(events)["min_ready_schedulable_nodes"] == {"g": 0}
+
+
+def test_node_floor_a_noschedule_or_noexecute_taint_of_any_key_makes_a_node_unschedulable():
+    for taint in ("nodeops.rollout/outdated=true:NoSchedule", "example.com/gpu=a100:NoSchedule",
+                  "node.kubernetes.io/unreachable=:NoExecute", "dedicated=:NoExecute"):
+        events = nodes_ready("g", "n1", "n2", "n3") + [
+            start_window(2),
+            ev(3, "node.taints", node="n1", group="g", taints=["team=blue:PreferNoSchedule", taint]),
+            ev(4, "node.taints", node="n2", group="g", taints=[taint])]
+        assert floor_of(events) == (3, 1), taint
+
+
+def test_node_floor_a_node_untainted_again_counts_again():
+    events = nodes_ready("g", "n1", "n2") + [
+        start_window(2),
+        ev(3, "node.taints", node="n1", group="g", taints=["nodeops.rollout/outdated=true:NoSchedule"]),
+        ev(4, "node.taints", node="n1", group="g", taints=[]),
+        ev(5, "node.taints", node="n2", group="g", taints=["nodeops.rollout/outdated=true:NoSchedule"])]
+    assert floor_of(events) == (2, 1)
+
+
+def test_node_floor_prefer_no_schedule_still_counts_as_schedulable():
+    events = nodes_ready("g", "n1", "n2") + [
+        start_window(2),
+        ev(3, "node.taints", node="n1", group="g", taints=["nodeops.rollout/outdated=true:PreferNoSchedule"]),
+        ev(3, "node.taints", node="n2", group="g", taints=["nodeops.rollout/outdated=true:PreferNoSchedule",
+                                                            "example.com/spot=:PreferNoSchedule"])]
+    assert floor_of(events) == (2, 2)
+
+
+def test_node_floor_tainted_at_the_window_start_is_not_counted_at_the_start():
+    events = nodes_ready("g", "n1", "n2", "n3") + [
+        ev(1.8, "node.taints", node="n3", group="g", taints=["example.com/gpu=a100:NoSchedule"]), start_window(2)]
+    assert floor_of(events) == (2, 2)
+
+
+def test_node_floor_not_ready_and_deleted_nodes_are_not_counted():
+    events = nodes_ready("g", "n1", "n2", "n3") + [start_window(2), ev(3, "node.notready", node="n1", group="g"),
+                                                   ev(4, "node.ready", node="n1", group="g"),
+                                                   ev(5, "node.deleted", node="n2", group="g")]
+    assert floor_of(events) == (3, 2)
+    events.append(ev(6, "node.notready", node="n1", group="g"))
+    assert floor_of(events) == (3, 1)
+
+
+def test_node_floor_is_per_group():
+    events = nodes_ready("a", "a1", "a2") + nodes_ready("b", "b1", "b2") + [
+        start_window(2), ev(3, "node.taints", node="a1", group="a", taints=["nodeops.rollout/outdated=true:NoSchedule"]),
+        ev(3, "node.cordoned", node="a2", group="a")]
+    rep = build_report(events)
+    assert rep["ready_schedulable_nodes_at_start"] == {"a": 2, "b": 2}
+    assert rep["min_ready_schedulable_nodes"] == {"a": 0, "b": 2}
+
+
 def test_a_pod_born_during_the_rollout_and_evicted_again_moved_twice():
     events = pod_life(0, "a", "Deployment/shop/web") + [start_window(5)]
     events.append(ev(6, "pod.terminating", pod="shop/a", uid="a", owner="Deployment/shop/web", how="evicted",

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -364,19 +365,23 @@ def test_nodes_are_drained_concurrently():
     kube = cluster("n1", "n2", "n3", linger=1)
     for name in ("n1", "n2", "n3"):
         kube.add_pod(make_pod("web-" + name, name))
-    slow = kube.list_pods
+    # No wall-clock bound: each node's drain, once it lists its node's pods, waits at a barrier until the other two
+    # are listing theirs too. Concurrent drains all get there; drains one after another leave the first one waiting
+    # alone and the barrier breaks (its timeout only bounds how long a failure takes to show).
+    together = threading.Barrier(3, timeout=10)
+    arrived = set()
+    real_list = kube.list_pods
 
-    def slow_list(**kwargs):
-        time.sleep(0.3)
-        return slow(**kwargs)
+    def list_all_at_once(node=None, **kwargs):
+        if node and threading.current_thread() is not threading.main_thread() and node not in arrived:
+            arrived.add(node)
+            together.wait()
+        return real_list(node=node, **kwargs)
 
-    kube.list_pods = slow_list
-    started = time.monotonic()
+    kube.list_pods = list_all_at_once
     result = run(kube, ["n1", "n2", "n3"])
-    elapsed = time.monotonic() - started
     assert result["drained"] == ["n1", "n2", "n3"]
-    # each node lists its pods 3 times (survey, start, poll) at 0.3 s: about 0.9 s for one node, 2.7 s if serial
-    assert elapsed < 2.2
+    assert arrived == {"n1", "n2", "n3"} and not together.broken
 
 
 def test_grace_period_zero_is_sent_not_dropped():
