@@ -60,14 +60,17 @@ def dns_names(sandbox, instance_ids):
     return {i["InstanceId"]: i["PrivateDnsName"] for r in reservations for i in r["Instances"]}
 
 
-def protect_the_shop(sandbox):
-    """A restore that scales in lets the group's termination policy choose, without a drain (the module warns):
-    protect every instance whose node runs the shop from scale-in, as an operator would, so only empty nodes go."""
-    names = dns_names(sandbox, in_service(describe(sandbox)))
-    busy = sorted(iid for iid, node in names.items() if workload_pods(sandbox, node))
-    assert busy, "no node of the group runs a workload pod"
-    sandbox.aws("autoscaling").set_instance_protection(AutoScalingGroupName=GROUP, InstanceIds=busy, ProtectedFromScaleIn=True)
-    return busy
+def pay_back(sandbox):
+    """Pay the surge back as the role does: drain the instances node_group_info names and terminate them decrementing."""
+    info = sandbox.run_module("node_group_info", name=GROUP)["node_groups"][0]
+    chosen = info["payback"]
+    assert len(chosen) == info["surge_owed"] > 0, info
+    drained = sandbox.run_module("node_drain", nodes=[entry["node"] for entry in chosen], module_args={"timeout": "2m"})
+    assert drained["rc"] == 0, drained["output"][-2000:]
+    paid = sandbox.run_module("instance_terminate", asg_name=GROUP, instance_ids=[entry["instance_id"] for entry in chosen],
+                              decrement_desired_capacity="owed")
+    assert paid["rc"] == 0 and len(paid["decremented"]) == len(chosen), paid["output"][-2000:]
+    return chosen
 
 
 def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_original_sizes(sandbox):
@@ -91,7 +94,6 @@ def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_
     assert tags[PREFIX + "target-version"] == "1"
     wait_until("9 Ready nodes", lambda: len(ready_nodes(sandbox)) == 9)
     assert_safe(sandbox.report())  # the surge only added nodes
-    busy = protect_the_shop(sandbox)
 
     since = sandbox.now()
     again = surge(sandbox, surge=3, wait=True)
@@ -102,13 +104,20 @@ def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_
     state = sandbox.run_module("node_group_info", name=GROUP, include_nodes=False)["node_groups"][0]["state"]
     assert state["rollout_id"] == result["rollout_id"] and state["surge_owed"] == 3 and state["original_desired_capacity"] == 6
 
+    # lowering desired would let the group pick three instances, drained or not: refused, nothing changed
+    since = sandbox.now()
+    refused = surge(sandbox, state="restored", wait=True)
+    assert refused["rc"] != 0 and "still holds 3 instance(s) of surge owed" in refused["msg"]
+    time.sleep(0.2)
+    assert mutations_since(sandbox, since) == [] and sizes(describe(sandbox)) == (6, 9, 9)
+    paid = pay_back(sandbox)
     restored = surge(sandbox, state="restored", wait=True)
-    assert restored["changed"] and restored["autoscaler_moved"] is False and restored["scale_in"] == 3
-    assert restored["resumed_processes"] == ["AZRebalance"] and "lowers desired capacity by 3" in restored["output"]
+    assert restored["changed"] and restored["autoscaler_moved"] is False and restored["surge_owed"] == 0
+    assert restored["resumed_processes"] == ["AZRebalance"]
     group = describe(sandbox)
     assert sizes(group) == (6, 6, 6) and len(in_service(group)) == 6 and len(group["Instances"]) == 6
     assert suspended(group) == [] and rollout_tags(group) == {}
-    assert set(busy) <= set(in_service(group)), "the scale-in took a node that runs the shop"
+    assert not {entry["instance_id"] for entry in paid} & set(in_service(group))
     assert surge(sandbox, state="restored")["changed"] is False
     assert_safe(sandbox.report())
 
@@ -122,6 +131,7 @@ def test_restore_only_takes_back_the_rollouts_surge_when_the_cluster_autoscaler_
         # The cluster-autoscaler adds two nodes for pending pods while the rollout runs.
         sandbox.aws("autoscaling", user_agent="cluster-autoscaler/1.30").set_desired_capacity(
             AutoScalingGroupName=GROUP, DesiredCapacity=10, HonorCooldown=False)
+        pay_back(sandbox)   # our 2, drained; the autoscaler's 2 stay
         restored = surge(sandbox, state="restored", wait=True)
         assert restored["autoscaler_moved"] is True and restored["autoscaler_delta"] == 2
         # Its two nodes stay (10 - our 2), and the maximum stays high enough for them.

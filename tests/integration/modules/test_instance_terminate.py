@@ -132,7 +132,7 @@ def test_with_decrement_the_surge_is_paid_back_and_the_group_ends_at_its_size(sa
     assert mutations_since(sandbox, since) == []
 
     restored = sandbox.run_module("asg_surge", name=GROUP, state="restored", wait=True)
-    assert restored["rc"] == 0 and restored["scale_in"] == 0 and restored["autoscaler_moved"] is False
+    assert restored["rc"] == 0 and restored["surge_owed"] == 0 and restored["autoscaler_moved"] is False
     group = describe(sandbox)
     assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (6, 6, 6) and len(group["Instances"]) == 6
     assert_safe(sandbox.report())

@@ -77,10 +77,6 @@ def test_string_values_from_a_survey_drive_a_whole_rollout(sandbox, tmp_path):
     assert invariants["deployments"]["shop/checkout-worker"]["zero_ready_seconds"] == 0.0  # restarted, not evicted
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: while the surge (2) covers batch 1 the group had 2 Ready schedulable nodes, not the 3 the docs promise: "
-    "Phase 2 taints every outdated node NoSchedule before the first batch, so only the surge nodes take pods; the "
-    "docs' formula counts the tainted outdated nodes. Fix the role or the docs, then remove this marker."))
 def test_the_floor_the_docs_promise_held_during_the_survey_rollout(sandbox):
     """docs/how-a-rollout-works.md, "Capacity during the upgrade": while a batch is drained and its replacements
     boot the group has original size + surge still owed - batch size Ready schedulable nodes, so at least the original
