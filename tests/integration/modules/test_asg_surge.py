@@ -106,7 +106,7 @@ def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_
 
     # lowering desired would let the group pick three instances, drained or not: refused, nothing changed
     since = sandbox.now()
-    refused = surge(sandbox, state="restored", wait=True)
+    refused = sandbox.run_module("asg_surge", name=GROUP, state="restored", wait=True)
     assert refused["rc"] != 0 and "still holds 3 instance(s) of surge owed" in refused["msg"]
     time.sleep(0.2)
     assert mutations_since(sandbox, since) == [] and sizes(describe(sandbox)) == (6, 9, 9)

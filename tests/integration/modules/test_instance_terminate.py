@@ -166,7 +166,7 @@ def test_bad_input_is_refused_with_one_clear_error_and_no_mutating_request(sandb
         ({"instance_ids": []}, "instance_ids: an empty list is not allowed"),
         ({"instance_ids": [member, member]}, "instance_ids: %s is listed more than once" % member),
         ({"instance_ids": [member], "decrement_desired_capacity": "abc"},
-         "decrement_desired_capacity: 'abc' is not allowed; use true, false or a whole number between 0 and 1 (the number of instance_ids)"),
+         "decrement_desired_capacity: 'abc' is not allowed; use true, false, owed or a whole number between 0 and 1 (the number of instance_ids)"),
         ({"instance_ids": [member], "decrement_desired_capacity": -1}, "decrement_desired_capacity: -1 is not allowed"),
         ({"instance_ids": [member], "decrement_desired_capacity": 2}, "decrement_desired_capacity: 2 is not allowed"),
     ]
