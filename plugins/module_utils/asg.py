@@ -15,6 +15,7 @@ import time
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWSConfigurationError, aws_connection
+from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import KubeApi
 from ansible_collections.nodeops.rollout.plugins.module_utils.plan import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
@@ -260,8 +261,9 @@ def core_api(api_client):
 
 
 def list_nodes(api_client):
-    """Every node of the cluster, as the API returns them (JSON dicts)."""
-    return api_client.sanitize_for_serialization(core_api(api_client).list_node()).get("items") or []
+    """Every node of the cluster, as the API returns them (JSON dicts), with KubeApi's retries of 429s, 5xx and
+    dropped connections (a single 500 must not stop a rollout at its end check)."""
+    return KubeApi(api_client).list_nodes()
 
 
 def nodes_by_instance(api_client, raw_nodes=None):

@@ -252,16 +252,11 @@ def _info_sees_nodes(monkeypatch, items):
 
     class Nodes:
         @staticmethod
-        def list_node():
-            return {"items": items}
+        def list_nodes():
+            return items
 
-    class Client:
-        @staticmethod
-        def sanitize_for_serialization(value):
-            return value
-
-    monkeypatch.setattr(asg_utils, "core_api", lambda api_client: Nodes())
-    monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: Client())
+    monkeypatch.setattr(asg_utils, "KubeApi", lambda api_client: Nodes())
+    monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: object())
 
 
 def test_info_joins_nodes_by_provider_id_and_honours_needs_update(world, run, monkeypatch):
@@ -654,10 +649,10 @@ class _FakeNodes:
         self.nodes = dict(nodes)   # node name -> instance id
         self.deleted = []
 
-    def list_node(self):
-        return {"items": [{"metadata": {"name": name}, "spec": {"providerID": "aws:///us-east-1a/%s" % instance_id},
-                           "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
-                          for name, instance_id in self.nodes.items()]}
+    def list_nodes(self):
+        return [{"metadata": {"name": name}, "spec": {"providerID": "aws:///us-east-1a/%s" % instance_id},
+                 "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
+                for name, instance_id in self.nodes.items()]
 
     def delete_node(self, name):
         from kubernetes.client.exceptions import ApiException  # pylint: disable=import-outside-toplevel
@@ -679,6 +674,7 @@ def test_nodes_that_outlive_their_instances_are_deleted_and_running_ones_are_lef
             return value
 
     monkeypatch.setattr(asg_utils, "core_api", lambda api_client: api)
+    monkeypatch.setattr(asg_utils, "KubeApi", lambda api_client: api)
     monkeypatch.setattr(terminate_utils, "k8s_client", lambda module: Client())
     result = run("instance_terminate", asg_name="workers", instance_ids=[gone, victim])
     assert result["already_gone"] == [gone] and result["terminated"] == [victim]
