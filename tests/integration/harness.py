@@ -216,6 +216,34 @@ class SandboxHandle:
         result["output"] = proc.stdout
         return result
 
+    def run_role_playbook(self, directory, playbook="upgrade.yml", extra=(), report=None, check=False, node_groups=None,
+                          host_vars=None, timeout=900):
+        """Run a playbook of the collection (``playbooks/<playbook>``) as a user does: over an inventory of one cluster
+        whose host vars point at this sandbox (written into ``directory``), with ``-e`` items ``extra`` (strings, as a
+        survey sends them). ``node_groups`` defaults to the sandbox's group rolled to the new AMI; ``host_vars`` are
+        added to (or replace) the host's variables. Returns ``(rc, output)``."""
+        host = {
+            "ansible_python_interpreter": sys.executable,
+            "rolling_update_aws": {"region": self.state["region"], "endpoint_url": self.state["aws_url"]},
+            "rolling_update_k8s": {"kubeconfig": self.state["kubeconfig"]},
+            "rolling_update_node_groups": node_groups or [{"name": "sandbox-nodes", "image_id": self.state["amis"]["new"]}],
+            "rolling_update_report_file": str(report) if report else "",
+        }
+        host.update(host_vars or {})
+        inventory = os.path.join(str(directory), "inventory.yml")
+        with open(inventory, "w", encoding="utf-8") as fh:
+            json.dump({"clusters": {"hosts": {"cluster": host}}}, fh)   # JSON is YAML
+        cmd = [os.path.join(BIN, "ansible-playbook"), "-i", inventory, os.path.join("playbooks", playbook)]
+        for item in extra:
+            cmd += ["-e", item]
+        if check:
+            cmd.append("--check")
+        env = self.ansible_env()
+        env.pop("K8S_AUTH_KUBECONFIG", None)   # the inventory's rolling_update_k8s is the connection
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout, check=False)
+        return proc.returncode, proc.stdout
+
     def run_playbook(self, playbook, extra_vars=None, check=False, inventory="localhost,", env=None, timeout=1800):
         cmd = [os.path.join(BIN, "ansible-playbook"), "-i", inventory, playbook]
         if extra_vars:

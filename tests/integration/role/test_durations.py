@@ -4,13 +4,9 @@ naming the role variable and the forms allowed, before anything changes."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-import yaml
 
-from tests.integration.harness import ROOT
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"
@@ -23,23 +19,7 @@ def sandbox(start_sandbox):
 
 
 def run(sandbox, tmp_path, extra, report):
-    path = tmp_path / "inventory.yml"
-    host = {
-        "ansible_python_interpreter": sys.executable,
-        "rolling_update_aws": {"region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"]},
-        "rolling_update_k8s": {"kubeconfig": sandbox.state["kubeconfig"]},
-        "rolling_update_node_groups": [{"name": GROUP, "image_id": sandbox.state["amis"]["new"]}],
-        "rolling_update_report_file": str(report),
-    }
-    path.write_text(yaml.safe_dump({"clusters": {"hosts": {"durations": host}}}))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(path), os.path.join("playbooks", "upgrade.yml")]
-    for item in extra:
-        cmd += ["-e", item]
-    env = sandbox.ansible_env()
-    env.pop("K8S_AUTH_KUBECONFIG", None)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=900, check=False)
-    return proc.returncode, proc.stdout
+    return sandbox.run_role_playbook(tmp_path, extra=extra, report=report)
 
 
 @pytest.mark.parametrize("setting, variable", [

@@ -5,14 +5,10 @@ finishes the rollout and releases the Lease."""
 import datetime
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-import yaml
 from kubernetes import client
 
-from tests.integration.harness import ROOT
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"
@@ -31,25 +27,8 @@ def micro_time(moment):
 
 
 def run_upgrade(sandbox, tmp_path, report):
-    host = {
-        "ansible_python_interpreter": sys.executable,
-        "rolling_update_aws": {"region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"]},
-        "rolling_update_k8s": {"kubeconfig": sandbox.state["kubeconfig"]},
-        "rolling_update_node_groups": [{"name": GROUP, "image_id": sandbox.state["amis"]["new"]}],
-        "rolling_update_report_file": str(report),
-    }
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"clusters": {"hosts": {"prod": host}}}))
     extra = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"]
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
-           os.path.join("playbooks", "upgrade.yml")]
-    for item in extra:
-        cmd += ["-e", item]
-    env = sandbox.ansible_env()
-    env.pop("K8S_AUTH_KUBECONFIG", None)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=900, check=False)
-    return proc.returncode, proc.stdout
+    return sandbox.run_role_playbook(tmp_path, extra=extra, report=report)
 
 
 def test_a_held_lease_stops_a_second_run_before_any_change_and_an_expired_one_is_taken_over(sandbox, tmp_path):

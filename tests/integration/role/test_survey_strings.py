@@ -3,13 +3,10 @@ booleans and numbers they mean, end to end, and refuse a wrong value by name bef
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-import yaml
 
-from tests.integration.harness import ROOT, floor_until, promised_floor
+from tests.integration.harness import floor_until, promised_floor
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"
@@ -20,19 +17,6 @@ def sandbox(start_sandbox):
     return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
 
 
-def inventory(sandbox, tmp_path, report):
-    path = tmp_path / "inventory.yml"
-    host = {
-        "ansible_python_interpreter": sys.executable,
-        "rolling_update_aws": {"region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"]},
-        "rolling_update_k8s": {"kubeconfig": sandbox.state["kubeconfig"]},
-        "rolling_update_node_groups": [{"name": GROUP, "image_id": sandbox.state["amis"]["new"]}],
-        "rolling_update_report_file": str(report),
-    }
-    path.write_text(yaml.safe_dump({"clusters": {"hosts": {"survey": host}}}))
-    return str(path)
-
-
 # what a survey sends: every value a string
 SURVEY = ["rolling_update_canary=false", "rolling_update_force=no", "rolling_update_delete_emptydir_data=yes",
           "rolling_update_restart_single_replica=True", "rolling_update_max_unavailable=2", "rolling_update_max_surge=50%",
@@ -41,15 +25,7 @@ SURVEY = ["rolling_update_canary=false", "rolling_update_force=no", "rolling_upd
 
 
 def run(sandbox, tmp_path, playbook, extra, report):
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory(sandbox, tmp_path, report),
-           os.path.join("playbooks", playbook)]
-    for item in extra:
-        cmd += ["-e", item]
-    env = sandbox.ansible_env()
-    env.pop("K8S_AUTH_KUBECONFIG", None)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=900, check=False)
-    return proc.returncode, proc.stdout
+    return sandbox.run_role_playbook(tmp_path, playbook=playbook, extra=extra, report=report)
 
 
 def test_a_wrong_survey_value_is_refused_by_name_before_anything_changes(sandbox, tmp_path):
@@ -102,20 +78,10 @@ def test_without_surge_a_canary_goes_first_and_the_old_nodes_are_only_softly_tai
     since = sandbox.now()
     extra = ["rolling_update_max_surge=0", "rolling_update_max_unavailable=2", "rolling_update_post_drain_delay=1",
              "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"]
-    inv_host = {"rolling_update_node_groups": [{"name": GROUP, "image_id": sandbox.state["amis"]["old"]}]}
-    path = inventory(sandbox, tmp_path, report)
-    data = yaml.safe_load(open(path, encoding="utf-8"))
-    data["clusters"]["hosts"]["survey"].update(inv_host)
-    with open(path, "w", encoding="utf-8") as fh:
-        yaml.safe_dump(data, fh)
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", path, os.path.join("playbooks", "upgrade.yml")]
-    for item in extra:
-        cmd += ["-e", item]
-    env = sandbox.ansible_env()
-    env.pop("K8S_AUTH_KUBECONFIG", None)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "outdated nodes PreferNoSchedule" in proc.stdout
+    rc, out = sandbox.run_role_playbook(tmp_path, extra=extra, report=report,
+                                        node_groups=[{"name": GROUP, "image_id": sandbox.state["amis"]["old"]}])
+    assert rc == 0, out[-3000:]
+    assert "outdated nodes PreferNoSchedule" in out
     group = json.loads(report.read_text())["node_groups"][0]
     assert [len(batch["instance_ids"]) for batch in group["batches"]] == [1, 2]   # the canary, then max_unavailable
     history = [h for h in sandbox.report()["asg_size_history"][GROUP] if h["t"] >= since]

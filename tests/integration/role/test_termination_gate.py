@@ -7,11 +7,8 @@ the group back at its original size with nothing of the rollout left on it.
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-import yaml
 
 from tests.integration.harness import ROOT, wait_until
 from tests.integration.modules.conftest import assert_safe
@@ -23,26 +20,13 @@ FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1",
         "rolling_update_drain_timeout=2m", "rolling_update_node_ready_timeout=5m"]
 
 
-def playbook(sandbox, tmp_path, extra=(), group_item=None, kubeconfig=None, name="upgrade.yml"):
-    """Run a playbook of the collection over one cluster; returns (rc, output, result file's JSON or None)."""
+def playbook(sandbox, tmp_path, extra=(), group_item=None, kubeconfig=None):
+    """Run the upgrade playbook over this cluster; returns (rc, output, the result file's JSON or None)."""
     report = tmp_path / ("result-%d.json" % len(list(tmp_path.glob("result-*.json"))))
-    host = {
-        "ansible_python_interpreter": sys.executable,
-        "rolling_update_aws": {"region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"]},
-        "rolling_update_k8s": {"kubeconfig": kubeconfig or sandbox.state["kubeconfig"]},
-        "rolling_update_node_groups": [group_item or {"name": GROUP, "image_id": sandbox.state["amis"]["new"]}],
-        "rolling_update_report_file": str(report),
-    }
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"clusters": {"hosts": {"cluster": host}}}))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory), os.path.join("playbooks", name)]
-    for item in list(FAST) + list(extra):
-        cmd += ["-e", item]
-    env = sandbox.ansible_env()
-    env.pop("K8S_AUTH_KUBECONFIG", None)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, check=False)
-    result = json.loads(report.read_text()) if report.exists() else None
-    return proc.returncode, proc.stdout, result
+    host_vars = {"rolling_update_k8s": {"kubeconfig": kubeconfig}} if kubeconfig else None
+    rc, out = sandbox.run_role_playbook(tmp_path, extra=list(FAST) + list(extra), report=report, host_vars=host_vars,
+                                        node_groups=[group_item] if group_item else None)
+    return rc, out, json.loads(report.read_text()) if report.exists() else None
 
 
 def group_of(sandbox):
