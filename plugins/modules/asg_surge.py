@@ -21,7 +21,7 @@ description:
   - A rerun on a group with a rollout recorded resumes it and never surges twice; it finishes steps an interruption left
     undone (a suspension, the resize, a detach).
   - With O(state=restored), puts the maximum size back to the recorded original (or as high as desired needs, when a
-    cluster-autoscaler moved desired during the rollout: its change is left alone, as EKS does), resumes only the processes
+    cluster-autoscaler moved desired during the rollout, whose change is left alone, as EKS does), resumes only the processes
     the rollout suspended, then removes the rollout's tags.
   - A restore never lowers desired capacity, since the group would then choose which instances go, drained or not. The
     surge is paid back before, by draining named instances and terminating them with M(nodeops.rollout.instance_terminate)

@@ -21,7 +21,7 @@ description:
     still owes (tag C(nodeops.rollout/surge-owed)), written after each termination; decrementing more than is owed is refused.
   - Waits until the instances are terminated, deletes the Node objects that outlive their instances, and optionally waits
     until the group has its desired capacity in service again.
-  - The termination gate comes first: an instance is terminated only when its node in this cluster (matched by
+  - The termination gate comes first. An instance is terminated only when its node in this cluster (matched by
     C(spec.providerID), or by the instance's private DNS name) is cordoned and holds no pod other than DaemonSet, mirror and
     finished pods, or when it has no node while the cluster's nodes match other instances of the group (it never
     registered). Otherwise nothing is terminated and the module fails, naming each instance, its node and the pods left

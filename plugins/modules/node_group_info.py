@@ -296,8 +296,8 @@ node_groups:
       type: bool
     mismatch:
       description:
-        - Null, or why the group's instances in service are not nodes of this cluster (none of them is): the Kubernetes
-          connection points at another cluster, or the nodes' C(spec.providerID) does not name their instances. The message
+        - Null, or why the group's instances in service are not nodes of this cluster (none of them is), because the
+          Kubernetes connection points at another cluster or the nodes' C(spec.providerID) does not name their instances. The message
           names the instances and the cluster's nodes. The C(nodeops.rollout.rolling_update) role stops on it before any change.
         - Null as well with O(include_nodes=false).
       type: str

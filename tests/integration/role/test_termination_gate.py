@@ -121,12 +121,12 @@ def test_instances_of_another_cluster_are_never_terminated_and_the_mismatch_is_n
     other = start_sandbox(nodes=2, azs=2, speed=20)
     assert any(workload_pods(sandbox, node.metadata.name) for node in sandbox.core().list_node().items)
     since = sandbox.now()
-    rc, out, _ = playbook(sandbox, tmp_path, kubeconfig=other.state["kubeconfig"])
+    rc, out, _result = playbook(sandbox, tmp_path, kubeconfig=other.state["kubeconfig"])
     assert rc != 0
     assert "is a node of this Kubernetes cluster" in out and "none of the 3 instances in service" in out
     assert all(instance["InstanceId"] in out for instance in group_of(sandbox)["Instances"])
-    assert [event for event in sandbox.mutating_requests(since=since)] == []
-    assert [event for event in other.mutating_requests(since=0.0)] == []
+    assert sandbox.mutating_requests(since=since) == []
+    assert other.mutating_requests(since=0.0) == []
     assert_safe(sandbox.report())
     assert sizes(sandbox) == (3, 3, 3)
 
@@ -135,7 +135,7 @@ def test_a_rerun_after_a_restore_that_was_killed_does_not_surge_again(sandbox, t
     """The tags a restore leaves when it is killed after its resize: the rerun used to surge again, and its restore then
     scaled in without a drain."""
     original = sizes(sandbox)
-    rc, out, _ = playbook(sandbox, tmp_path)
+    rc, out, _result = playbook(sandbox, tmp_path)
     assert rc == 0, out[-4000:]
     group = group_of(sandbox)
     template = group["LaunchTemplate"]["LaunchTemplateId"]
@@ -179,8 +179,8 @@ spec:
 """)
     wait_until("the pinned pod to be Ready", lambda: (sandbox.apps().read_namespaced_deployment("pinned", "shop").status.ready_replicas or 0) == 1)
     original = sizes(sandbox)
-    rc, out, _ = playbook(sandbox, tmp_path, extra=["rolling_update_drain_timeout=20s", "rolling_update_restart_single_replica=false",
-                                                    "rolling_update_max_unavailable=3"])
+    rc, out, _result = playbook(sandbox, tmp_path, extra=["rolling_update_drain_timeout=20s", "rolling_update_restart_single_replica=false",
+                                                          "rolling_update_max_unavailable=3"])
     assert rc != 0 and "pinned" in out, out[-4000:]
     cordoned = [node.metadata.name for node in sandbox.core().list_node().items if node.spec.unschedulable]
     assert cordoned, "run 1 must leave a cordoned node behind for this test to mean anything"

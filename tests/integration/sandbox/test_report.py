@@ -79,8 +79,8 @@ def test_node_floor_counts_ready_and_uncordoned_nodes_per_group():
 def nodes_ready(group, *names):
     events = []
     for n in names:
-        events += [ev(0, "node.added", node=n, group=group), ev(0.5, "node.taints", node=n, group=group,
-                                                                 taints=["node.kubernetes.io/not-ready=:NoSchedule"]),
+        events += [ev(0, "node.added", node=n, group=group),
+                   ev(0.5, "node.taints", node=n, group=group, taints=["node.kubernetes.io/not-ready=:NoSchedule"]),
                    ev(1, "node.ready", node=n, group=group), ev(1.5, "node.taints", node=n, group=group, taints=[])]
     return events
 
@@ -132,8 +132,8 @@ def test_node_floor_prefer_no_schedule_still_counts_as_schedulable():
     events = nodes_ready("g", "n1", "n2") + [
         start_window(2),
         ev(3, "node.taints", node="n1", group="g", taints=["nodeops.rollout/outdated=true:PreferNoSchedule"]),
-        ev(3, "node.taints", node="n2", group="g", taints=["nodeops.rollout/outdated=true:PreferNoSchedule",
-                                                            "example.com/spot=:PreferNoSchedule"])]
+        ev(3, "node.taints", node="n2", group="g",
+           taints=["nodeops.rollout/outdated=true:PreferNoSchedule", "example.com/spot=:PreferNoSchedule"])]
     assert floor_of(events) == (2, 2)
 
 
