@@ -93,7 +93,7 @@ options:
     default: nodeops.rollout/outdated
   taint_effect:
     description:
-      - The effect asked for the taint on outdated nodes. RV(node_groups[].plan.taint_effect) is this effect when the surge
+      - The effect asked for the taint on outdated nodes. The plan's C(taint_effect) (in RV(node_groups[].plan)) is this effect when the surge
         replaces every outdated node, and V(PreferNoSchedule) otherwise, so that the Ready schedulable nodes never fall
         below the group's original size while the surge covers a batch.
     type: str
