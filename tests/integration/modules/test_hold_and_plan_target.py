@@ -65,6 +65,12 @@ def test_held_keeps_surge_and_state_and_resumes_only_our_processes(sandbox):
     assert sizes(describe(sandbox)) == sizes(surged)
     assert suspended(describe(sandbox)) == ["AZRebalance", "ScheduledActions"]
 
+    # the surge is paid back through the termination gate, as the role's scale-down does, before the restore
+    payback = ok(sandbox.run_module("node_group_info", name=GROUP))["node_groups"][0]["payback"]
+    assert len(payback) == 2
+    ok(sandbox.run_module("node_drain", nodes=[entry["node"] for entry in payback], module_args={"timeout": "2m"}))
+    ok(sandbox.run_module("instance_terminate", asg_name=GROUP, instance_ids=[entry["instance_id"] for entry in payback],
+                          decrement_desired_capacity="owed"))
     ok(sandbox.run_module("asg_surge", name=GROUP, state="restored", wait=True, wait_timeout="2m"))
     final = describe(sandbox)
     assert sizes(final) == original and rollout_tags(final) == {} and suspended(final) == ["ScheduledActions"]
