@@ -522,16 +522,18 @@ def test_eviction_body_checks_v1beta1_dry_run_and_grace_period(sb):
     assert evict(sb, "web-1", api_version=None)[0] == 201
 
 
-def test_eviction_latency_is_injected_in_simulated_seconds(sb):
+def test_eviction_latency_is_injected_in_simulated_seconds(sb, monkeypatch):
     web_fleet(sb, replicas=2)
+    waits = []
+    real_sleep = sb.clock.sleep
+    monkeypatch.setattr(sb.clock, "sleep", lambda seconds: (waits.append(seconds), real_sleep(seconds)))
     sb.api.faults.set(eviction_latency=100.0)     # 100 simulated seconds = 1 s at speed 100
-    start = time.monotonic()
+    start = sb.clock.now()
     assert evict(sb, "web-0")[0] == 201
-    assert time.monotonic() - start >= 0.95
+    assert waits.count(100.0) == 1 and sb.clock.now() - start >= 100.0
     sb.api.faults.clear()
-    start = time.monotonic()
     assert evict(sb, "web-1")[0] == 201
-    assert time.monotonic() - start < 0.5
+    assert waits.count(100.0) == 1     # no latency once cleared
 
 
 # ---- selectors ------------------------------------------------------------------------------------
