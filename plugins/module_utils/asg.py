@@ -15,7 +15,7 @@ import time
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWSConfigurationError, aws_connection
-from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import KubeApi
+from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import TRANSPORT_ERRORS, KubeApi
 from ansible_collections.nodeops.rollout.plugins.module_utils.plan import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
@@ -36,7 +36,8 @@ try:
 except ImportError:
     K8S_ERRORS = ()
 else:
-    K8S_ERRORS = (ApiException,)
+    # an answer of the API server, or none (unreachable, timed out)
+    K8S_ERRORS = (ApiException,) + TRANSPORT_ERRORS
 
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
 # Auto Scaling lifecycle states of an instance that is leaving or has left the group.

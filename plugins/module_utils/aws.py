@@ -24,6 +24,7 @@ try:
     from botocore.config import Config
     from botocore.exceptions import (
         ClientError,
+        ConnectionError as BotoConnectionError,
         NoCredentialsError,
         NoRegionError,
         ProfileNotFound,
@@ -276,8 +277,28 @@ def aws_error_parts(exc):
     return type(exc).__name__, str(exc)
 
 
-def describe_aws_error(exc, operation, resource=None):
+_CREDENTIAL_CODES = ("UnrecognizedClientException", "InvalidClientTokenId", "AuthFailure", "SignatureDoesNotMatch",
+                     "ExpiredToken", "ExpiredTokenException", "InvalidAccessKeyId")
+
+
+def connection_option(exc, params):
+    """The connection option an error is about, for a message that names what to fix: ``endpoint_url`` (or
+    ``region``) when the endpoint cannot be reached, ``access_key`` (or ``profile``) when the credentials are refused;
+    None for any other error, or without ``params``."""
+    if params is None:
+        return None
+    if HAS_BOTO3 and isinstance(exc, BotoConnectionError):
+        return "endpoint_url" if params.get("endpoint_url") else "region"
+    if HAS_BOTO3 and (isinstance(exc, NoCredentialsError) or aws_error_parts(exc)[0] in _CREDENTIAL_CODES):
+        return "profile" if params.get("profile") else "access_key"
+    return None
+
+
+def describe_aws_error(exc, operation, resource=None, params=None):
     """One line naming the operation, the resource, AWS's error code and message.
+
+    With the module's ``params``, an error about the connection itself begins with the option to fix
+    (``endpoint_url: DescribeAutoScalingGroups on ...: EndpointConnectionError: ...``), as errors about options do.
 
     ``describe_aws_error(exc, "SetDesiredCapacity", "Auto Scaling group 'web'")`` gives
     "SetDesiredCapacity on Auto Scaling group 'web': ValidationError: New SetDesiredCapacity value 99 is above max value 3 ...".
@@ -285,7 +306,8 @@ def describe_aws_error(exc, operation, resource=None):
     code, message = aws_error_parts(exc)
     where = "%s on %s" % (operation, resource) if resource else str(operation)
     text = "%s: %s: %s" % (where, code, message) if message else "%s: %s" % (where, code)
-    return _one_line(text)
+    option = connection_option(exc, params)
+    return _one_line("%s: %s" % (option, text) if option else text)
 
 
 def aws_error_details(exc):

@@ -62,6 +62,14 @@ except ImportError:
 else:
     HAS_URLLIB3 = True
 
+try:
+    from yaml import YAMLError
+except ImportError:
+    KUBECONFIG_ERRORS = (ValueError, TypeError, KeyError)
+else:
+    # a kubeconfig that is not YAML, or YAML that is not a kubeconfig
+    KUBECONFIG_ERRORS = (YAMLError, ValueError, TypeError, KeyError)
+
 if HAS_BOTO3:
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.signers import RequestSigner
@@ -177,7 +185,8 @@ def connection_mode(options, sources, environ=None):
     if explicit.get("eks_cluster"):
         conflicting = [name for name in ("kubeconfig", "context", "host", "api_key") if explicit.get(name)]
         if conflicting:
-            raise K8sConfigurationError("eks_cluster cannot be combined with %s: EKS supplies the endpoint and the token" % ", ".join(conflicting))
+            raise K8sConfigurationError("eks_cluster: cannot be combined with %s; EKS supplies the endpoint and the token, give one or the other"
+                                        % ", ".join(conflicting))
     mode = _select_mode(explicit) or _select_mode(options)
     if mode:
         return mode
@@ -330,9 +339,9 @@ def build_configuration(params, module_name=None, module=None, environ=None):
             raise K8sConfigurationError("%s: kubeconfig file not found: %s" % (_source_label(sources, "kubeconfig"), path))
         try:
             load_kube_config(config_file=path, context=options["context"], client_configuration=configuration, persist_config=False)
-        except ConfigException as exc:
+        except (ConfigException,) + KUBECONFIG_ERRORS as exc:
             where = "kubeconfig %s" % path + (" context %r" % options["context"] if options["context"] else "")
-            raise K8sConfigurationError("cannot load %s: %s" % (where, " ".join(str(exc).split()))) from None
+            raise K8sConfigurationError("%s: cannot load %s: %s" % (_source_label(sources, "kubeconfig"), where, " ".join(str(exc).split()))) from None
     elif mode == "eks":
         _eks_configuration(configuration, params, options["eks_cluster"], module_name, module)
     elif mode == "in_cluster":
@@ -346,8 +355,8 @@ def build_configuration(params, module_name=None, module=None, environ=None):
             raise K8sConfigurationError(NO_CONNECTION_MSG % path)
         try:
             load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
-        except ConfigException as exc:
-            raise K8sConfigurationError("cannot load kubeconfig %s: %s" % (path, " ".join(str(exc).split()))) from None
+        except (ConfigException,) + KUBECONFIG_ERRORS as exc:
+            raise K8sConfigurationError("kubeconfig: cannot load kubeconfig %s: %s" % (path, " ".join(str(exc).split()))) from None
 
     _apply_overrides(configuration, options, mode)
     return configuration, options
@@ -421,15 +430,28 @@ def k8s_error_parts(exc):
     return type(exc).__name__, str(exc)
 
 
-def describe_k8s_error(exc, verb, obj=None):
+def endpoint_option(params, environ=None):
+    """The option that chose the API server a client talks to: ``host``, ``eks_cluster``, ``context`` or ``kubeconfig``."""
+    options, _sources = resolve_k8s_options(params, environ)
+    for name in ("host", "eks_cluster", "context"):
+        if options.get(name):
+            return name
+    return "kubeconfig"
+
+
+def describe_k8s_error(exc, verb, obj=None, params=None):
     """One line naming the verb, the object, and the API's reason and message.
 
     ``describe_k8s_error(exc, "evict", "pod default/web-1")`` gives
     "evict pod default/web-1: TooManyRequests: Cannot evict pod as it would violate the pod's disruption budget.".
+    With the module's ``params``, an API server that cannot be reached is named by the option that chose it
+    (``host: list nodes: NewConnectionError: ... (https://10.0.0.1:443)``), as errors about options are.
     """
     reason, message = k8s_error_parts(exc)
     where = "%s %s" % (verb, obj) if obj else str(verb)
     text = "%s: %s: %s" % (where, reason, message) if message else "%s: %s" % (where, reason)
+    if params is not None and HAS_URLLIB3 and isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
+        text = "%s: %s" % (endpoint_option(params), text)
     return " ".join(text.split())
 
 

@@ -182,7 +182,8 @@ def _reusable_version(ec2, template, source_number, image_id):
     return None
 
 
-def _check_options(params):
+def check_target_options(params):
+    """Refuse a malformed version, AMI id or SSM parameter name (before any request), naming the option."""
     version = params.get("version")
     if version is not None:
         text = str(version).strip()
@@ -202,7 +203,7 @@ def run_launch_template_version(module):
     """Resolve the target, create a version with the new AMI when needed, point the group at it by number."""
     params = module.params
     try:
-        _check_options(params)
+        check_target_options(params)
     except RolloutError as exc:
         module.fail_json(msg=exc.msg)
     connection, autoscaling, ec2, ssm = aws_clients(module, "autoscaling", "ec2", "ssm")
@@ -250,7 +251,7 @@ def run_launch_template_version(module):
     except RolloutError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, operation, "Auto Scaling group '%s'" % name))
+        module.fail_json(msg=describe_aws_error(exc, operation, "Auto Scaling group '%s'" % name, module.params))
 
     create = target is None
     target_number = int(target["VersionNumber"]) if target else int(template["LatestVersionNumber"]) + 1
@@ -313,6 +314,7 @@ def run_launch_template_version(module):
             operation = "UpdateAutoScalingGroup"
             _point_group(autoscaling, group, spec, template["LaunchTemplateId"], target_number)
     except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, operation, "Auto Scaling group '%s' launch template %s" % (name, template["LaunchTemplateId"])),
+        module.fail_json(msg=describe_aws_error(exc, operation, "Auto Scaling group '%s' launch template %s" % (name, template["LaunchTemplateId"]),
+                                                module.params),
                          **result)
     module.exit_json(**result)

@@ -143,7 +143,7 @@ def test_unknown_context_is_named(tmp_path):
     path = _write_kubeconfig(tmp_path / "kc.yaml", {"blue": "https://blue:6443"}, "blue")
     with pytest.raises(K8sConfigurationError) as err:
         k8s_client(dict(kubeconfig=path, context="purple"))
-    assert str(err.value).startswith("cannot load kubeconfig %s context 'purple':" % path)
+    assert str(err.value).startswith("kubeconfig: cannot load kubeconfig %s context 'purple':" % path)
 
 
 def test_missing_kubeconfig_file_is_named(tmp_path):
@@ -194,7 +194,8 @@ def test_nothing_configured_fails_the_module(run_module):
 def test_eks_cluster_cannot_be_combined_with_host():
     with pytest.raises(K8sConfigurationError) as err:
         k8s_client(dict(AWS_KEYS, eks_cluster="prod", host="https://h", api_key="t"))
-    assert str(err.value) == "eks_cluster cannot be combined with host, api_key: EKS supplies the endpoint and the token"
+    assert str(err.value) == ("eks_cluster: cannot be combined with host, api_key; EKS supplies the endpoint and the token, "
+                              "give one or the other")
 
 
 # --- EKS ------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: rollout_settings
+short_description: Check every value of the rolling_update role's input at once and settle it
+version_added: 0.2.0
+author: nodeops.rollout maintainers (@nodeops)
+description:
+  - Takes a dict of the role M(nodeops.rollout.rolling_update)'s variables, by their names, values as given (an AWX
+    survey's strings included), and checks every value - counts and percentages, durations, choices, the taint key,
+    the lock namespace, the report path, the connection options' keys, each node group (a name, at most one target,
+    a well-formed AMI id or launch template version, listed once).
+  - Returns the settled settings, or the first value that is not allowed in C(error), naming the role variable and
+    what is allowed. The role fails with that message before it sends any request.
+options:
+  _input:
+    description: The role's variables by name, for example C(rolling_update_max_unavailable) with its value.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Check the whole input before anything changes
+  ansible.builtin.set_fact:
+    settings: "{{ {'rolling_update_node_groups': groups, 'rolling_update_drain_timeout': '15m'} | nodeops.rollout.rollout_settings }}"
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - C(error) the message naming the first value not allowed, or V(None).
+    - C(seconds) every duration in whole seconds (V(None) for an empty grace period or lock duration).
+    - C(lock_duration) the lock's duration in seconds (the default computed when empty).
+    - C(node_groups) each node group with its name, its target and its own C(max_unavailable) and C(max_surge).
+    - C(validate_passes) the number of passes as an integer.
+  type: dict
+"""
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_settings import check_role_settings
+
+
+def rollout_settings(values):
+    """check_role_settings(values), with its error in ``error`` instead of raised, for a clean ``fail`` task."""
+    try:
+        return dict(check_role_settings(dict(values)), error=None)
+    except PlanError as exc:
+        return {"error": str(exc)}
+
+
+class FilterModule:
+    """nodeops.rollout.rollout_settings"""
+
+    def filters(self):
+        return {"rollout_settings": rollout_settings}
