@@ -7,6 +7,8 @@ every instance joined to its node, what is outdated, the recorded rollout state 
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
     AWS_ERRORS,
     K8S_ERRORS,
@@ -28,7 +30,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describ
 from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error, k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_int_or_percent, rollout_plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import failed_to_join
+from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_duration, parse_int_or_percent, rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import StateError, group_state
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch, instance_id_of
@@ -42,6 +45,8 @@ def check_settings(params):
     """Refuse bad max_unavailable/max_surge/tags before any API call (the percentages need the group's size later)."""
     if params.get("max_unavailable") is not None:
         parse_int_or_percent(params["max_unavailable"], "max_unavailable")
+    if params.get("join_timeout") not in (None, ""):
+        parse_duration(params["join_timeout"], "join_timeout")
     if params.get("max_surge") is not None:
         parse_int_or_percent(params["max_surge"], "max_surge", allow_zero=True)
     target = params.get("target")
@@ -137,6 +142,9 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
         "surge_owed": owed,
         "payback": payback,
         "marked": marked,
+        "failed_to_join": (failed_to_join(records, plan["up_to_date"], datetime.now(timezone.utc),
+                                          parse_duration(params["join_timeout"], "join_timeout"))
+                           if nodes is not None and params.get("join_timeout") not in (None, "") else []),
         "leftovers": leftovers(plan["outdated"], marked, owed, detached) if nodes is not None else None,
         "state": state,
         "plan": plan,
@@ -173,7 +181,7 @@ def run_node_group_info(module):
     except (RolloutError, PlanError, StateError) as exc:
         module.fail_json(msg=str(exc), **getattr(exc, "details", {}))
     except K8S_ERRORS as exc:
-        module.fail_json(msg=describe_k8s_error(exc, "list", "nodes"))
+        module.fail_json(msg=describe_k8s_error(exc, "list", "nodes", params))
     except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, operation, where))
+        module.fail_json(msg=describe_aws_error(exc, operation, where, params))
     module.exit_json(changed=False, node_groups=node_groups)

@@ -11,6 +11,7 @@ which lists nodes and pods, calls :func:`evaluate` and repeats it until enough c
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import plan
 
@@ -60,6 +61,32 @@ def node_summary(node):
     return {"name": metadata.get("name"), "instance_id": instance_id, "az": az, "ready": ready,
             "not_ready_reason": reason, "schedulable": not spec.get("unschedulable"),
             "deleting": bool(metadata.get("deletionTimestamp"))}
+
+
+def failed_to_join(instances, up_to_date_ids, now, join_timeout):
+    """The up-to-date instances in service that have had ``join_timeout`` seconds since launch and still are no Ready
+    node: ``[{"instance_id", "az", "node", "launch_time", "reason"}]``, oldest first.
+
+    ``instances``: ``asg.instance_record`` shape with the node joined (``{"name", "ready"}`` or None); ``now``: an aware
+    datetime. A run that launched them has waited that long and stopped with NodeCreationFailure; the next run replaces
+    them once (a broken image fails again, and stops again) instead of waiting for nodes that will never come."""
+    wanted = set(up_to_date_ids)
+    found = []
+    for instance in instances:
+        if (instance["instance_id"] not in wanted or instance.get("lifecycle_state") != "InService"
+                or instance.get("detached") or not instance.get("launch_time")):
+            continue
+        node = instance.get("node")
+        if isinstance(node, dict) and node.get("ready"):
+            continue
+        age = (now - datetime.fromisoformat(instance["launch_time"].replace("Z", "+00:00"))).total_seconds()
+        if age < join_timeout:
+            continue
+        found.append({"instance_id": instance["instance_id"], "az": instance.get("az"),
+                      "node": node.get("name") if isinstance(node, dict) else None, "launch_time": instance["launch_time"],
+                      "reason": ("node %s not Ready %ds after launch" % (node.get("name"), age) if isinstance(node, dict)
+                                 else "no node registered %ds after launch" % age)})
+    return sorted(found, key=lambda entry: entry["launch_time"])
 
 
 def check_instance_ids(instance_ids, field="instance_ids"):

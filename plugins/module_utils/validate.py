@@ -97,7 +97,15 @@ class Validation:
             if result["ok"]:
                 result["message"] = ("valid only %d time(s) in a row, %d required, when the timeout of %ds was reached"
                                      % (passes, self.opts.passes, self.opts.timeout))
-            result["msg"] = "cluster validation timed out after %ds: %s" % (int(round(result["seconds"])), result["message"])
+            seconds = int(round(result["seconds"]))
+            unborn = result["missing"] + [result["nodes"][name]["instance_id"] or name for name in result["not_ready"]]
+            if self.opts.instance_ids is not None and unborn:
+                # EKS's name for new instances that do not become Ready nodes: a broken image or bootstrap, a CNI that
+                # never starts, a node role the cluster does not admit; nothing drains until they do.
+                result["msg"] = ("NodeCreationFailure: %d of %d instance(s) did not become Ready nodes within %ds (%s): %s"
+                                 % (len(unborn), len(self.opts.instance_ids), seconds, ", ".join(unborn), result["message"]))
+            else:
+                result["msg"] = "cluster validation timed out after %ds: %s" % (seconds, result["message"])
             result["failed"] = True
         result["ok"] = bool(result["ok"]) and (done or self.check_mode)
         return result

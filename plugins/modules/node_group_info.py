@@ -80,6 +80,13 @@ options:
       image_id:
         description: The AMI of that version.
         type: str
+  join_timeout:
+    description:
+      - How long a new instance may take to become a Ready node, as seconds (V(600)) or a duration (V(10m)).
+      - When set, up-to-date instances in service that have had that long since launch and are still no Ready node are listed
+        in RV(node_groups[].failed_to_join); the C(nodeops.rollout.rolling_update) role replaces them once per run.
+      - Not set, nothing is listed.
+    type: raw
   include_nodes:
     description:
       - Join instances to their Kubernetes nodes. This needs the Kubernetes connection options.
@@ -319,6 +326,13 @@ node_groups:
           C(nodeops.rollout/cordoned)) and C(label) (C(node.kubernetes.io/exclude-from-external-load-balancers) on such a node).
       type: list
       elements: dict
+    failed_to_join:
+      description:
+        - With O(join_timeout), the up-to-date instances in service that have had that long since launch and are still no Ready
+          node, oldest first, each C(instance_id), C(az), C(node) (a name, or null when none registered), C(launch_time) and
+          C(reason). Empty otherwise.
+      type: list
+      elements: dict
     leftovers:
       description:
         - Why the group is not fully replaced yet, one sentence each (outdated instances left, marked up-to-date nodes, surge
@@ -369,6 +383,7 @@ def argument_spec():
         include_nodes=dict(type="bool", default=True),
         taint_key=dict(type="str", default="nodeops.rollout/outdated", no_log=False),
         taint_effect=dict(type="str", choices=["NoSchedule", "PreferNoSchedule"], default="NoSchedule"),
+        join_timeout=dict(type="raw"),
         target=dict(type="dict", options=dict(
             launch_template_id=dict(type="str"),
             version=dict(type="raw", required=True),

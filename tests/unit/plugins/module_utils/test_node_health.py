@@ -117,3 +117,28 @@ def test_bad_instance_ids(value, message):
 
 def test_duplicate_instance_ids_are_collapsed():
     assert node_health.check_instance_ids(["i-1", "i-1", "i-2"]) == ["i-1", "i-2"]
+
+
+def _joined(instance_id, launched, node=None, ready=False, lifecycle="InService", detached=False):
+    return {"instance_id": instance_id, "az": "us-east-1a", "lifecycle_state": lifecycle, "detached": detached,
+            "launch_time": launched, "node": None if node is None else {"name": node, "ready": ready}}
+
+
+def test_failed_to_join_lists_up_to_date_instances_that_had_their_time_and_are_no_ready_node():
+    from datetime import datetime, timezone  # pylint: disable=import-outside-toplevel
+    now = datetime(2026, 11, 24, 12, 10, tzinfo=timezone.utc)
+    instances = [
+        _joined("i-never", "2026-11-24T12:00:00Z"),                                  # no node after 600 s
+        _joined("i-notready", "2026-11-24T11:59:00Z", node="n-2"),                     # node NotReady after 660 s
+        _joined("i-ready", "2026-11-24T12:00:00Z", node="n-3", ready=True),           # fine
+        _joined("i-young", "2026-11-24T12:08:00Z"),                                  # still within its timeout
+        _joined("i-old", "2026-11-24T11:00:00Z"),                                    # outdated: not the rollout's
+        _joined("i-pending", "2026-11-24T11:00:00Z", lifecycle="Pending"),           # the group is still launching it
+        _joined("i-detached", "2026-11-24T11:00:00Z", detached=True),
+    ]
+    up_to_date = ["i-never", "i-notready", "i-ready", "i-young", "i-pending", "i-detached"]
+    found = node_health.failed_to_join(instances, up_to_date, now, 300)
+    assert [entry["instance_id"] for entry in found] == ["i-notready", "i-never"]
+    assert found[0]["node"] == "n-2" and found[0]["reason"] == "node n-2 not Ready 660s after launch"
+    assert found[1]["node"] is None and found[1]["reason"] == "no node registered 600s after launch"
+    assert node_health.failed_to_join(instances, up_to_date, now, 3600) == []

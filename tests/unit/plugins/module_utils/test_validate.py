@@ -74,8 +74,17 @@ def test_timeout_fails_with_what_exactly_failed():
                                             azs=["us-east-1a", "us-east-1b"]), clock=clock, sleep=clock.sleep).run()
     assert result["failed"] and not result["ok"]
     assert result["missing"] == ["i-2"] and result["azs_without_ready_node"] == ["us-east-1b"]
-    assert result["msg"] == ("cluster validation timed out after 30s: not valid: 1 of 2 instance(s) have no node registered: "
-                             "i-2; no Ready schedulable node in AZ(s) us-east-1b")
+    assert result["msg"] == ("NodeCreationFailure: 1 of 2 instance(s) did not become Ready nodes within 30s (i-2): not valid: "
+                             "1 of 2 instance(s) have no node registered: i-2; no Ready schedulable node in AZ(s) us-east-1b")
+
+
+def test_a_timeout_with_every_new_node_ready_is_a_validation_failure_not_a_node_creation_failure():
+    kube = Scripted([[make_node("a", instance_id="i-1", az="us-east-1a")]])
+    clock = Clock()
+    result = validate.Validation(kube, opts(instance_ids=["i-1"], interval=10, timeout=30, each_az=True,
+                                            azs=["us-east-1a", "us-east-1b"]), clock=clock, sleep=clock.sleep).run()
+    assert result["failed"]
+    assert result["msg"] == "cluster validation timed out after 30s: not valid: no Ready schedulable node in AZ(s) us-east-1b"
 
 
 def test_too_few_consecutive_passes_at_the_timeout_is_a_failure_that_says_so():
