@@ -152,6 +152,17 @@ class SandboxHandle:
     def fault(self, **spec):
         return self._control("/fault", spec)
 
+    def hold(self, **spec):
+        """Arm the sandbox's hold (``tests/sandbox/hold.py``): the matching request of the collection is stopped before
+        it is applied; :meth:`held` says when, :meth:`release` lets it go (answered 503, never applied)."""
+        return self._control("/hold", spec)["hold"]
+
+    def held(self):
+        return self._control("/hold")["held"]
+
+    def release(self):
+        return self._control("/hold/release", {})["hold"]
+
     def report(self, client_prefix="nodeops.rollout"):
         return self._control("/report?client_prefix=" + client_prefix)
 
@@ -216,12 +227,12 @@ class SandboxHandle:
         result["output"] = proc.stdout
         return result
 
-    def run_role_playbook(self, directory, playbook="upgrade.yml", extra=(), report=None, check=False, node_groups=None,
-                          host_vars=None, timeout=900):
-        """Run a playbook of the collection (``playbooks/<playbook>``) as a user does: over an inventory of one cluster
-        whose host vars point at this sandbox (written into ``directory``), with ``-e`` items ``extra`` (strings, as a
-        survey sends them). ``node_groups`` defaults to the sandbox's group rolled to the new AMI; ``host_vars`` are
-        added to (or replace) the host's variables. Returns ``(rc, output)``."""
+    def role_playbook_command(self, directory, playbook="upgrade.yml", extra=(), report=None, check=False, node_groups=None,
+                              host_vars=None):
+        """``(argv, env)`` of a playbook of the collection (``playbooks/<playbook>``) run as a user does: over an inventory
+        of one cluster whose host vars point at this sandbox (written into ``directory``), with ``-e`` items ``extra``
+        (strings, as a survey sends them). ``node_groups`` defaults to the sandbox's group rolled to the new AMI;
+        ``host_vars`` are added to (or replace) the host's variables."""
         host = {
             "ansible_python_interpreter": sys.executable,
             "rolling_update_aws": {"region": self.state["region"], "endpoint_url": self.state["aws_url"]},
@@ -240,9 +251,24 @@ class SandboxHandle:
             cmd.append("--check")
         env = self.ansible_env()
         env.pop("K8S_AUTH_KUBECONFIG", None)   # the inventory's rolling_update_k8s is the connection
+        return cmd, env
+
+    def run_role_playbook(self, directory, playbook="upgrade.yml", extra=(), report=None, check=False, node_groups=None,
+                          host_vars=None, timeout=900):
+        """Run :meth:`role_playbook_command` to its end; ``(rc, output)``."""
+        cmd, env = self.role_playbook_command(directory, playbook, extra, report, check, node_groups, host_vars)
         proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=timeout, check=False)
         return proc.returncode, proc.stdout
+
+    def start_role_playbook(self, directory, output, playbook="upgrade.yml", extra=(), report=None, node_groups=None,
+                            host_vars=None):
+        """Start :meth:`role_playbook_command` in its own session (so that the whole process tree can be signalled as AWX
+        cancels a job), its output written to the file ``output``; the ``subprocess.Popen``."""
+        cmd, env = self.role_playbook_command(directory, playbook, extra, report, False, node_groups, host_vars)
+        with open(output, "w", encoding="utf-8") as sink:
+            return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,  # pylint: disable=consider-using-with
+                                    start_new_session=True)
 
     def run_playbook(self, playbook, extra_vars=None, check=False, inventory="localhost,", env=None, timeout=1800):
         cmd = [os.path.join(BIN, "ansible-playbook"), "-i", inventory, playbook]

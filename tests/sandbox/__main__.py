@@ -5,7 +5,7 @@
     python -m tests.sandbox down --state-dir DIR
     python -m tests.sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
     python -m tests.sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
-                                  [--k8s-429 VERB=RATE] [--k8s-5xx VERB=RATE] [--insufficient-capacity AZ]
+                                  [--k8s-429 VERB=RATE] [--k8s-5xx VERB=RATE] [--k8s-down SECONDS] [--insufficient-capacity AZ]
                                   [--nodes-never-ready | --nodes-ready] [--eviction-latency SECONDS]
                                   [--seed N] [--clear]
     python -m tests.sandbox apply --state-dir DIR FILE [FILE ...]
@@ -233,6 +233,10 @@ def cmd_fault(args):
         spec["insufficient_capacity_azs"] = args.insufficient_capacity
     if args.nodes_never_ready is not None:
         spec["nodes_never_ready"] = args.nodes_never_ready
+    if args.k8s_down is not None:
+        if not args.k8s_down >= 0:
+            sys.exit("--k8s-down must be a number of wall seconds >= 0, got %s" % args.k8s_down)
+        spec["k8s_down"] = args.k8s_down
     _post(st["control_url"] + "/fault", spec)
     print("faults set: %s" % json.dumps({k: v for k, v in spec.items() if v not in (None, {}, False)}, sort_keys=True))
     return 0
@@ -349,6 +353,8 @@ def main(argv=None):
     ready.add_argument("--nodes-never-ready", dest="nodes_never_ready", action="store_true", default=None)
     ready.add_argument("--nodes-ready", dest="nodes_never_ready", action="store_false")
     fault.add_argument("--eviction-latency", type=float, metavar="SECONDS")
+    fault.add_argument("--k8s-down", type=float, metavar="SECONDS",
+                       help="the Kubernetes API server is unreachable for this many wall seconds: connections cut, none served")
     fault.add_argument("--seed", type=int)
     fault.add_argument("--clear", action="store_true", help="clear every fault first")
     fault.set_defaults(func=cmd_fault)

@@ -16,6 +16,7 @@ from . import report as report_mod
 from .aws import AwsSandbox
 from .clock import Clock
 from .events import EventLog
+from .hold import Hold
 from .kube.controllers import ControllerConfig, Controllers
 from .kube.server import KubeApiServer
 from .kube.store import Store
@@ -54,7 +55,7 @@ class Sandbox:
                                     pod_shutdown_seconds=pod_shutdown_seconds,
                                     node_allocatable=allocatable or {"cpu": "2", "memory": "8Gi", "pods": "110"})
         self.events = None
-        self.aws = self.store = self.api = self.controllers = None
+        self.aws = self.store = self.api = self.controllers = self.hold = None
         self.info = {}
         self._control = None
         self.stopped = threading.Event()
@@ -76,6 +77,7 @@ class Sandbox:
         self.controllers.start()
         self.api = KubeApiServer(self.store, self.clock, self.events)
         self.api.start()
+        self.hold = self.aws.hold = self.api.hold = Hold(self.events)
         self.info = self.aws.provision(nodes=self.nodes, azs=self.azs, groups=self.groups,
                                        instance_type=self.instance_type)
         self._write_client_files()
@@ -209,6 +211,8 @@ class Sandbox:
             kube["eviction_latency"] = spec["eviction_latency"]
         if kube:
             self.api.faults.set(seed=seed, **kube)
+        if spec.get("k8s_down") is not None:
+            self.api.go_down(spec["k8s_down"])
         if spec.get("nodes_never_ready") is not None:
             self.controllers.faults.set(nodes_never_ready=bool(spec["nodes_never_ready"]))
 
@@ -264,6 +268,8 @@ class Sandbox:
                     if "client_prefix=" in self.path:
                         prefix = self.path.split("client_prefix=", 1)[1]
                     self._send(200, sandbox.report(prefix))
+                elif self.path == "/hold":
+                    self._send(200, sandbox.hold.status())
                 elif self.path == "/health":
                     self._send(200, {"ok": True})
                 else:
@@ -279,6 +285,13 @@ class Sandbox:
                         self._send(400, {"error": str(exc)})
                         return
                     self._send(200, {"ok": True})
+                elif self.path in ("/hold", "/hold/release"):
+                    try:
+                        answer = sandbox.hold.release() if self.path == "/hold/release" else sandbox.hold.arm(body)
+                    except (TypeError, ValueError) as exc:
+                        self._send(400, {"error": str(exc)})
+                        return
+                    self._send(200, {"ok": True, "hold": answer})
                 elif self.path == "/stop":
                     self._send(200, {"ok": True})
                     threading.Thread(target=sandbox.stop, daemon=True).start()

@@ -92,8 +92,14 @@ class _Gate:
             action = (form.get("Action") or [None])[0]
         scope = _CREDENTIAL_SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
         service = scope.group(2) if scope else None
-        fault = self.sandbox.faults.draw(action)
-        if fault:
+        client = client_name(environ.get("HTTP_USER_AGENT", ""))
+        hold = self.sandbox.hold
+        fault = "held" if hold is not None and hold.check("aws", action=action, client=client) else None
+        fault = fault or self.sandbox.faults.draw(action)
+        if fault == "held":
+            # released after the harness killed the run: answered as unavailable, never applied
+            status, headers, payload = faults_mod.render("unavailable", service, bool(target))
+        elif fault:
             status, headers, payload = faults_mod.render(fault, service, bool(target))
         else:
             with self.sandbox.lock:
@@ -103,7 +109,7 @@ class _Gate:
                     self.sandbox.report_sizes()
         start_response(status, headers)
         self.sandbox.events.emit(
-            "aws.request", action=action, service=service, client=client_name(environ.get("HTTP_USER_AGENT", "")),
+            "aws.request", action=action, service=service, client=client,
             status=int(status.split(" ", 1)[0]), fault=fault, mutating=bool(action) and not action.startswith(_READ_ONLY))
         return [payload]
 
@@ -158,6 +164,7 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         self.host = host
         self.port = port
         self.faults = faults_mod.Faults(seed=seed)
+        self.hold = None     # a hold.Hold, set by the cluster: one request stopped for a kill
         self.lock = threading.RLock()
         self.url = None
         self._server = None

@@ -2,6 +2,7 @@
 
 import random
 import threading
+import time
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "evict")
 FAULT_CODES = ("429", "500", "503")
@@ -19,6 +20,18 @@ class Faults:
         self._rates = {}
         self._rng = random.Random()
         self.eviction_latency = 0.0
+        self._down_until = 0.0
+
+    def go_down(self, seconds):
+        """The API server is unreachable for ``seconds`` wall seconds: every connection is cut, none accepted."""
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+            raise ValueError("down must be a number of wall seconds >= 0, got %r" % (seconds,))
+        with self._lock:
+            self._down_until = time.monotonic() + float(seconds)
+
+    def is_down(self):
+        with self._lock:
+            return time.monotonic() < self._down_until
 
     def set(self, verb_rates=None, eviction_latency=None, seed=None):
         rates = None
@@ -58,6 +71,7 @@ class Faults:
         with self._lock:
             self._rates = {}
             self.eviction_latency = 0.0
+            self._down_until = 0.0
 
     def roll(self, verb):
         """The HTTP code (int) to fail this request with, or None."""

@@ -168,6 +168,13 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self.server.api._track(self.connection, True)  # pylint: disable=protected-access
 
+    def handle(self):
+        if self.server.api.faults.is_down():
+            # unreachable: the connection is cut before a byte is read, as a dead endpoint or a dropped route does
+            self.server.api._refuse(self.connection)  # pylint: disable=protected-access
+            return
+        super().handle()
+
     def finish(self):
         try:
             super().finish()
@@ -203,6 +210,7 @@ class KubeApiServer:
         self.host = host
         self.port = port
         self.faults = Faults()
+        self.hold = None                # a hold.Hold, set by the cluster: one request stopped for a kill
         self.bookmark_interval = 60.0   # wall seconds between BOOKMARK events on watches that allow them
         self.watch_timeout = 1800.0     # wall seconds a watch without timeoutSeconds stays open
         self._docs = discovery.documents()
@@ -246,6 +254,23 @@ class KubeApiServer:
                 pass
         self._thread.join(timeout=5)
         self._httpd = None
+
+    def go_down(self, seconds):
+        """Unreachable for ``seconds`` wall seconds: open connections (watches, keep-alives) are cut at once and new
+        ones are cut before their first request; an ``api.down`` event marks the start."""
+        self.faults.go_down(seconds)
+        self.events.emit("api.down", seconds=seconds)
+        with self._conns_lock:
+            conns = list(self._conns)
+        for conn in conns:
+            self._refuse(conn)
+
+    @staticmethod
+    def _refuse(conn):
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _track(self, conn, add):
         with self._conns_lock:
@@ -318,6 +343,8 @@ class KubeApiServer:
         if path == "/" or not (path.startswith("/api/") or path.startswith("/apis/")):
             raise route_not_found()
         self._route(req)
+        if self.hold is not None and self.hold.check("k8s", verb=req.verb, resource=req.resource, client=req.client):
+            raise service_unavailable()   # held for a kill, then released: never applied
         self._check_fault(req)
         return self._dispatch(req)
 
