@@ -5,8 +5,9 @@
 """The few Kubernetes API calls the node modules make, answering plain dicts in the API's JSON form.
 
 Objects are read as raw JSON (no model deserialisation): the pure layer reads camelCase dicts, and listing
-hundreds of pods stays cheap. Reads and idempotent writes are retried on throttling (429), server errors (5xx)
-and broken connections with capped exponential backoff; evictions are not, because what a refused eviction
+hundreds of pods stays cheap. Reads and idempotent writes are retried with capped exponential backoff: a few times on
+throttling (429) and server errors (5xx), and for up to ``UNREACHABLE_SECONDS`` while a server that answered before cannot be
+reached at all; evictions are not, because what a refused eviction
 means is the drain's decision (``drain_rules.eviction_answer``).
 """
 
@@ -43,8 +44,11 @@ except ImportError:
 
 # Seconds before one API request is abandoned (connect, read).
 REQUEST_TIMEOUT = (10, 60)
-# Attempts of a read or an idempotent write before its error is reported.
+# Attempts of a read or an idempotent write answered 429 or 5xx before its error is reported.
 READ_ATTEMPTS = 5
+# Seconds a read or an idempotent write keeps trying while the API server cannot be reached at all (connection refused
+# or cut): a control-plane upgrade or failover takes tens of seconds, and a drain should ride it out, not stop.
+UNREACHABLE_SECONDS = 90.0
 RETRIED_STATUSES = (429, 500, 502, 503, 504)
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -88,7 +92,8 @@ def with_pool_size(api_client, size):
 class KubeApi:
     """Thin JSON-in, JSON-out wrapper over the kubernetes client for nodes, pods, budgets, workloads and leases."""
 
-    def __init__(self, api_client, sleep=time.sleep, attempts=READ_ATTEMPTS, request_timeout=REQUEST_TIMEOUT):
+    def __init__(self, api_client, sleep=time.sleep, attempts=READ_ATTEMPTS, request_timeout=REQUEST_TIMEOUT,
+                 unreachable_seconds=UNREACHABLE_SECONDS, clock=time.monotonic):
         self.client = api_client
         self.core = CoreV1Api(api_client)
         self.apps = AppsV1Api(api_client)
@@ -97,24 +102,35 @@ class KubeApi:
         self.sleep = sleep
         self.attempts = attempts
         self.request_timeout = request_timeout
+        self.unreachable_seconds = unreachable_seconds
+        self.clock = clock
+        self.reached = False   # whether the server ever answered: only then is a lost connection an outage to wait out
 
     def _raw(self, method, *args, **kwargs):
         response = method(*args, _preload_content=False, _request_timeout=self.request_timeout, **kwargs)
+        self.reached = True
         data = response.data
         return json.loads(data) if data else {}
 
     def _call(self, method, *args, **kwargs):
         attempt = 0
+        unreachable_since = None
         while True:
             try:
                 return self._raw(method, *args, **kwargs)
             except ApiException as exc:
+                self.reached = True
                 attempt += 1
                 if exc.status not in RETRIED_STATUSES or attempt >= self.attempts:
                     raise
             except TRANSPORT_ERRORS:
+                # A server never reached is a wrong address or a dead cluster: a few attempts. One that answered before
+                # and now cannot be reached is an outage: waited out for up to unreachable_seconds.
                 attempt += 1
-                if attempt >= self.attempts:
+                now = self.clock()
+                unreachable_since = now if unreachable_since is None else unreachable_since
+                if (attempt >= self.attempts if not self.reached
+                        else now - unreachable_since >= self.unreachable_seconds):
                     raise
             self.sleep(plan.backoff_delay(attempt, base=0.5, cap=5.0))
 

@@ -1,0 +1,42 @@
+"""The Kubernetes API server unreachable for 30 seconds in the middle of a drain (every connection cut, none served):
+the drain waits it out (kube_api.UNREACHABLE_SECONDS) and the rollout finishes; were it to stop, it would never have
+terminated a node it had not drained, no pod would have left without eviction, and a rerun would finish the group."""
+
+import os
+
+import pytest
+
+from tests.integration.convergence import problems, sizes
+from tests.integration.harness import wait_until
+
+FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"]
+DOWN_SECONDS = 30
+
+
+@pytest.fixture
+def sandbox(start_sandbox):
+    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
+
+
+def evictions(sandbox):
+    return [e for e in sandbox.events() if e["kind"] == "k8s.request" and e.get("verb") == "evict"
+            and str(e.get("client") or "").startswith("nodeops.rollout")]
+
+
+def test_an_api_server_down_for_30s_mid_drain_is_ridden_out_without_losing_a_pod(sandbox, tmp_path):
+    original = sizes(sandbox)
+    run = sandbox.start_role_playbook(tmp_path, tmp_path / "first.log", extra=FAST)
+    try:
+        wait_until("the first eviction", lambda: evictions(sandbox) or run.poll() is not None, timeout=300, interval=0.2)
+        assert run.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
+        sandbox.fault(k8s_down=DOWN_SECONDS)
+        rc = run.wait(timeout=900)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    first = (tmp_path / "first.log").read_text()
+    assert rc == 0, first[-3000:]
+    # the run went on draining after the API came back
+    down = [e["wall"] for e in sandbox.events() if e["kind"] == "api.down"]
+    assert len(down) == 1 and [e for e in evictions(sandbox) if e["wall"] > down[0] + DOWN_SECONDS], "no eviction after the outage"
+    assert problems(sandbox, original, 2) == [], first[-3000:]
