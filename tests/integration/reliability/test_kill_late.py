@@ -1,0 +1,27 @@
+"""Kill anywhere, the second half of a rollout: waiting for replacements, mid-validation, mid-restore, killed twice in
+one rollout, and one rerun that waits for the dead run's lock to expire instead of deleting it (see
+tests/integration/kill.py and test_kill_early.py)."""
+
+import os
+
+import pytest
+
+from tests.integration.kill import POINTS, kill_and_rerun
+
+
+@pytest.fixture
+def sandbox(start_sandbox):
+    box = start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
+    yield box
+    box.stop()
+
+
+@pytest.mark.parametrize("point", ["waiting-for-replacements", "mid-validation", "mid-restore", "twice"])
+def test_a_rollout_killed_late_converges_on_the_rerun(sandbox, tmp_path, point):
+    # one of them waits for the dead run's lock to expire, as an operator who does not delete it would
+    wait = point == "mid-validation"
+    extra = ["rolling_update_lock_duration=20s"] if wait else []
+    outcome = kill_and_rerun(sandbox, tmp_path, POINTS[point], extra=extra, wait_for_lock=wait)
+    assert outcome["killed"] == [True] * len(POINTS[point]), "the run ended before the kill point %s" % point
+    assert outcome["rc"] == 0, outcome["output"][-4000:]
+    assert outcome["problems"] == []
