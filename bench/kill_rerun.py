@@ -76,7 +76,7 @@ def main(argv=None):
     parser.add_argument("--fixed", action="store_true", help="the named points of tests/integration/kill.py")
     args = parser.parse_args(argv)
     if args.fixed:
-        plans = [(name, point) for name, point in POINTS.items()]
+        plans = list(POINTS.items())
         requests = None
     else:
         requests = clean_run_requests()

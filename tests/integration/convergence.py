@@ -49,7 +49,7 @@ def problems(sandbox, original, version, name=GROUP, lock_namespace="kube-system
     from kubernetes import client  # pylint: disable=import-outside-toplevel
     leases = client.CoordinationV1Api(sandbox.kube()).list_namespaced_lease(lock_namespace).items
     held = [lease.metadata.name for lease in leases if lease.metadata.name.startswith("nodeops-rollout-")
-            and (lease.spec.holder_identity or "")]
+            and lease.spec.holder_identity]
     if held:
         found.append("locks held: %s" % held)
     for deployment in sandbox.apps().list_deployment_for_all_namespaces().items:

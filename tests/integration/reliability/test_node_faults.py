@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.integration.convergence import GROUP, group_of, problems, sizes
+from tests.integration.convergence import group_of, problems, sizes
 from tests.integration.modules.conftest import assert_safe
 
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",

@@ -172,7 +172,7 @@ def test_every_bad_input_is_refused_by_name_with_zero_mutating_requests(sandbox,
         "rolling_update_node_groups": group(image_id=sandbox.state["amis"]["new"]),
         "rolling_update_post_drain_delay": "1",
     }
-    hosts = {case: dict(good, **_fill(override, sandbox, tmp_path)) for case, (override, _) in CASES.items()}
+    hosts = {case: dict(good, **_fill(override, sandbox, tmp_path)) for case, (override, _message) in CASES.items()}
     inventory = tmp_path / "inventory.yml"
     inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
     playbook = tmp_path / "sweep.yml"
@@ -214,7 +214,8 @@ MODULE_CASES = {
     "instance_terminate instance_ids": ("instance_terminate", {"asg_name": GROUP, "instance_ids": ["web-1"]}, "instance_ids"),
     "instance_terminate decrement": ("instance_terminate", {"asg_name": GROUP, "instance_ids": ["@INSTANCE@"],
                                                             "decrement_desired_capacity": "maybe"}, "decrement_desired_capacity"),
-    "cluster_validate interval": ("cluster_validate", {"label_selector": "eks:nodegroup-name=sandbox-nodes", "expected_count": 3, "interval": "-5s"}, "interval"),
+    "cluster_validate interval": ("cluster_validate", {"label_selector": "eks:nodegroup-name=sandbox-nodes", "expected_count": 3,
+                                                       "interval": "-5s"}, "interval"),
     "rollout_lock duration": ("rollout_lock", {"name": GROUP, "holder": "me", "duration": "0"}, "duration"),
     "launch_template_version two targets": ("launch_template_version", {"asg_name": GROUP, "image_id": "ami-0123456789abcdef0",
                                                                         "ssm_parameter": "/sandbox/ami/new"}, "image_id"),

@@ -66,7 +66,8 @@ def test_each_value_not_allowed_is_named_with_what_is_allowed(change, expected):
     ("image_id: AMI 'ami-1' not found in region us-east-1", "rolling_update_node_groups[2].image_id (web): AMI 'ami-1' not found in region us-east-1"),
     ("version: launch template lt-1 (web) has no version 9", "rolling_update_node_groups[2].launch_template_version (web): launch template lt-1"),
     ("name: Auto Scaling group 'web' not found", "rolling_update_node_groups[2] (web): Auto Scaling group 'web' not found"),
-    ("kubeconfig: kubeconfig file not found: /x", "rolling_update_k8s.kubeconfig: kubeconfig file not found: /x (while checking rolling_update_node_groups[2], web)"),
+    ("kubeconfig: kubeconfig file not found: /x",
+     "rolling_update_k8s.kubeconfig: kubeconfig file not found: /x (while checking rolling_update_node_groups[2], web)"),
     ("endpoint_url: DescribeImages: EndpointConnectionError", "rolling_update_aws.endpoint_url: DescribeImages: EndpointConnectionError"),
     ("no node of this cluster is an instance", "rolling_update_node_groups[2] (web): no node of this cluster is an instance"),
 ])
