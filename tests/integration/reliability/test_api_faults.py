@@ -3,9 +3,7 @@ invariant report asserted: AWS throttling everywhere and 500s on EC2 (botocore's
 429s without a budget cause from the Kubernetes API on every verb (the collection's one Kubernetes retry path)."""
 
 import json
-import os
 
-import pytest
 
 from tests.integration.convergence import problems, sizes
 from tests.integration.modules.conftest import assert_safe
@@ -15,11 +13,6 @@ FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1",
 EC2_ACTIONS = ("DescribeInstances", "DescribeImages", "DescribeLaunchTemplates", "DescribeLaunchTemplateVersions",
                "CreateLaunchTemplateVersion", "DescribeAvailabilityZones", "DescribeSubnets")
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "evict")
-
-
-@pytest.fixture
-def sandbox(start_sandbox):
-    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
 
 
 def roll(sandbox, tmp_path):

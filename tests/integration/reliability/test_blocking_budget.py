@@ -9,44 +9,21 @@
 """
 
 import json
-import os
 
 import pytest
 
 from tests.integration.convergence import problems, sizes
 from tests.integration.harness import wait_until
 from tests.integration.modules.conftest import assert_safe
-
-BLOCKED = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: pinned, namespace: shop}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: pinned}}
-  template:
-    metadata: {labels: {app: pinned}}
-    spec:
-      containers: [{name: pinned, image: registry.example/pinned:1}]
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: pinned, namespace: shop}
-spec:
-  minAvailable: 1
-  selector: {matchLabels: {app: pinned}}
-"""
+from tests.integration.workloads import pin_a_pod
 
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
         "rolling_update_drain_timeout=15s", "rolling_update_restart_single_replica=false"]
 
 
-@pytest.fixture
-def sandbox(start_sandbox):
-    box = start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
-    box.apply(BLOCKED)
-    wait_until("the pinned pod to be Ready", lambda: (box.apps().read_namespaced_deployment("pinned", "shop").status.ready_replicas or 0) == 1)
-    return box
+@pytest.fixture(autouse=True)
+def pinned(sandbox):
+    pin_a_pod(sandbox)
 
 
 def roll(sandbox, tmp_path, action):

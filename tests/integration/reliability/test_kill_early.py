@@ -2,18 +2,9 @@
 construction (the sandbox holds the request the point names), rerun, and nothing is lost (see tests/integration/kill.py;
 the second half is test_kill_late.py, split so that the two halves run on two workers)."""
 
-import os
-
 import pytest
 
 from tests.integration.kill import POINTS, kill_and_rerun
-
-
-@pytest.fixture
-def sandbox(start_sandbox):
-    box = start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
-    yield box
-    box.stop()
 
 
 @pytest.mark.parametrize("point", ["mid-surge", "surge-then-taint", "mid-drain", "terminated-before-tag-write"])

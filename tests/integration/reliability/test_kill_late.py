@@ -2,18 +2,9 @@
 one rollout, and one rerun that waits for the dead run's lock to expire instead of deleting it (see
 tests/integration/kill.py and test_kill_early.py)."""
 
-import os
-
 import pytest
 
 from tests.integration.kill import POINTS, kill_and_rerun
-
-
-@pytest.fixture
-def sandbox(start_sandbox):
-    box = start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
-    yield box
-    box.stop()
 
 
 @pytest.mark.parametrize("point", ["waiting-for-replacements", "mid-validation", "mid-restore", "twice"])

@@ -4,7 +4,6 @@ ones are not there, leaves the cluster serving and the processes resumed, and a 
 finishes - the instances that never became nodes replaced through the termination gate like any other."""
 
 import json
-import os
 
 import pytest
 
@@ -13,11 +12,6 @@ from tests.integration.modules.conftest import assert_safe
 
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
         "rolling_update_node_ready_timeout=20s"]
-
-
-@pytest.fixture
-def sandbox(start_sandbox):
-    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
 
 
 def roll(sandbox, tmp_path, extra=()):

@@ -10,29 +10,11 @@ import uuid
 
 import pytest
 
-from tests.integration.harness import BIN, ROOT, wait_until
+from tests.integration.harness import BIN, ROOT
 from tests.integration.modules.conftest import assert_safe
+from tests.integration.workloads import pin_a_pod
 
 GROUP = "sandbox-nodes"
-BLOCKED = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: pinned, namespace: shop}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: pinned}}
-  template:
-    metadata: {labels: {app: pinned}}
-    spec:
-      containers: [{name: pinned, image: registry.example/pinned:1}]
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: pinned, namespace: shop}
-spec:
-  minAvailable: 1
-  selector: {matchLabels: {app: pinned}}
-"""
 
 # The run ends by printing the result fact; a failed run's play stops before the collection's own "Show the result".
 PLAYBOOK = """\
@@ -59,8 +41,7 @@ def sandbox(start_sandbox):
 
 
 def test_no_secret_appears_anywhere_in_a_failed_run_at_vvv(sandbox, tmp_path):
-    sandbox.apply(BLOCKED)
-    wait_until("the pinned pod to be Ready", lambda: (sandbox.apps().read_namespaced_deployment("pinned", "shop").status.ready_replicas or 0) == 1)
+    pin_a_pod(sandbox)
     secrets = {"secret_key": "awsSECRET" + uuid.uuid4().hex, "session_token": "awsSESSION" + uuid.uuid4().hex,
                "api_key": "k8sTOKEN" + uuid.uuid4().hex}
     report = tmp_path / "result.json"

@@ -10,8 +10,9 @@ import os
 
 import pytest
 
-from tests.integration.harness import ROOT, wait_until
+from tests.integration.harness import ROOT
 from tests.integration.modules.conftest import assert_safe
+from tests.integration.workloads import pin_a_pod
 
 GROUP = "sandbox-nodes"
 DEMO = os.path.join("tests", "sandbox", "workloads", "demo.yaml")
@@ -158,26 +159,7 @@ def test_a_rerun_after_a_restore_that_was_killed_does_not_surge_again(sandbox, t
 def test_a_target_changed_after_a_failed_batch_gives_back_the_nodes_it_had_cordoned(sandbox, tmp_path):
     """Run 1 stops on a budget that never allows; run 2 rolls back to version 1, so the node run 1 cordoned and
     drained is up to date again. It used to stay cordoned (counted as capacity), fail validation, and keep our marks."""
-    sandbox.apply("""
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: pinned, namespace: shop}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: pinned}}
-  template:
-    metadata: {labels: {app: pinned}}
-    spec:
-      containers: [{name: pinned, image: registry.example/pinned:1}]
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: pinned, namespace: shop}
-spec:
-  minAvailable: 1
-  selector: {matchLabels: {app: pinned}}
-""")
-    wait_until("the pinned pod to be Ready", lambda: (sandbox.apps().read_namespaced_deployment("pinned", "shop").status.ready_replicas or 0) == 1)
+    pin_a_pod(sandbox)
     original = sizes(sandbox)
     rc, out, _result = playbook(sandbox, tmp_path, extra=["rolling_update_drain_timeout=20s", "rolling_update_restart_single_replica=false",
                                                           "rolling_update_max_unavailable=3"])
