@@ -61,3 +61,19 @@ def problems(sandbox, original, version, name=GROUP, lock_namespace="kube-system
         if report[key]:
             found.append("%s: %s" % (key, report.get(key + "_details") or report[key]))
     return found
+
+
+def record(name, sandbox, **facts):
+    """Write the invariant report's headline figures of a reliability case, and ``facts``, to
+    ``tests/output/reliability/<name>.json`` (what a reviewer reads after ``make test``)."""
+    import json  # pylint: disable=import-outside-toplevel
+    import os  # pylint: disable=import-outside-toplevel
+    report = sandbox.report()
+    figures = {key: report[key] for key in ("pdb_violations", "killed_without_eviction", "deleted_without_eviction",
+                                            "min_ready_schedulable_nodes", "ready_schedulable_nodes_at_start")}
+    figures["max_evictions_per_pod"] = report["evictions"]["max_evictions_per_pod"]
+    figures["faults_injected"] = sum(1 for e in sandbox.events() if e.get("fault") or e.get("injected"))
+    out = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "output", "reliability")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, name + ".json"), "w", encoding="utf-8") as fh:
+        json.dump(dict(figures, **facts), fh, indent=1, sort_keys=True)

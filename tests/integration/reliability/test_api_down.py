@@ -2,7 +2,7 @@
 the drain waits it out (kube_api.UNREACHABLE_SECONDS) and the same run finishes the group, with no pod killed or deleted
 without eviction and no node terminated before it was drained (the invariant report, through convergence.problems)."""
 
-from tests.integration.convergence import problems, sizes
+from tests.integration.convergence import problems, record, sizes
 from tests.integration.harness import wait_until
 
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"]
@@ -30,4 +30,5 @@ def test_an_api_server_down_for_30s_mid_drain_is_ridden_out_without_losing_a_pod
     # the run went on draining after the API came back
     down = [e["wall"] for e in sandbox.events() if e["kind"] == "api.down"]
     assert len(down) == 1 and [e for e in evictions(sandbox) if e["wall"] > down[0] + DOWN_SECONDS], "no eviction after the outage"
+    record("kubernetes-api-down-30s-mid-drain", sandbox, outcome="finished in the same run", rc=rc)
     assert problems(sandbox, original, 2) == [], first[-3000:]

@@ -5,7 +5,7 @@ invariant report asserted: AWS throttling everywhere and 500s on EC2 (botocore's
 import json
 
 
-from tests.integration.convergence import problems, sizes
+from tests.integration.convergence import problems, record, sizes
 from tests.integration.modules.conftest import assert_safe
 
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
@@ -37,6 +37,8 @@ def test_aws_throttling_everywhere_and_ec2_500s_are_ridden_out_by_botocore_retri
     print("AWS requests throttled: %d, EC2 500s: %d" % (len(throttled), len(failed)))
     assert len(throttled) >= 10 and len(failed) >= 3, (len(throttled), len(failed))
     sandbox.fault(clear=True)
+    record("aws-throttling-and-500s", sandbox, outcome=result["node_groups"][0]["status"], throttled=len(throttled),
+           ec2_500s=len(failed))
     assert problems(sandbox, original, 2) == []
     assert_safe(sandbox.report())
 
@@ -55,5 +57,6 @@ def test_kubernetes_500s_and_429s_on_every_verb_are_retried_to_a_finished_rollou
     assert codes == [429, 500] and {"list", "patch", "evict"} <= set(verbs), (codes, verbs)
     sandbox.fault(clear=True)
     report = sandbox.report()
+    record("kubernetes-500s-and-429s", sandbox, outcome=result["node_groups"][0]["status"], faulted=len(answered))
     assert problems(sandbox, original, 2) == []
     assert report["evictions"]["max_evictions_per_pod"] <= 1

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.integration.convergence import problems, sizes
+from tests.integration.convergence import problems, record, sizes
 from tests.integration.harness import wait_until
 from tests.integration.modules.conftest import assert_safe
 from tests.integration.workloads import pin_a_pod
@@ -59,6 +59,7 @@ def test_a_budget_that_never_allows_deletes_nothing_without_eviction(sandbox, tm
         assert group["skipped_nodes"] == [node], group
         assert pod in group["message"], group["message"]
         assert len([i for batch in group["batches"] for i in batch["instance_ids"]]) == 2, group["batches"]
+    first = "%s: %s" % (group["status"], group["message"][:160])
     assert pinned_node(sandbox) == (node, pod), "the pod the budget protects must still run where it ran"
     assert sandbox.core().read_node(node).spec.unschedulable, "the blocked node stays cordoned"
     assert_safe(sandbox.report())
@@ -66,6 +67,7 @@ def test_a_budget_that_never_allows_deletes_nothing_without_eviction(sandbox, tm
     rc, out, group = roll(sandbox, tmp_path, action)
     assert rc == 0, out[-3000:]
     assert group["status"] == "replaced", group
+    record("budget-never-allows-" + action, sandbox, outcome=first, rerun="replaced")
     assert problems(sandbox, original, 2) == []
 
 
@@ -82,4 +84,5 @@ def test_force_deletes_only_the_blocked_pod_and_says_so(sandbox, tmp_path):
     assert [d.get("pod") for d in deleted] == ["shop/" + pod], deleted
     # everything else converged; the deletion is the documented cost of force, so the report's own check is not asked
     leftovers = [p for p in problems(sandbox, original, 2) if not p.startswith(("deleted_without_eviction", "pdb_violations"))]
+    record("budget-never-allows-force", sandbox, outcome=group["status"], deleted=group["deleted"])
     assert leftovers == []

@@ -4,6 +4,7 @@ tests/integration/kill.py and test_kill_early.py)."""
 
 import pytest
 
+from tests.integration.convergence import record
 from tests.integration.kill import POINTS, kill_and_rerun
 
 
@@ -15,4 +16,5 @@ def test_a_rollout_killed_late_converges_on_the_rerun(sandbox, tmp_path, point):
     outcome = kill_and_rerun(sandbox, tmp_path, POINTS[point], extra=extra, wait_for_lock=wait)
     assert outcome["killed"] == [True] * len(POINTS[point]), "the run ended before the kill point %s" % point
     assert outcome["rc"] == 0, outcome["output"][-4000:]
+    record("kill-" + point, sandbox, killed=outcome["killed"], rerun_rc=outcome["rc"], problems=outcome["problems"])
     assert outcome["problems"] == []

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.integration.convergence import group_of, problems, sizes
+from tests.integration.convergence import group_of, problems, record, sizes
 from tests.integration.modules.conftest import assert_safe
 
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
@@ -45,9 +45,11 @@ def test_new_nodes_that_never_become_ready_stop_the_rollout_with_node_creation_f
     assert_safe(report)
     assert min(report["min_ready_schedulable_nodes"].values()) >= 2   # the cluster kept serving
     sandbox.fault(nodes_never_ready=False)
+    first = group["message"][:200]
     rc, out, result = roll(sandbox, tmp_path, extra)
     assert rc == 0, out[-4000:]
     assert result["node_groups"][0]["status"] == "replaced"
+    record("nodes-never-ready-surge-" + surge, sandbox, outcome=first, drained_while_faulted=drained, rerun="replaced")
     assert problems(sandbox, original, 2) == []
 
 
@@ -65,4 +67,5 @@ def test_no_capacity_in_one_az_places_the_surge_in_the_others_and_finishes(sandb
     assert short not in placed, placed
     # the outdated node of that AZ was drained like the others, its pods moved to the other AZs
     assert len(drained_nodes(sandbox)) == 3
+    record("no-capacity-in-" + short, sandbox, outcome=result["node_groups"][0]["status"], azs_of_new_instances=placed)
     assert problems(sandbox, original, 2) == []
