@@ -3,7 +3,8 @@
 Each trial starts a fresh sandbox (3 nodes in 3 AZs, the demo workload: Deployments under PodDisruptionBudgets),
 runs ``playbooks/upgrade.yml`` with max_surge 1 (so the rollout pays the surge back, waits for replacements and
 restores), and SIGKILLs the whole ansible-playbook process tree just before the k-th request of the collection,
-k drawn at random (seeded) from a clean run's request count; every third trial kills a second time in the rerun.
+k drawn at random (seeded) from a clean run's request count; every third trial arms a second random point for the
+rerun, which kills it again when the rerun gets that far (``killed`` lists each kill made).
 The sandbox holds that request until the kill (tests/sandbox/hold.py), so the point is exact, not a race. The
 dead run's lock is deleted, as the operator's documented way out; the playbook then runs to its end, and the trial
 converges when tests/integration/convergence.problems finds nothing: every instance on the target version, the
