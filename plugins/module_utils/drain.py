@@ -304,7 +304,7 @@ class Drain:
         for work in works.values():
             if work.state != "todo" or work.next_try > now:
                 continue
-            if work.mode != "evict" or not work.pdb:
+            if work.mode != "evict" or not work.pdb or not drain_rules.paced_by_budget(work.pod):
                 due.append(work)
                 continue
             with self._lock:

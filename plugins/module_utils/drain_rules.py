@@ -403,6 +403,17 @@ def not_drained_message(node, remaining, seconds, action):
 # Pacing evictions by budget
 # ---------------------------------------------------------------------------------------------------------
 
+def paced_by_budget(pod):
+    """Whether an eviction of ``pod`` waits at its budget's gate (:class:`BudgetGates`).
+
+    Only a Ready pod surely takes one of the budget's disruptions. A running pod that is not Ready takes none
+    when the budget is healthy or its ``unhealthyPodEvictionPolicy`` is AlwaysAllow (``plan.eviction_needs_budget``),
+    so a budget at 0 disruptions can still let it go: the Eviction API is asked, and a refusal closes the gate
+    as any other does.
+    """
+    return plan.pod_is_ready(pod)
+
+
 class BudgetGates:
     """How many evictions each PodDisruptionBudget can take now, so that a budget is not hammered with evictions
     it will refuse.

@@ -262,6 +262,68 @@ def test_three_nodes_drain_concurrently(sandbox, names):
     uncordon(sandbox, *trio)
 
 
+def test_a_pod_under_two_budgets_stops_the_drain_before_any_change_naming_both(sandbox, names):
+    node = names[5]
+    ns = "doubly"
+    pin(sandbox, node, [namespace(ns), deployment(ns, "cache", 2), budget(ns, "cache-a", "cache", maxUnavailable=1),
+                        budget(ns, "cache-b", "cache", maxUnavailable=1)], ns, expect=2)
+    result = drain(sandbox, [node], timeout=3)
+    assert result["rc"] != 0
+    outcome = result["nodes"][node]
+    # the Eviction API would refuse both pods (HTTP 500): the drain sees it in the budgets and changes nothing
+    assert outcome["status"] == "not started" and not outcome["cordoned"]
+    assert sorted(outcome["remaining"]) == sorted("%s/%s" % (ns, p.metadata.name) for p in ready_on(sandbox, ns, node))
+    assert {b["kind"] for b in outcome["blocking"]} == {"multiple_pdbs"}
+    assert all(b["pdb"] == "doubly/cache-a, doubly/cache-b" for b in outcome["blocking"]), outcome["blocking"]
+    assert "selected by 2 PodDisruptionBudgets (doubly/cache-a, doubly/cache-b)" in result["msg"]
+    assert not sandbox.core().read_node(node).spec.unschedulable
+    assert len(ready_on(sandbox, ns, node)) == 2
+    assert_safe(sandbox.report())
+    sandbox.policy().delete_namespaced_pod_disruption_budget("cache-b", ns)   # one budget again: later drains may move them
+
+
+def _running(core, ns, selector, node, count):
+    pods = [p for p in core.list_namespaced_pod(ns, label_selector=selector).items
+            if p.status.phase == "Running" and p.spec.node_name == node and not p.metadata.deletion_timestamp]
+    return pods if len(pods) == count else None
+
+
+def test_a_running_pod_that_never_turns_ready_is_evicted_while_its_budget_is_healthy(sandbox, names):
+    """The Eviction API lets an unhealthy pod go when its budget is healthy (unhealthyPodEvictionPolicy IfHealthyBudget,
+    the default): two Ready pods elsewhere keep the budget's minAvailable 2, so the warming pods do not block."""
+    home, node = names[0], names[5]
+    ns = "warming"
+    ready = deployment(ns, "ready", 2)
+    # two replicas: a Deployment of one would be restarted through its rolling update rather than evicted
+    warming = deployment(ns, "warming", 2, annotations={"sandbox.nodeops.io/ready-seconds": "never"})
+    for spec in (ready, warming):
+        spec["spec"]["template"]["metadata"]["labels"]["group"] = "mixed"
+    mixed = budget(ns, "mixed", "mixed", minAvailable=2)
+    mixed["spec"]["selector"] = {"matchLabels": {"group": "mixed"}}
+    pin(sandbox, home, [namespace(ns), ready], ns, expect=2)
+    core = sandbox.core()
+    others = [n for n in names if n != node]
+    for name in others:
+        core.patch_node(name, {"spec": {"unschedulable": True}})
+    try:
+        sandbox.apply(yaml.safe_dump_all([warming, mixed]))
+        stuck = wait_for(lambda: _running(core, ns, "app=warming", node, 2), what="the two warming pods to run")
+    finally:
+        uncordon(sandbox, *others)
+    wait_for(lambda: [b for b in [sandbox.policy().read_namespaced_pod_disruption_budget("mixed", ns)]
+                      if b.status and b.status.expected_pods == 4 and b.status.current_healthy == 2],
+             what="the budget to count 2 healthy pods of 4")
+    assert sandbox.policy().read_namespaced_pod_disruption_budget("mixed", ns).status.disruptions_allowed == 0
+    result = drain(sandbox, [node], timeout=30)
+    assert result["rc"] == 0, result["output"]
+    assert {"%s/%s" % (ns, p.metadata.name) for p in stuck} <= set(result["nodes"][node]["evicted"])
+    ends = [e for e in sandbox.events() if e["kind"] == "pod.terminating" and e.get("uid") in {p.metadata.uid for p in stuck}]
+    assert [e["how"] for e in ends] == ["evicted", "evicted"]
+    assert len(ready_on(sandbox, ns, home)) == 2   # the Ready pods the budget guards never moved
+    assert_safe(sandbox.report())
+    uncordon(sandbox, node)
+
+
 def test_invariants_hold_for_every_non_force_drain(sandbox):
     assert_safe(sandbox.report())
 

@@ -442,3 +442,14 @@ def test_reads_finding_zero_repeat_at_the_check_interval_not_the_backoff():
     gates = drain_rules.BudgetGates(cap=16.0, jitter=lambda: 1.0, check_interval=2.0)
     gates.refused("shop/web", 0.0)
     assert [gates.checked("shop/web", 0, t)[1] for t in (1.0, 3.0, 5.0, 7.0)] == [3.0, 5.0, 7.0, 9.0]
+
+
+@pytest.mark.parametrize("conditions, paced", [
+    ([{"type": "Ready", "status": "True"}], True),
+    ([{"type": "Ready", "status": "False"}], False),
+    ([], False),
+])
+def test_only_ready_pods_wait_at_their_budgets_gate(conditions, paced):
+    # a pod that is not Ready may leave under a budget at 0 disruptions (healthy budget, or AlwaysAllow): the API decides
+    pod = {"metadata": {"name": "p", "namespace": "n"}, "status": {"phase": "Running", "conditions": conditions}}
+    assert drain_rules.paced_by_budget(pod) is paced
