@@ -40,6 +40,61 @@ def region_of(az):
     return az[:-1] if az and az[-1].isalpha() else az
 
 
+def node_object(inst, name, ts, allocatable, version):
+    """The Node a kubelet registers for EC2 instance ``inst`` (NotReady, with the not-ready taint), as EKS labels it."""
+    az = inst.get("az") or ""
+    region = region_of(az)
+    iid = inst["instance_id"]
+    itype = inst.get("instance_type") or ""
+    labels = {
+        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
+        "topology.kubernetes.io/zone": az, "topology.kubernetes.io/region": region,
+        "failure-domain.beta.kubernetes.io/zone": az, "failure-domain.beta.kubernetes.io/region": region,
+        "node.kubernetes.io/instance-type": itype, "beta.kubernetes.io/instance-type": itype,
+        "eks.amazonaws.com/capacityType": "ON_DEMAND",
+        "eks.amazonaws.com/nodegroup-image": inst.get("image_id") or "",
+    }
+    if inst.get("group"):
+        labels["eks.amazonaws.com/nodegroup"] = inst["group"]
+    template = inst.get("launch_template") or {}
+    if template.get("id"):
+        labels["eks.amazonaws.com/sourceLaunchTemplateId"] = template["id"]
+    if template.get("version") is not None:
+        labels["eks.amazonaws.com/sourceLaunchTemplateVersion"] = str(template["version"])
+    ip = inst.get("private_ip") or ""
+    conditions = [
+        {"type": "MemoryPressure", "status": "False", "lastHeartbeatTime": ts, "lastTransitionTime": ts,
+         "reason": "KubeletHasSufficientMemory", "message": "kubelet has sufficient memory available"},
+        {"type": "DiskPressure", "status": "False", "lastHeartbeatTime": ts, "lastTransitionTime": ts,
+         "reason": "KubeletHasNoDiskPressure", "message": "kubelet has no disk pressure"},
+        {"type": "PIDPressure", "status": "False", "lastHeartbeatTime": ts, "lastTransitionTime": ts,
+         "reason": "KubeletHasSufficientPID", "message": "kubelet has sufficient PID available"},
+        {"type": "Ready", "status": "False", "lastHeartbeatTime": ts, "lastTransitionTime": ts,
+         "reason": "KubeletNotReady", "message": NOT_READY_MESSAGE},
+    ]
+    resources = dict(allocatable)
+    return {
+        "metadata": {"name": name, "labels": labels,
+                     "annotations": {"alpha.kubernetes.io/provided-node-ip": ip,
+                                     "node.alpha.kubernetes.io/ttl": "0",
+                                     "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+        "spec": {"providerID": "aws:///%s/%s" % (az, iid),
+                 "taints": [{"key": NOT_READY, "effect": "NoSchedule"}]},
+        "status": {
+            "capacity": resources, "allocatable": dict(resources), "conditions": conditions,
+            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "InternalDNS", "address": name},
+                          {"type": "Hostname", "address": name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {"machineID": iid.replace("i-", "ec2"), "systemUUID": iid.replace("i-", "ec2"),
+                         "bootID": iid, "kernelVersion": "6.1.102-111.182.amzn2023.x86_64",
+                         "osImage": "Amazon Linux 2023.5.20240805", "containerRuntimeVersion": "containerd://1.7.20",
+                         "kubeletVersion": version, "kubeProxyVersion": version,
+                         "operatingSystem": "linux", "architecture": "amd64"},
+        },
+    }
+
+
 class NodeLifecycle(Controller):
     watches = ("nodes",)
     client = "sandbox-node-lifecycle"
@@ -139,7 +194,7 @@ class NodeLifecycle(Controller):
             self.node_of[iid] = name
             self.instance_of[name] = iid
             return False
-        node = self._node_object(inst, name)
+        node = node_object(inst, name, self.clock.timestamp(), self.cfg.node_allocatable, self.cfg.kubelet_version)
         created = self.store.create("nodes", node, client="sandbox-kubelet")
         self.node_of[iid] = name
         self.instance_of[name] = iid
@@ -151,61 +206,6 @@ class NodeLifecycle(Controller):
         self.ctl.recorder.record(created, "RegisteredNode", "Node %s event: Registered Node %s in Controller" % (name, name),
                                  "node-controller")
         return True
-
-    def _node_object(self, inst, name):
-        az = inst.get("az") or ""
-        region = region_of(az)
-        iid = inst["instance_id"]
-        itype = inst.get("instance_type") or ""
-        labels = {
-            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-            "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
-            "topology.kubernetes.io/zone": az, "topology.kubernetes.io/region": region,
-            "failure-domain.beta.kubernetes.io/zone": az, "failure-domain.beta.kubernetes.io/region": region,
-            "node.kubernetes.io/instance-type": itype, "beta.kubernetes.io/instance-type": itype,
-            "eks.amazonaws.com/capacityType": "ON_DEMAND",
-            "eks.amazonaws.com/nodegroup-image": inst.get("image_id") or "",
-        }
-        if inst.get("group"):
-            labels["eks.amazonaws.com/nodegroup"] = inst["group"]
-        template = inst.get("launch_template") or {}
-        if template.get("id"):
-            labels["eks.amazonaws.com/sourceLaunchTemplateId"] = template["id"]
-        if template.get("version") is not None:
-            labels["eks.amazonaws.com/sourceLaunchTemplateVersion"] = str(template["version"])
-        ts = self.clock.timestamp()
-        ip = inst.get("private_ip") or ""
-        conditions = [
-            {"type": "MemoryPressure", "status": "False", "lastHeartbeatTime": ts, "lastTransitionTime": ts,
-             "reason": "KubeletHasSufficientMemory", "message": "kubelet has sufficient memory available"},
-            {"type": "DiskPressure", "status": "False", "lastHeartbeatTime": ts, "lastTransitionTime": ts,
-             "reason": "KubeletHasNoDiskPressure", "message": "kubelet has no disk pressure"},
-            {"type": "PIDPressure", "status": "False", "lastHeartbeatTime": ts, "lastTransitionTime": ts,
-             "reason": "KubeletHasSufficientPID", "message": "kubelet has sufficient PID available"},
-            {"type": "Ready", "status": "False", "lastHeartbeatTime": ts, "lastTransitionTime": ts,
-             "reason": "KubeletNotReady", "message": NOT_READY_MESSAGE},
-        ]
-        resources = dict(self.cfg.node_allocatable)
-        version = self.cfg.kubelet_version
-        return {
-            "metadata": {"name": name, "labels": labels,
-                         "annotations": {"alpha.kubernetes.io/provided-node-ip": ip,
-                                         "node.alpha.kubernetes.io/ttl": "0",
-                                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-            "spec": {"providerID": "aws:///%s/%s" % (az, iid),
-                     "taints": [{"key": NOT_READY, "effect": "NoSchedule"}]},
-            "status": {
-                "capacity": resources, "allocatable": dict(resources), "conditions": conditions,
-                "addresses": [{"type": "InternalIP", "address": ip}, {"type": "InternalDNS", "address": name},
-                              {"type": "Hostname", "address": name}],
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                "nodeInfo": {"machineID": iid.replace("i-", "ec2"), "systemUUID": iid.replace("i-", "ec2"),
-                             "bootID": iid, "kernelVersion": "6.1.102-111.182.amzn2023.x86_64",
-                             "osImage": "Amazon Linux 2023.5.20240805", "containerRuntimeVersion": "containerd://1.7.20",
-                             "kubeletVersion": version, "kubeProxyVersion": version,
-                             "operatingSystem": "linux", "architecture": "amd64"},
-            },
-        }
 
     def _ready(self, name, uid):
         if self.booting.get(name) != uid:

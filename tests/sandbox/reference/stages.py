@@ -1,0 +1,138 @@
+"""kwok's configuration for the reference backend: the kubelet every node runs, as kwok Stages, with the
+embedded backend's delays (converted to wall time through the sandbox's speed) so the two backends keep
+the same proportions.
+
+- Node: Ready ``node_ready_seconds`` after it registered, unless annotated ``sandbox.nodeops.io/never-ready``
+  (the ``nodes_never_ready`` fault); liveness through node Leases (``--node-lease-duration-seconds``).
+- Pod bound to a node: Running (pod IP, containers started, not Ready) ``pod_start_seconds`` later, Ready
+  ``pod_ready_seconds`` after that unless annotated ``sandbox.nodeops.io/ready-seconds: never`` (a readiness
+  probe that never passes); a pod being deleted goes ``pod_shutdown_seconds`` after its deletion started.
+"""
+
+NEVER_READY_NODE = "sandbox.nodeops.io/never-ready"
+READY_ANNOTATION = "sandbox.nodeops.io/ready-seconds"
+
+_NODE_READY = """\
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: node-ready}
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.annotations["%(never_ready)s"]', operator: DoesNotExist}
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['True']
+  delay: {durationMilliseconds: %(node_ready_ms)d}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - {type: MemoryPressure, status: "False", reason: KubeletHasSufficientMemory, message: kubelet has sufficient memory available, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+      - {type: DiskPressure, status: "False", reason: KubeletHasNoDiskPressure, message: kubelet has no disk pressure, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+      - {type: PIDPressure, status: "False", reason: KubeletHasSufficientPID, message: kubelet has sufficient PID available, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+      - {type: Ready, status: "True", reason: KubeletReady, message: kubelet is posting ready status, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: node-heartbeat}
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: In
+      values: ['True']
+  delay: {durationMilliseconds: 20000, jitterDurationMilliseconds: 25000}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      {{ range .status.conditions }}
+      - {type: {{ .type | Quote }}, status: {{ .status | Quote }}, reason: {{ .reason | Quote }}, message: {{ .message | Quote }}, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ .lastTransitionTime | Quote }}}
+      {{ end }}
+"""
+
+_POD = """\
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: pod-start}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
+    - {key: '.status.podIP', operator: DoesNotExist}
+  delay: {durationMilliseconds: %(pod_start_ms)d}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - {type: PodScheduled, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      - {type: Initialized, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      - {type: ContainersReady, status: "False", reason: ContainersNotReady, lastTransitionTime: {{ $now | Quote }}}
+      - {type: Ready, status: "False", reason: ContainersNotReady, lastTransitionTime: {{ $now | Quote }}}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - {name: {{ .name | Quote }}, image: {{ .image | Quote }}, ready: false, started: true, restartCount: 0, state: {running: {startedAt: {{ $now | Quote }}}}}
+      {{ end }}
+      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: pod-ready}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
+    - {key: '.status.phase', operator: In, values: [Running]}
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: NotIn
+      values: ['True']
+    - key: '.metadata.annotations["%(ready_annotation)s"]'
+      operator: NotIn
+      values: [never]
+  delay: {durationMilliseconds: %(pod_ready_ms)d}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - {type: PodScheduled, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      - {type: Initialized, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      - {type: ContainersReady, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      - {type: Ready, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      containerStatuses:
+      {{ range .status.containerStatuses }}
+      - {name: {{ .name | Quote }}, image: {{ .image | Quote }}, ready: true, started: true, restartCount: 0, state: {running: {startedAt: {{ .state.running.startedAt | Quote }}}}}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: pod-delete}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: Exists}
+  delay: {durationMilliseconds: %(pod_shutdown_ms)d}
+  next:
+    finalizers: {empty: true}
+    delete: true
+"""
+
+
+def kwok_config(speed, node_ready_seconds, pod_start_seconds, pod_ready_seconds, pod_shutdown_seconds):
+    """The YAML kwok reads with ``--config``: the Stages above, delays in wall milliseconds."""
+    def wall_ms(sim_seconds):
+        return int(round(1000.0 * float(sim_seconds) / float(speed)))
+    values = {"never_ready": NEVER_READY_NODE, "ready_annotation": READY_ANNOTATION,
+              "node_ready_ms": wall_ms(node_ready_seconds), "pod_start_ms": wall_ms(pod_start_seconds),
+              "pod_ready_ms": wall_ms(pod_ready_seconds), "pod_shutdown_ms": wall_ms(pod_shutdown_seconds)}
+    return (_NODE_READY + _POD) % values
