@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 TEST := scripts/test.sh
 
-.PHONY: test demo venv sanity units lint integration molecule clean
+.PHONY: test demo demo-reference venv sanity units lint integration molecule clean
 
 ## make test: every stage (sanity, units, lint, integration, molecule) and the summary line
 test:
@@ -11,6 +11,10 @@ test:
 ## make demo: a real rollout on the embedded sandbox (6 nodes, 3 AZs, sample workload): plan, upgrade, report
 demo:
 	@scripts/demo.sh
+
+## make demo-reference: the same demo on the real kube-apiserver, controllers and scheduler (built on first use)
+demo-reference:
+	@DEMO_KUBE=reference scripts/demo.sh
 
 ## make venv: create or reuse .venv, write the ansible-test pip bootstrap, lay the collection out under .build/
 venv:

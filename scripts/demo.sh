@@ -8,15 +8,18 @@
 #   4. runs the upgrade to the "new" AMI (ansible-playbook nodeops.rollout.upgrade);
 #   5. prints the rollout's result and the sandbox's invariant report, then stops the sandbox.
 #
-# DEMO_SPEED (default 10) sets the sandbox's simulated seconds per wall second; DEMO_NODES (default 6) its size.
+# DEMO_SPEED (default 10) sets the sandbox's simulated seconds per wall second; DEMO_NODES (default 6) its size;
+# DEMO_KUBE (default embedded) its Kubernetes backend: "reference" runs the real kube-apiserver, controllers and
+# scheduler (make demo-reference; built from Go modules on first use, which takes minutes once).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-DEMO="$ROOT/.build/demo"
+DEMO="$ROOT/.build/demo-${DEMO_KUBE:-embedded}"
 STATE="$DEMO/sandbox"
 SPEED=${DEMO_SPEED:-10}
 NODES=${DEMO_NODES:-6}
+KUBE=${DEMO_KUBE:-embedded}
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -34,8 +37,8 @@ rm -rf "$DEMO"
 mkdir -p "$DEMO"
 
 started=$SECONDS
-step "Starting the sandbox: $NODES nodes over 3 AZs, speed $SPEED, with the sample workload"
-"$PY" -m tests.sandbox up --state-dir "$STATE" --detach --nodes "$NODES" --azs 3 --speed "$SPEED" \
+step "Starting the sandbox ($KUBE Kubernetes): $NODES nodes over 3 AZs, speed $SPEED, with the sample workload"
+"$PY" -m tests.sandbox up --state-dir "$STATE" --detach --nodes "$NODES" --azs 3 --speed "$SPEED" --kube "$KUBE" \
     --workload tests/sandbox/workloads/demo.yaml
 
 # An inventory with one cluster, as a user writes it; only the endpoint and kubeconfig point at the sandbox.

@@ -85,10 +85,10 @@ class SandboxHandle:
 
     # ---- life cycle ----------------------------------------------------------------------------
     @classmethod
-    def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180):
+    def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180, kube="embedded"):
         cmd = [sys.executable, "-m", "tests.sandbox", "up", "--state-dir", state_dir, "--detach",
                "--nodes", str(nodes), "--azs", str(azs), "--groups", str(groups), "--speed", str(speed),
-               "--timeout", str(timeout)]
+               "--timeout", str(timeout), "--kube", kube]
         for w in workloads:
             cmd += ["--workload", w]
         subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout + 30)

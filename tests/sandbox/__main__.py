@@ -1,6 +1,7 @@
 """Command line of the sandbox.
 
     python -m tests.sandbox up --state-dir DIR [--nodes 6] [--azs 3] [--groups 1] [--speed F] [--detach]
+                               [--kube embedded|reference]
                                                [--workload FILE ...]
     python -m tests.sandbox down --state-dir DIR
     python -m tests.sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
@@ -99,10 +100,13 @@ def cmd_up(args):
     state_path = os.path.join(state_dir, STATE_FILE)
     if os.path.exists(state_path):
         os.remove(state_path)
+    if args.kube == "reference":   # build (or find) the control plane first: a first build takes minutes
+        from .reference.build import ensure  # pylint: disable=import-outside-toplevel
+        ensure()
     if args.detach:
         return _up_detached(args, state_dir)
     from .cluster import Sandbox  # pylint: disable=import-outside-toplevel
-    sandbox = Sandbox(state_dir, nodes=args.nodes, azs=args.azs, groups=args.groups, speed=args.speed)
+    sandbox = Sandbox(state_dir, nodes=args.nodes, azs=args.azs, groups=args.groups, speed=args.speed, kube=args.kube)
 
     def _stop(*_):
         sandbox.stop()
@@ -129,7 +133,7 @@ def cmd_up(args):
 
 def _up_detached(args, state_dir):
     cmd = [sys.executable, "-m", "tests.sandbox", "up", "--state-dir", state_dir, "--nodes", str(args.nodes),
-           "--azs", str(args.azs), "--groups", str(args.groups), "--speed", str(args.speed)]
+           "--azs", str(args.azs), "--groups", str(args.groups), "--speed", str(args.speed), "--kube", args.kube]
     for w in args.workload or []:
         cmd += ["--workload", os.path.abspath(w)]
     log_path = os.path.join(state_dir, "sandbox.log")
@@ -326,6 +330,10 @@ def main(argv=None):
     up.add_argument("--azs", type=int, default=3, help="availability zones, one subnet each (default 3)")
     up.add_argument("--groups", type=int, default=1, help="Auto Scaling groups: sandbox-nodes, sandbox-nodes-2, ...")
     up.add_argument("--speed", type=float, default=10.0, help="simulated seconds per wall second (default 10)")
+    up.add_argument("--kube", choices=("embedded", "reference"), default="embedded",
+                    help="Kubernetes backend: embedded (this project's API server and controllers, starts in seconds) or "
+                         "reference (the real kube-apiserver, controllers and scheduler with kwok, built from Go modules "
+                         "on first use)")
     up.add_argument("--workload", action="append", help="YAML created through the Kubernetes API once nodes are Ready")
     up.add_argument("--detach", action="store_true", help="run in the background; 'down' stops it")
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for a detached start")

@@ -25,6 +25,7 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SETUP_CLIENT = "sandbox-setup"
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYSTEM_WORKLOAD = os.path.join(HERE, "workloads", "kube-system.yaml")
+KUBE_BACKENDS = ("embedded", "reference")
 
 
 class SandboxError(RuntimeError):
@@ -37,13 +38,16 @@ class Sandbox:
     def __init__(self, state_dir, nodes=6, azs=3, groups=1, speed=10.0, region="us-east-1",
                  boot_seconds=40.0, node_register_seconds=5.0, node_ready_seconds=10.0,
                  pod_start_seconds=3.0, pod_ready_seconds=2.0, pod_shutdown_seconds=2.0,
-                 instance_type="m5.large", allocatable=None):
+                 instance_type="m5.large", allocatable=None, kube="embedded"):
         if nodes < 1:
             raise SandboxError("nodes must be at least 1, got %r" % (nodes,))
         if not 1 <= azs <= 6:
             raise SandboxError("azs must be between 1 and 6, got %r" % (azs,))
         if groups < 1:
             raise SandboxError("groups must be at least 1, got %r" % (groups,))
+        if kube not in KUBE_BACKENDS:
+            raise SandboxError("kube must be one of %s, got %r" % (", ".join(KUBE_BACKENDS), kube))
+        self.kube = kube
         self.state_dir = os.path.abspath(state_dir)
         self.nodes, self.azs, self.groups = nodes, azs, groups
         self.region = region
@@ -55,7 +59,7 @@ class Sandbox:
                                     pod_shutdown_seconds=pod_shutdown_seconds,
                                     node_allocatable=allocatable or {"cpu": "2", "memory": "8Gi", "pods": "110"})
         self.events = None
-        self.aws = self.store = self.api = self.controllers = self.hold = None
+        self.aws = self.store = self.api = self.controllers = self.hold = self.reference = None
         self.info = {}
         self._control = None
         self.stopped = threading.Event()
@@ -70,14 +74,19 @@ class Sandbox:
         self.aws = AwsSandbox(self.clock, self.events, self.state_dir, region=self.region,
                               boot_seconds=self.boot_seconds)
         self.aws.start()
-        self.store = Store(self.clock, self.events)
-        for ns in SYSTEM_NAMESPACES:
-            self.store.create("namespaces", {"metadata": {"name": ns}}, client=SETUP_CLIENT)
-        self.controllers = Controllers(self.store, self.clock, self.events, self.aws.instances, self.cfg)
-        self.controllers.start()
-        self.api = KubeApiServer(self.store, self.clock, self.events)
-        self.api.start()
-        self.hold = self.aws.hold = self.api.hold = Hold(self.events)
+        self.hold = self.aws.hold = Hold(self.events)
+        if self.kube == "reference":
+            from .reference import ReferenceKube  # pylint: disable=import-outside-toplevel
+            self.reference = ReferenceKube(self.state_dir, self.clock, self.events, self.aws.instances, self.cfg).start()
+        else:
+            self.store = Store(self.clock, self.events)
+            for ns in SYSTEM_NAMESPACES:
+                self.store.create("namespaces", {"metadata": {"name": ns}}, client=SETUP_CLIENT)
+            self.controllers = Controllers(self.store, self.clock, self.events, self.aws.instances, self.cfg)
+            self.controllers.start()
+            self.api = KubeApiServer(self.store, self.clock, self.events)
+            self.api.start()
+            self.api.hold = self.hold
         self.info = self.aws.provision(nodes=self.nodes, azs=self.azs, groups=self.groups,
                                        instance_type=self.instance_type)
         self._write_client_files()
@@ -94,7 +103,7 @@ class Sandbox:
         return self
 
     def stop(self):
-        for part in (self._control, self.api, self.controllers, self.aws):
+        for part in (self._control, self.api, self.controllers, self.reference, self.aws):
             if part is None:
                 continue
             try:
@@ -141,6 +150,8 @@ class Sandbox:
         return self.nodes * self.groups
 
     def ready_nodes(self):
+        if self.reference:
+            return self.reference.ready_nodes()
         from .kube.store import is_ready  # pylint: disable=import-outside-toplevel
         return [n for n in self.store.list("nodes")[0] if is_ready(n)]
 
@@ -162,6 +173,8 @@ class Sandbox:
         raise SandboxError("workload pods not Ready after %.0fs" % timeout)
 
     def _pods_settled(self):
+        if self.reference:
+            return self.reference.pods_settled()
         from .kube.store import is_ready  # pylint: disable=import-outside-toplevel
         pods = self.store.list("pods")[0]
         for dep in self.store.list("deployments")[0]:
@@ -181,10 +194,13 @@ class Sandbox:
 
         Rates add up across calls: each call sets the actions (AWS) or verbs (Kubernetes) it names, a rate of
         0 removes one, and the others stay as they were; ``clear`` resets everything first."""
+        if self.reference:
+            self.reference.set_faults(spec)   # refuses what the real API server cannot be made to do
         if spec.get("clear"):
             self.aws.faults.clear()
-            self.api.faults.clear()
-            self.controllers.faults.clear()
+            if not self.reference:
+                self.api.faults.clear()
+                self.controllers.faults.clear()
         seed = spec.get("seed")
         aws = {}
         current = self.aws.faults.snapshot()
@@ -213,15 +229,19 @@ class Sandbox:
             self.api.faults.set(seed=seed, **kube)
         if spec.get("k8s_down") is not None:
             self.api.go_down(spec["k8s_down"])
-        if spec.get("nodes_never_ready") is not None:
+        if spec.get("nodes_never_ready") is not None and not self.reference:
             self.controllers.faults.set(nodes_never_ready=bool(spec["nodes_never_ready"]))
 
     def report(self, client_prefix="nodeops.rollout"):
         return report_mod.build_report(self.events.events(), client_prefix=client_prefix)
 
     # ---- files ---------------------------------------------------------------------------------
+    @property
+    def kube_url(self):
+        return self.reference.url if self.reference else self.api.url
+
     def _write_client_files(self):
-        kubeconfig = {
+        kubeconfig = self.reference.kubeconfig() if self.reference else {
             "apiVersion": "v1", "kind": "Config", "current-context": "sandbox", "preferences": {},
             "clusters": [{"name": "sandbox", "cluster": {"server": self.api.url}}],
             "users": [{"name": "sandbox-admin", "user": {"token": "sandbox-token"}}],
@@ -236,9 +256,9 @@ class Sandbox:
     def _write_state(self):
         state = {
             "pid": os.getpid(), "speed": self.clock.speed, "region": self.region,
-            "aws_url": self.aws.url, "kube_url": self.api.url,
+            "aws_url": self.aws.url, "kube_url": self.kube_url, "kube": self.kube,
             "control_url": "http://127.0.0.1:%d" % self._control.server_address[1],
-            "ports": {"aws": int(self.aws.url.rsplit(":", 1)[1]), "kubernetes": self.api.port,
+            "ports": {"aws": int(self.aws.url.rsplit(":", 1)[1]), "kubernetes": int(self.kube_url.rsplit(":", 1)[1]),
                       "control": self._control.server_address[1]},
             "kubeconfig": self.kubeconfig_path, "events": os.path.join(self.state_dir, "events.jsonl"),
             "nodes": self.nodes, "azs": self.azs, "groups": self.info.get("groups"),
@@ -287,6 +307,9 @@ class Sandbox:
                     self._send(200, {"ok": True})
                 elif self.path in ("/hold", "/hold/release"):
                     try:
+                        if sandbox.reference and self.path == "/hold" and (body.get("match") or {}).get("api") != "aws":
+                            raise ValueError("the reference backend holds AWS requests only (match.api: aws): "
+                                             "the real kube-apiserver cannot be paused mid-request")
                         answer = sandbox.hold.release() if self.path == "/hold/release" else sandbox.hold.arm(body)
                     except (TypeError, ValueError) as exc:
                         self._send(400, {"error": str(exc)})

@@ -23,6 +23,9 @@ import collections
 import json
 
 DAEMONSET = "DaemonSet/"
+# Clients that are the cluster's own controllers (the embedded backend's, or kube-controller-manager's on the
+# reference backend): a pod they delete (a ReplicaSet scaling down, a DaemonSet update) is the workload's own doing.
+CONTROLLERS = ("sandbox", "kube-controller-manager/")
 # Taint effects that keep the scheduler from placing new pods on a node (PreferNoSchedule only discourages it).
 UNSCHEDULABLE_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -154,7 +157,7 @@ def build_report(events, client_prefix="nodeops.rollout"):
                 killed.append({"t": e["t"], "pod": e["pod"], "node": e.get("node"), "owner": owner or None,
                                "reason": e.get("reason")})
             if how == "deleted" and running and not owner.startswith(DAEMONSET) and e.get("reason") != "garbage-collected" \
-                    and not str(e.get("client") or "").startswith("sandbox"):
+                    and not str(e.get("client") or "").startswith(CONTROLLERS):
                 deleted_direct.append({"t": e["t"], "pod": e["pod"], "node": e.get("node"), "client": e.get("client")})
             if how == "evicted":
                 evictions[e["uid"]] += 1
