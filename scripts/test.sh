@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command of nodeops.rollout (make test runs it with no arguments).
 #
-#   scripts/test.sh                 every stage: sanity, units, lint, integration, molecule
+#   scripts/test.sh                 every stage: sanity, units, lint, integration, molecule, reference
 #   scripts/test.sh units lint      only the named stages
 #   scripts/test.sh venv            only prepare .venv (and the pip bootstrap and collection layouts)
 #
@@ -11,7 +11,8 @@
 #   3. copies the git-visible files to .build/ansible_collections/nodeops/rollout (ansible-test needs that path),
 #      and links .build/collections/ansible_collections/nodeops/rollout to the working tree for ansible-lint,
 #      pytest and molecule (exported as ANSIBLE_COLLECTIONS_PATH, with .venv/bin on PATH);
-#   4. runs the stages in order; a failing stage does not stop the next ones;
+#   4. runs the stages in order; a failing stage does not stop the next ones (the reference stage builds the real
+#      Kubernetes control plane from Go modules first, once per pinned version, into ~/.cache/nodeops-rollout);
 #   5. prints a per-stage table and one last line "summary: N passed, M failed", counting individual tests
 #      (pytest test cases, each sanity test, ansible-lint as one, each molecule scenario as one).
 # It exits non-zero when anything failed or when no test ran at all.
@@ -28,7 +29,7 @@ LAYOUT="$BUILD/ansible_collections/nodeops/rollout"
 RUNTIME_COLLECTIONS="$BUILD/collections"
 RESULTS="$BUILD/results"
 REQUIREMENT_FILES=(requirements.txt tests/requirements.txt tests/constraints.txt)
-ALL_STAGES=(sanity units lint integration molecule)
+ALL_STAGES=(sanity units lint integration molecule reference)
 
 STAGE_NAMES=()
 STAGE_PASSED=()
@@ -300,6 +301,40 @@ stage_molecule() {
 }
 
 # --- main ----------------------------------------------------------------------------------------------------------------
+
+stage_reference() {
+    local start=$SECONDS rc built junit=() scenario_rc
+    header "reference: the real kube-apiserver, controllers and scheduler (built on first use), the tests marked reference on it, the fidelity table"
+    if ! command -v go >/dev/null; then
+        record reference 0 1 0 $((SECONDS - start)) "no Go toolchain: the reference control plane is built with go"
+        return
+    fi
+    if ! python -m tests.sandbox.reference.build; then
+        record reference 0 1 0 $((SECONDS - start)) "building the reference control plane failed"
+        return
+    fi
+    built=$((SECONDS - start))
+    rm -f "$RESULTS/reference.xml"
+    # the tests that hold on either backend, rerun with every sandbox on the real control plane; then the fidelity table,
+    # which runs one scenario on both backends and compares every answer
+    NODEOPS_SANDBOX_KUBE=reference python -m pytest tests/integration tests/reference -m reference -p no:cacheprovider \
+        -n "${INTEGRATION_WORKERS:-2}" --dist loadfile --junitxml="$RESULTS/reference.xml"
+    rc=$?
+    [[ -f "$RESULTS/reference.xml" ]] && junit=("$RESULTS/reference.xml")
+    record_junit reference "$rc" $((SECONDS - start)) "${junit[@]}"
+    local last=$((${#STAGE_NAMES[@]} - 1))
+    say "--- molecule test -s default on the reference backend"
+    NODEOPS_SANDBOX_KUBE=reference molecule test -s default
+    scenario_rc=$?
+    if ((scenario_rc == 0)); then
+        STAGE_PASSED[last]=$((STAGE_PASSED[last] + 1))
+    else
+        STAGE_FAILED[last]=$((STAGE_FAILED[last] + 1))
+        STAGE_NOTES[last]="molecule default failed on the reference backend; "
+    fi
+    STAGE_SECONDS[last]=$((SECONDS - start))
+    STAGE_NOTES[last]+="control plane ready in ${built}s"
+}
 
 main() {
     local stages=("$@") stage total_start=$SECONDS

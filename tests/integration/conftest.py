@@ -11,6 +11,11 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "reference: also run on the reference backend, the real kube-apiserver, controllers and "
+                                       "scheduler (the reference stage of scripts/test.sh sets NODEOPS_SANDBOX_KUBE=reference)")
+
+
 @pytest.fixture(scope="module")
 def start_sandbox(tmp_path_factory):
     """``start_sandbox(nodes=6, azs=3, groups=1, speed=20.0, workloads=())`` -> SandboxHandle; all stopped at the end."""

@@ -73,7 +73,10 @@ def record(name, sandbox, **facts):
                                             "min_ready_schedulable_nodes", "ready_schedulable_nodes_at_start")}
     figures["max_evictions_per_pod"] = report["evictions"]["max_evictions_per_pod"]
     figures["faults_injected"] = sum(1 for e in sandbox.events() if e.get("fault") or e.get("injected"))
+    figures["kube"] = sandbox.state.get("kube", "embedded")
     out = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "output", "reliability")
     os.makedirs(out, exist_ok=True)
+    if figures["kube"] != "embedded":
+        name += "-" + figures["kube"]
     with open(os.path.join(out, name + ".json"), "w", encoding="utf-8") as fh:
         json.dump(dict(figures, **facts), fh, indent=1, sort_keys=True)

@@ -76,6 +76,9 @@ def _read_env_file(path):
     return env
 
 
+KUBE_ENV = "NODEOPS_SANDBOX_KUBE"
+
+
 class SandboxHandle:
     def __init__(self, state_dir):
         self.state_dir = state_dir
@@ -85,7 +88,10 @@ class SandboxHandle:
 
     # ---- life cycle ----------------------------------------------------------------------------
     @classmethod
-    def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180, kube="embedded"):
+    def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180, kube=None):
+        """Start a sandbox; ``kube`` defaults to $NODEOPS_SANDBOX_KUBE (the test command's reference stage sets it to
+        ``reference``), else ``embedded``."""
+        kube = kube or os.environ.get(KUBE_ENV) or "embedded"
         cmd = [sys.executable, "-m", "tests.sandbox", "up", "--state-dir", state_dir, "--detach",
                "--nodes", str(nodes), "--azs", str(azs), "--groups", str(groups), "--speed", str(speed),
                "--timeout", str(timeout), "--kube", kube]

@@ -144,6 +144,7 @@ def test_preflight_names_every_blocker_kind_without_a_single_mutating_request(sa
     assert '+    "unschedulable": true' in result["output"]
 
 
+@pytest.mark.reference
 def test_a_budget_blocked_drain_proceeds_as_replacements_become_ready(sandbox, names):
     node = names[1]
     ns = "blocked"
@@ -262,6 +263,7 @@ def test_three_nodes_drain_concurrently(sandbox, names):
     uncordon(sandbox, *trio)
 
 
+@pytest.mark.reference
 def test_a_pod_under_two_budgets_stops_the_drain_before_any_change_naming_both(sandbox, names):
     node = names[5]
     ns = "doubly"
@@ -288,6 +290,7 @@ def _running(core, ns, selector, node, count):
     return pods if len(pods) == count else None
 
 
+@pytest.mark.reference
 def test_a_running_pod_that_never_turns_ready_is_evicted_while_its_budget_is_healthy(sandbox, names):
     """The Eviction API lets an unhealthy pod go when its budget is healthy (unhealthyPodEvictionPolicy IfHealthyBudget,
     the default): two Ready pods elsewhere keep the budget's minAvailable 2, so the warming pods do not block."""
@@ -324,6 +327,7 @@ def test_a_running_pod_that_never_turns_ready_is_evicted_while_its_budget_is_hea
     uncordon(sandbox, node)
 
 
+@pytest.mark.reference
 def test_invariants_hold_for_every_non_force_drain(sandbox):
     assert_safe(sandbox.report())
 

@@ -7,6 +7,8 @@ import pytest
 from tests.integration.modules.conftest import assert_safe
 from tests.integration.modules.test_node_drain import budget, deployment, drain, namespace, pin, ready_on, uncordon
 
+pytestmark = pytest.mark.reference   # also run on the reference backend (scripts/test.sh reference)
+
 
 def rolling(max_unavailable, max_surge):
     return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": max_unavailable, "maxSurge": max_surge}}

@@ -44,7 +44,7 @@ def let_the_budget_go(sandbox):
     wait_until("two pinned pods Ready", lambda: (sandbox.apps().read_namespaced_deployment("pinned", "shop").status.ready_replicas or 0) == 2)
 
 
-@pytest.mark.parametrize("action", ["fail", "skip"])
+@pytest.mark.parametrize("action", [pytest.param("fail", marks=pytest.mark.reference), "skip"])
 def test_a_budget_that_never_allows_deletes_nothing_without_eviction(sandbox, tmp_path, action):
     original = sizes(sandbox)
     node, pod = pinned_node(sandbox)

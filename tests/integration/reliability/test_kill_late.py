@@ -8,7 +8,8 @@ from tests.integration.convergence import record
 from tests.integration.kill import POINTS, kill_and_rerun
 
 
-@pytest.mark.parametrize("point", ["waiting-for-replacements", "mid-validation", "mid-restore", "twice"])
+@pytest.mark.parametrize("point", ["waiting-for-replacements", "mid-validation", pytest.param("mid-restore", marks=pytest.mark.reference),
+                                   "twice"])
 def test_a_rollout_killed_late_converges_on_the_rerun(sandbox, tmp_path, point):
     # one of them waits for the dead run's lock to expire, as an operator who does not delete it would
     wait = point == "mid-validation"

@@ -20,6 +20,8 @@ import yaml
 
 from tests.integration.harness import BIN, ROOT, SandboxHandle, collections_path, promised_floor
 
+pytestmark = pytest.mark.reference   # also run on the reference backend (scripts/test.sh reference)
+
 CLUSTERS = ("cluster-a", "cluster-b")
 GROUPS = ("sandbox-nodes", "sandbox-nodes-2")
 NODES_PER_GROUP = 4

@@ -566,33 +566,38 @@ def _lease_errors(obj, causes):
 
 
 def _node_errors(obj, old, causes):
+    """validation.ValidateNode (and ValidateNodeUpdate): as kube-apiserver v1.34 reports them, the taints are
+    validated under the path ``metadata.taints`` (not ``spec.taints``), and an update validates them twice, so each
+    cause appears twice (both are what a client sees; the fidelity table checks it)."""
     spec = obj.get("spec") or {}
     seen = set()
     taints = spec.get("taints")
     if taints is not None and not isinstance(taints, list):
         causes.append(("spec.taints", invalid_value(str(taints), "must be a list")))
         taints = []
+    found = []
     for i, t in enumerate(taints or []):
-        base = "spec.taints[%d]" % i
+        base = "metadata.taints[%d]" % i
         if not isinstance(t, dict):
-            causes.append((base, invalid_value(str(t), "must be an object")))
+            found.append((base, invalid_value(str(t), "must be an object")))
             continue
         if not t.get("key"):
-            causes.append(("%s.key" % base, invalid_value("", "name part must be non-empty")))
+            found.append(("%s.key" % base, invalid_value("", "name part must be non-empty")))
         else:
-            _qualified_name_errors(t["key"], "%s.key" % base, causes)
+            _qualified_name_errors(t["key"], "%s.key" % base, found)
         value = t.get("value")
         if value and (not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value)):
-            causes.append(("%s.value" % base, invalid_value(value, LABEL_VALUE_MSG)))
+            found.append(("%s.value" % base, invalid_value(value, LABEL_VALUE_MSG)))
         effect = t.get("effect")
         if not effect:
-            causes.append(("%s.effect" % base, REQUIRED))
+            found.append(("%s.effect" % base, REQUIRED))
         elif effect not in TAINT_EFFECTS:
-            causes.append(("%s.effect" % base, unsupported(effect, TAINT_EFFECTS)))
+            found.append(("%s.effect" % base, unsupported(effect, TAINT_EFFECTS)))
         ident = (t.get("key"), effect)
         if ident in seen:
-            causes.append((base, "Duplicate value: %s: taints must be unique by key and effect pair" % q("%s:%s" % ident)))
+            found.append((base, "Duplicate value: %s: taints must be unique by key and effect pair" % q("%s:%s" % ident)))
         seen.add(ident)
+    causes.extend(found * (2 if old is not None else 1))
     if old is not None:
         old_pid = (old.get("spec") or {}).get("providerID")
         if old_pid and spec.get("providerID") != old_pid:

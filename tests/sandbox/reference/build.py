@@ -68,7 +68,7 @@ def pins():
 
 def cache_key():
     digest = hashlib.sha256(go_version().encode())
-    for module in sorted({m for m, _ in TARGETS.values()}):
+    for module in sorted({module for module, _package in TARGETS.values()}):
         for name in sorted(os.listdir(os.path.join(GO_DIR, module))):
             with open(os.path.join(GO_DIR, module, name), "rb") as fh:
                 digest.update(name.encode() + b"\0" + fh.read())

@@ -59,6 +59,6 @@ def generate(directory):
     _write(paths["apiserver.crt"], server.public_bytes(serialization.Encoding.PEM))
     _write(paths["apiserver.key"], _pem_key(server_key))
     _write(paths["sa.key"], _pem_key(sa_key))
-    _write(paths["sa.pub"], sa_key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                              serialization.PublicFormat.SubjectPublicKeyInfo))
+    public = sa_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    _write(paths["sa.pub"], public)
     return paths

@@ -39,6 +39,8 @@ CONTROLLER_DELETES = {
     "node-controller": ("deleted", "taint-eviction"),
     "taint-eviction-controller": ("deleted", "taint-eviction"),
 }
+# a pod's end follows the request that began it within milliseconds; an older one explains nothing
+CAUSE_SECONDS = 20.0
 PLURALS = {"replicasets": "/apis/apps/v1/replicasets", "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
            "nodes": "/api/v1/nodes", "pods": "/api/v1/pods"}
 
@@ -78,7 +80,7 @@ class AuditTail:
         self.lock = threading.Lock()
         self._fh = None
         self._partial = ""
-        self.began = {}   # (namespace, name) -> ("evicted" | "deleted", client): received, not yet explained a pod's end
+        self.began = {}   # (namespace, name) -> ("evicted" | "deleted", client, wall time): received, not yet explained a pod's end
         self.requests = 0
 
     def catch_up(self):
@@ -108,14 +110,14 @@ class AuditTail:
         delete = ref.get("resource") == "pods" and not ref.get("subresource") and verb == "delete" and ref.get("name")
         if stage == "RequestReceived":
             if evict:
-                self.began[pod] = ("evicted", client)
+                self.began[pod] = ("evicted", client, time.monotonic())
             elif delete:
-                self.began[pod] = ("deleted", client)
+                self.began[pod] = ("deleted", client, time.monotonic())
             return
         if stage != "ResponseComplete" and stage != "Panic":
             return
         code = (entry.get("responseStatus") or {}).get("code") or 0
-        if (evict or delete) and code >= 300 and self.began.get(pod, (None, None))[1] == client:
+        if (evict or delete) and code >= 300 and self.began.get(pod, (None, None, 0))[1] == client:
             self.began.pop(pod, None)   # refused: it began nothing
         if component:
             return
@@ -136,7 +138,9 @@ class AuditTail:
         """How the end of pod namespace/name began: {"how", "client"[, "reason"]}."""
         self.catch_up()
         with self.lock:
-            how, client = self.began.pop((namespace, name), (None, None))
+            how, client, when = self.began.pop((namespace, name), (None, None, 0.0))
+        if how is not None and time.monotonic() - when > CAUSE_SECONDS:
+            how = None   # a request long past (a dry run, a namesake's final delete) began nothing now
         if how is None:
             return {"how": "killed", "reason": "unexplained", "client": None}
         if client and client.startswith("kube-controller-manager/"):

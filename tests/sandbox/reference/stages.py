@@ -29,10 +29,30 @@ spec:
     statusTemplate: |
       {{ $now := Now }}
       conditions:
-      - {type: MemoryPressure, status: "False", reason: KubeletHasSufficientMemory, message: kubelet has sufficient memory available, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
-      - {type: DiskPressure, status: "False", reason: KubeletHasNoDiskPressure, message: kubelet has no disk pressure, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
-      - {type: PIDPressure, status: "False", reason: KubeletHasSufficientPID, message: kubelet has sufficient PID available, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
-      - {type: Ready, status: "True", reason: KubeletReady, message: kubelet is posting ready status, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+      - type: MemoryPressure
+        status: "False"
+        reason: KubeletHasSufficientMemory
+        message: kubelet has sufficient memory available
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $now | Quote }}
+      - type: DiskPressure
+        status: "False"
+        reason: KubeletHasNoDiskPressure
+        message: kubelet has no disk pressure
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $now | Quote }}
+      - type: PIDPressure
+        status: "False"
+        reason: KubeletHasSufficientPID
+        message: kubelet has sufficient PID available
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $now | Quote }}
+      - type: Ready
+        status: "True"
+        reason: KubeletReady
+        message: kubelet is posting ready status
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $now | Quote }}
       phase: Running
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
@@ -51,7 +71,12 @@ spec:
       {{ $now := Now }}
       conditions:
       {{ range .status.conditions }}
-      - {type: {{ .type | Quote }}, status: {{ .status | Quote }}, reason: {{ .reason | Quote }}, message: {{ .message | Quote }}, lastHeartbeatTime: {{ $now | Quote }}, lastTransitionTime: {{ .lastTransitionTime | Quote }}}
+      - type: {{ .type | Quote }}
+        status: {{ .status | Quote }}
+        reason: {{ .reason | Quote }}
+        message: {{ .message | Quote }}
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ .lastTransitionTime | Quote }}
       {{ end }}
 """
 
@@ -73,11 +98,22 @@ spec:
       conditions:
       - {type: PodScheduled, status: "True", lastTransitionTime: {{ $now | Quote }}}
       - {type: Initialized, status: "True", lastTransitionTime: {{ $now | Quote }}}
-      - {type: ContainersReady, status: "False", reason: ContainersNotReady, lastTransitionTime: {{ $now | Quote }}}
-      - {type: Ready, status: "False", reason: ContainersNotReady, lastTransitionTime: {{ $now | Quote }}}
+      - type: ContainersReady
+        status: "False"
+        reason: ContainersNotReady
+        lastTransitionTime: {{ $now | Quote }}
+      - type: Ready
+        status: "False"
+        reason: ContainersNotReady
+        lastTransitionTime: {{ $now | Quote }}
       containerStatuses:
       {{ range .spec.containers }}
-      - {name: {{ .name | Quote }}, image: {{ .image | Quote }}, ready: false, started: true, restartCount: 0, state: {running: {startedAt: {{ $now | Quote }}}}}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: false
+        started: true
+        restartCount: 0
+        state: {running: {startedAt: {{ $now | Quote }}}}
       {{ end }}
       hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
       podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
@@ -106,11 +142,16 @@ spec:
       conditions:
       - {type: PodScheduled, status: "True", lastTransitionTime: {{ $now | Quote }}}
       - {type: Initialized, status: "True", lastTransitionTime: {{ $now | Quote }}}
-      - {type: ContainersReady, status: "True", lastTransitionTime: {{ $now | Quote }}}
-      - {type: Ready, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      - {type: ContainersReady, status: "True", reason: "", message: "", lastTransitionTime: {{ $now | Quote }}}
+      - {type: Ready, status: "True", reason: "", message: "", lastTransitionTime: {{ $now | Quote }}}
       containerStatuses:
       {{ range .status.containerStatuses }}
-      - {name: {{ .name | Quote }}, image: {{ .image | Quote }}, ready: true, started: true, restartCount: 0, state: {running: {startedAt: {{ .state.running.startedAt | Quote }}}}}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: true
+        started: true
+        restartCount: 0
+        state: {running: {startedAt: {{ .state.running.startedAt | Quote }}}}
       {{ end }}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1

@@ -1,0 +1,8 @@
+"""Tests that need the reference control plane itself (scripts/test.sh reference builds it first)."""
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
