@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 TEST := scripts/test.sh
 
-.PHONY: test demo demo-reference venv sanity units lint integration molecule clean
+.PHONY: test demo demo-reference venv sanity units lint integration molecule reference clean
 
 ## make test: every stage (sanity, units, lint, integration, molecule) and the summary line
 test:
@@ -34,6 +34,9 @@ integration:
 
 molecule:
 	@$(TEST) molecule
+
+reference:
+	@$(TEST) reference
 
 ## make clean: remove the collection layouts and test results (keeps .venv)
 clean:

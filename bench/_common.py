@@ -55,6 +55,8 @@ def add_sandbox_arguments(parser, speed, nodes=None):
     parser.add_argument("--pod-ready-seconds", type=float, default=2.0, help="Running -> Ready")
     parser.add_argument("--pod-shutdown-seconds", type=float, default=2.0, help="deleted -> gone")
     parser.add_argument("--keep", action="store_true", help="keep the state directory (event log, inventory, result)")
+    parser.add_argument("--kube", choices=("embedded", "reference"), default="embedded",
+                        help="the sandbox's Kubernetes backend: embedded, or reference (the real control plane)")
 
 
 def delays_of(args):
@@ -214,12 +216,13 @@ class Run:
     """One sandbox and one rollout through the real role; ``figures`` holds what was measured."""
 
     def __init__(self, nodes, azs, speed, delays, max_unavailable, role_vars, workload=(), ready_timeout=None,
-                 keep=False, playbook_timeout=7200):
+                 keep=False, playbook_timeout=7200, kube="embedded"):
         self.nodes, self.azs, self.speed, self.delays = nodes, azs, speed, dict(delays)
         self.max_unavailable, self.role_vars = max_unavailable, dict(role_vars)
         self.workload = workload
         self.ready_timeout = ready_timeout or max(180.0, nodes * 0.6)
         self.keep = keep
+        self.kube = kube
         self.playbook_timeout = playbook_timeout
         self.state_dir = tempfile.mkdtemp(prefix="bench-rollout-")
         self.sandbox = None
@@ -244,10 +247,11 @@ class Run:
             else:
                 paths = [write_workload(self.state_dir, list(self.workload))]
         started = time.monotonic()
-        self.sandbox = Sandbox(self.state_dir, nodes=self.nodes, azs=self.azs, speed=self.speed, **self.delays)
+        self.sandbox = Sandbox(self.state_dir, nodes=self.nodes, azs=self.azs, speed=self.speed, kube=self.kube, **self.delays)
         self.sandbox.start(workloads=paths, ready_timeout=self.ready_timeout)
         self.figures["sandbox_start_wall_seconds"] = round(time.monotonic() - started, 1)
-        self.figures["pods_at_start"] = len(self.sandbox.store.list("pods")[0])
+        self.figures["pods_at_start"] = len(self.sandbox.pods())
+        self.figures["kube"] = self.kube
         return self
 
     def rollout(self):

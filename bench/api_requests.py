@@ -27,7 +27,7 @@ def measure(args, nodes):
                  "rolling_update_validate_passes": 1}
     workload = _common.spread_workload(nodes * args.pods_per_node, max(1, nodes * args.pods_per_node // 20), "25%")
     with _common.Run(nodes, args.azs, args.speed, delays, args.max_unavailable, role_vars, workload=workload,
-                     keep=args.keep) as run:
+                     keep=args.keep, kube=args.kube) as run:
         run.start()
         run.rollout()
         report, group = run.report, run.group_result()
@@ -38,7 +38,7 @@ def measure(args, nodes):
         out = {
             "N": nodes, "U": int(group["plan"]["batch_size"]), "max_unavailable": args.max_unavailable,
             "surge": int(group["plan"]["surge"]), "batches": len(group["batches"]), "azs": args.azs,
-            "pods": nodes * args.pods_per_node, "speed": args.speed,
+            "pods": nodes * args.pods_per_node, "speed": args.speed, "kube": args.kube,
             "nodes_replaced": replaced,
             "rollout_requests_per_replaced_node": report["rollout_requests_per_replaced_node"],
             "mutating_requests_per_replaced_node": {side: round(v / replaced, 2) if replaced else None for side, v in mutating.items()},

@@ -53,7 +53,7 @@ def main(argv=None):
         role_vars["rolling_update_max_surge"] = args.max_surge
     workload = _common.spread_workload(args.nodes * args.pods_per_node, args.deployments, args.pdb_max_unavailable)
     with _common.Run(args.nodes, args.azs, args.speed, delays, args.max_unavailable, role_vars, workload=workload,
-                     keep=args.keep) as run:
+                     keep=args.keep, kube=args.kube) as run:
         run.start()
         run.rollout()
         group = run.group_result()
@@ -68,7 +68,7 @@ def main(argv=None):
         interval = _common.duration_seconds(args.validate_interval)
         configured = (len(batches) * args.post_drain_delay + len(batches) * max(0, args.validate_passes - 1) * interval) * args.speed
         out = {
-            "N": args.nodes, "U": args.max_unavailable, "azs": args.azs, "speed": args.speed,
+            "N": args.nodes, "U": args.max_unavailable, "azs": args.azs, "speed": args.speed, "kube": args.kube,
             "surge": surge, "batches": len(batches), "batches_waiting_for_replacements": waits,
             "pods": args.nodes * args.pods_per_node, "deployments": args.deployments,
             "pdb_max_unavailable": args.pdb_max_unavailable,

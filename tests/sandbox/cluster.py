@@ -149,6 +149,13 @@ class Sandbox:
     def expected_nodes(self):
         return self.nodes * self.groups
 
+    def pods(self):
+        """Every pod, as the backend's store (embedded) or its watch cache (reference) holds it."""
+        if self.reference:
+            with self.reference.observer.lock:
+                return list(self.reference.observer.cache["pods"].values())
+        return self.store.list("pods")[0]
+
     def ready_nodes(self):
         if self.reference:
             return self.reference.ready_nodes()

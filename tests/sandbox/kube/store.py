@@ -61,10 +61,25 @@ def is_ready(obj):
 
 
 def controller_ref(obj):
-    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
+    for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
         if ref.get("controller"):
             return ref
     return None
+
+
+def owner_of(pod, replicaset):
+    """The workload a pod belongs to, as the invariant report names it: 'Deployment/ns/name' (through its
+    ReplicaSet, which ``replicaset(namespace, name)`` returns or None), 'DaemonSet/ns/name', 'ReplicaSet/ns/name',
+    or None for a pod no controller owns."""
+    ref = controller_ref(pod)
+    if not ref:
+        return None
+    ns = pod["metadata"].get("namespace")
+    if ref.get("kind") == "ReplicaSet":
+        up = controller_ref(replicaset(ns, ref.get("name")))
+        if up and up.get("kind") == "Deployment":
+            return "Deployment/%s/%s" % (ns, up.get("name"))
+    return "%s/%s/%s" % (ref.get("kind"), ns, ref.get("name"))
 
 
 class Watcher:
@@ -377,16 +392,7 @@ class Store:
     # ---- derived events (what the invariant checker reads) --------------------------------------
     def owner_of(self, pod):
         """'Deployment/ns/name', 'DaemonSet/ns/name', 'ReplicaSet/ns/name' or None for a pod."""
-        ref = controller_ref(pod)
-        if not ref:
-            return None
-        ns = pod["metadata"].get("namespace")
-        if ref.get("kind") == "ReplicaSet":
-            rs = self._objs["replicasets"].get((ns, ref.get("name")))
-            up = controller_ref(rs) if rs else None
-            if up and up.get("kind") == "Deployment":
-                return "Deployment/%s/%s" % (ns, up.get("name"))
-        return "%s/%s/%s" % (ref.get("kind"), ns, ref.get("name"))
+        return owner_of(pod, lambda ns, name: self._objs["replicasets"].get((ns, name)))
 
     def _derive(self, plural, etype, old, new, client, cause):
         if plural == "nodes":

@@ -11,7 +11,8 @@ Three small wrapper modules under ``go/`` pin what is built:
 The binaries go to ``<cache>/<key>/bin`` where ``<cache>`` is ``$NODEOPS_REFERENCE_CACHE`` or
 ``~/.cache/nodeops-rollout/reference`` and ``<key>`` digests the three ``go.mod``/``go.sum`` pairs and the Go
 version: a changed pin builds again, an unchanged one is reused. Only Go modules are downloaded, through
-the module proxy ``go`` is configured with.
+the module proxy ``go`` is configured with. ``$NODEOPS_REFERENCE_BUILD_JOBS`` limits the parallel compile jobs
+(the test command builds with one while other stages run).
 """
 
 import hashlib
@@ -100,7 +101,8 @@ def build(log=sys.stderr):
         started = time.monotonic()
         print("reference: building %s from %s ..." % (name, package if package != "." else "go/" + module), file=log, flush=True)
         partial = target + ".partial"
-        proc = subprocess.run([_go(), "build", "-ldflags=-s -w", "-o", partial, package], cwd=os.path.join(GO_DIR, module),
+        jobs = ["-p", os.environ["NODEOPS_REFERENCE_BUILD_JOBS"]] if os.environ.get("NODEOPS_REFERENCE_BUILD_JOBS") else []
+        proc = subprocess.run([_go(), "build"] + jobs + ["-ldflags=-s -w", "-o", partial, package], cwd=os.path.join(GO_DIR, module),
                               env=env, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise BuildError("go build %s failed:\n%s" % (package, (proc.stdout + proc.stderr)[-4000:]))

@@ -25,6 +25,7 @@ import time
 
 from ..kube.selectors import LabelSelector
 from ..kube.server import client_of
+from ..kube.store import owner_of
 from .rest import RestError
 
 MUTATING = frozenset(("create", "update", "patch", "delete", "deletecollection"))
@@ -52,13 +53,6 @@ def is_ready(obj):
 def _key(obj):
     meta = obj["metadata"]
     return "%s/%s" % (meta["namespace"], meta["name"]) if meta.get("namespace") else meta["name"]
-
-
-def _controller_ref(obj):
-    for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return ref
-    return None
 
 
 def component_of(user_agent):
@@ -261,21 +255,16 @@ class Observer:
                                                     for t in taints], **base)
 
     def owner_of(self, pod):
-        ref = _controller_ref(pod)
-        if not ref:
-            return None
-        ns = pod["metadata"].get("namespace")
-        if ref.get("kind") == "ReplicaSet":
-            rs = self.cache["replicasets"].get("%s/%s" % (ns, ref.get("name")))
-            if rs is None:   # the ReplicaSet's watch is behind the pods': ask
-                try:
-                    rs = self.rest.get("/apis/apps/v1/namespaces/%s/replicasets/%s" % (ns, ref.get("name")))
-                except RestError:
-                    rs = None
-            up = _controller_ref(rs)
-            if up and up.get("kind") == "Deployment":
-                return "Deployment/%s/%s" % (ns, up.get("name"))
-        return "%s/%s/%s" % (ref.get("kind"), ns, ref.get("name"))
+        return owner_of(pod, self._replicaset)
+
+    def _replicaset(self, namespace, name):
+        rs = self.cache["replicasets"].get("%s/%s" % (namespace, name))
+        if rs is None:   # the ReplicaSets' watch is behind the pods': ask
+            try:
+                rs = self.rest.get("/apis/apps/v1/namespaces/%s/replicasets/%s" % (namespace, name))
+            except RestError:
+                rs = None
+        return rs
 
     def _budgets(self, pod):
         """Each budget selecting ``pod``: its healthy pods now (Ready, not terminating) and desiredHealthy."""

@@ -22,12 +22,15 @@ class Rest:
         self.user_agent = user_agent
         self.context = ssl.create_default_context(cafile=ca_file)
 
-    def _open(self, method, path, body=None, params=None, content_type="application/json", timeout=30.0):
+    def _request(self, method, path, body=None, params=None, content_type="application/json"):
         url = self.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method, headers={
+        return urllib.request.Request(url, data=data, method=method, headers={
             "Authorization": "Bearer " + self.token, "User-Agent": self.user_agent, "Accept": "application/json",
             "Content-Type": content_type})
+
+    def _open(self, method, path, body=None, params=None, content_type="application/json", timeout=30.0):
+        req = self._request(method, path, body, params, content_type)
         try:
             return urllib.request.urlopen(req, timeout=timeout, context=self.context)  # nosec - loopback API server
         except urllib.error.HTTPError as exc:
@@ -46,11 +49,7 @@ class Rest:
 
     def call(self, method, path, body=None, params=None, content_type="application/json"):
         """(status code, parsed body) whatever the code: what a client observes, for comparing two servers."""
-        url = self.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method, headers={
-            "Authorization": "Bearer " + self.token, "User-Agent": self.user_agent, "Accept": "application/json",
-            "Content-Type": content_type})
+        req = self._request(method, path, body, params, content_type)
         try:
             with urllib.request.urlopen(req, timeout=30, context=self.context) as resp:  # nosec - loopback API server
                 code, raw = resp.status, resp.read()

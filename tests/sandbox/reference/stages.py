@@ -12,6 +12,22 @@ the same proportions.
 NEVER_READY_NODE = "sandbox.nodeops.io/never-ready"
 READY_ANNOTATION = "sandbox.nodeops.io/ready-seconds"
 
+# the conditions a kubelet posts once its node is Ready: type, status, reason, message
+NODE_CONDITIONS = (
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+)
+_CONDITION = """\
+      - type: %s
+        status: "%s"
+        reason: %s
+        message: %s
+        lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $now | Quote }}
+"""
+
 _NODE_READY = """\
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -29,31 +45,7 @@ spec:
     statusTemplate: |
       {{ $now := Now }}
       conditions:
-      - type: MemoryPressure
-        status: "False"
-        reason: KubeletHasSufficientMemory
-        message: kubelet has sufficient memory available
-        lastHeartbeatTime: {{ $now | Quote }}
-        lastTransitionTime: {{ $now | Quote }}
-      - type: DiskPressure
-        status: "False"
-        reason: KubeletHasNoDiskPressure
-        message: kubelet has no disk pressure
-        lastHeartbeatTime: {{ $now | Quote }}
-        lastTransitionTime: {{ $now | Quote }}
-      - type: PIDPressure
-        status: "False"
-        reason: KubeletHasSufficientPID
-        message: kubelet has sufficient PID available
-        lastHeartbeatTime: {{ $now | Quote }}
-        lastTransitionTime: {{ $now | Quote }}
-      - type: Ready
-        status: "True"
-        reason: KubeletReady
-        message: kubelet is posting ready status
-        lastHeartbeatTime: {{ $now | Quote }}
-        lastTransitionTime: {{ $now | Quote }}
-      phase: Running
+%(node_conditions)s      phase: Running
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -174,6 +166,7 @@ def kwok_config(speed, node_ready_seconds, pod_start_seconds, pod_ready_seconds,
     def wall_ms(sim_seconds):
         return int(round(1000.0 * float(sim_seconds) / float(speed)))
     values = {"never_ready": NEVER_READY_NODE, "ready_annotation": READY_ANNOTATION,
-              "node_ready_ms": wall_ms(node_ready_seconds), "pod_start_ms": wall_ms(pod_start_seconds),
+              "node_ready_ms": wall_ms(node_ready_seconds),
+              "node_conditions": "".join(_CONDITION % condition for condition in NODE_CONDITIONS), "pod_start_ms": wall_ms(pod_start_seconds),
               "pod_ready_ms": wall_ms(pod_ready_seconds), "pod_shutdown_ms": wall_ms(pod_shutdown_seconds)}
     return (_NODE_READY + _POD) % values
