@@ -91,8 +91,9 @@ def invalid(kind, name, causes, group=""):
     """422 Invalid; ``causes`` is a list of (field, message) in field.Error wording ("Required value", ...).
 
     The message and the causes' reasons follow apimachinery's NewInvalid: ``Kind.group "name" is invalid:``
-    then the one error, or all of them in brackets."""
-    texts = ["%s: %s" % c for c in causes]
+    then the one error, or all of them in brackets; an error repeated word for word is written once (the
+    aggregate de-duplicates its messages), while every cause stays in ``details.causes``."""
+    texts = list(dict.fromkeys("%s: %s" % c for c in causes))
     text = texts[0] if len(texts) == 1 else "[%s]" % ", ".join(texts)
     qualified = kind if not group else "%s.%s" % (kind, group)
     details = {"name": name, "kind": kind,

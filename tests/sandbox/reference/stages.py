@@ -108,7 +108,8 @@ spec:
         state: {running: {startedAt: {{ $now | Quote }}}}
       {{ end }}
       hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" )
+                ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
       phase: Running
       startTime: {{ $now | Quote }}
 ---
