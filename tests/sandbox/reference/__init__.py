@@ -6,7 +6,6 @@ in place of the embedded store, API server and controllers."""
 import time
 
 from .bridge import Bridge
-from .build import ensure, pins
 from .control_plane import ControlPlane
 from .observer import Observer, is_ready
 
@@ -22,7 +21,7 @@ class ReferenceKube:
         self.events = events
         self.instances_fn = instances_fn
         self.cfg = cfg
-        self.kubelet_version = pins()["k8s.io/kubernetes"]   # what the nodes report: the control plane's release
+        self.kubelet_version = None   # what the nodes report: the control plane's release, known once built
         self.plane = self.observer = self.bridge = None
         self.rest = None
 
@@ -38,7 +37,10 @@ class ReferenceKube:
         return self.plane.kubeconfig()
 
     def start(self):
+        # imported here, so that ``python -m tests.sandbox.reference.build`` runs a module not yet imported
+        from .build import ensure, pins  # pylint: disable=import-outside-toplevel
         bin_dir = ensure()
+        self.kubelet_version = pins()["k8s.io/kubernetes"]
         self.plane = ControlPlane(bin_dir, self.state_dir, self.clock.speed, self.cfg.node_ready_seconds,
                                   self.cfg.pod_start_seconds, self.cfg.pod_ready_seconds,
                                   self.cfg.pod_shutdown_seconds).start()
