@@ -6,8 +6,8 @@
 
 Pure: nodes in ``asg.node_summary``'s shape, instances in ``asg.instance_record``'s shape with their node joined.
 
-A rollout marks nodes in three ways: its taint (``nodeops.rollout/outdated`` by default) on outdated nodes; a
-cordon, which ``node_drain`` records with the annotation ``nodeops.rollout/cordoned`` when it is the one that
+A rollout marks nodes in three ways: its taint (``nodeops.rollout/outdated`` by default) on outdated nodes, and
+``nodeops.rollout/queued`` (``PreferNoSchedule``) on the outdated nodes of the groups a run rolls later; a cordon, which ``node_drain`` records with the annotation ``nodeops.rollout/cordoned`` when it is the one that
 cordoned the node (a cordon somebody else made is not ours to lift); and the label
 ``node.kubernetes.io/exclude-from-external-load-balancers`` on the nodes it drained. On an outdated node the
 marks are the rollout at work. On an up-to-date node they are left over (a target changed after a failed batch,
@@ -17,6 +17,9 @@ an interrupted run): the node would take no pod, or serve no load balancer, so t
 from __future__ import annotations
 
 DEFAULT_TAINT_KEY = "nodeops.rollout/outdated"
+# Put by the role, at the start of a run over several groups, on the outdated nodes of every group but the first, so
+# that the pods the first groups evict do not land on nodes that a later group of the same run drains again.
+QUEUED_TAINT_KEY = "nodeops.rollout/queued"
 ANNOTATION_CORDONED = "nodeops.rollout/cordoned"
 LABEL_EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
 
@@ -24,7 +27,7 @@ LABEL_EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
 def node_marks(node, taint_key=DEFAULT_TAINT_KEY):
     """The rollout's marks on one node: a list of ``taint``, ``cordon``, ``label`` (in that order)."""
     marks = []
-    if any(taint.get("key") == taint_key for taint in node.get("taints") or []):
+    if any(taint.get("key") in (taint_key, QUEUED_TAINT_KEY) for taint in node.get("taints") or []):
         marks.append("taint")
     ours = ANNOTATION_CORDONED in (node.get("annotations") or {})
     if ours:

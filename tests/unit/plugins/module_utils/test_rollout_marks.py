@@ -33,6 +33,11 @@ def test_a_custom_taint_key_is_the_mark():
     assert marks.node_marks(_node("a", taints=["example.com/rolling"]), "example.com/rolling") == ["taint"]
 
 
+def test_the_queued_taint_of_a_later_group_is_a_mark_whatever_the_taint_key():
+    assert marks.node_marks(_node("a", taints=[marks.QUEUED_TAINT_KEY])) == ["taint"]
+    assert marks.node_marks(_node("a", taints=[marks.QUEUED_TAINT_KEY]), "example.com/rolling") == ["taint"]
+
+
 def test_only_up_to_date_nodes_are_marked_up_to_date():
     instances = [{"instance_id": "i-1", "node": _node("a", taints=["nodeops.rollout/outdated"])},
                  {"instance_id": "i-2", "node": _node("b", taints=["nodeops.rollout/outdated"])},
