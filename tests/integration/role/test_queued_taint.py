@@ -11,6 +11,8 @@ from kubernetes import client
 
 from tests.integration.modules.conftest import assert_safe
 
+pytestmark = pytest.mark.reference   # the real kube-scheduler is where the soft taint matters
+
 GROUPS = ("sandbox-nodes", "sandbox-nodes-2")
 QUEUED = "nodeops.rollout/queued=true:PreferNoSchedule"
 OTHER_RUN = "awx-job-77@awx-ee-5d1e2/7c6b5a4d"
