@@ -13,9 +13,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.sandbox.aws import AwsSandbox  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.clock import Clock  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.events import EventLog  # noqa: E402  pylint: disable=wrong-import-position
+from sandbox.aws import AwsSandbox  # noqa: E402  pylint: disable=wrong-import-position
+from sandbox.clock import Clock  # noqa: E402  pylint: disable=wrong-import-position
+from sandbox.events import EventLog  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _timed(fn, repeat):

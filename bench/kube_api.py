@@ -20,10 +20,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.sandbox.clock import Clock  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.events import EventLog  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.kube.server import KubeApiServer  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.kube.store import Store  # noqa: E402  pylint: disable=wrong-import-position
+from sandbox.clock import Clock  # noqa: E402  pylint: disable=wrong-import-position
+from sandbox.events import EventLog  # noqa: E402  pylint: disable=wrong-import-position
+from sandbox.kube.server import KubeApiServer  # noqa: E402  pylint: disable=wrong-import-position
+from sandbox.kube.store import Store  # noqa: E402  pylint: disable=wrong-import-position
 
 READY = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2025-01-01T00:00:00Z",
           "lastTransitionTime": "2025-01-01T00:00:00Z", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]

@@ -39,14 +39,14 @@ def _category(stack):
         if os.sep + "moto" + os.sep in path or os.sep + "werkzeug" + os.sep in path:
             return "aws (moto)"
     for path in files:
-        if path.endswith(os.path.join("tests", "sandbox", "events.py")):
+        if path.endswith(os.sep + os.path.join("sandbox", "events.py")):
             return "event log"
     for path in files:
-        if os.path.join("tests", "sandbox", "kube", "controllers") in path:
+        if os.sep + os.path.join("sandbox", "kube", "controllers") in path:
             return "kube controllers"
-        if os.path.join("tests", "sandbox", "kube") in path:
+        if os.sep + os.path.join("sandbox", "kube") in path:
             return "kube api server"
-        if os.path.join("tests", "sandbox", "aws") in path:
+        if os.sep + os.path.join("sandbox", "aws") in path:
             return "aws (fidelity layer)"
     return None
 

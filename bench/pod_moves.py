@@ -1,6 +1,6 @@
 """Pod moves per pre-existing pod and seconds of downtime per Deployment, after a rollout of the demo workload.
 
-For each ``--nodes`` value: a sandbox with the demo workload (tests/sandbox/workloads/demo.yaml: web 3 replicas
+For each ``--nodes`` value: a sandbox with the demo workload (sandbox/workloads/demo.yaml: web 3 replicas
 behind minAvailable 2, api 4 behind maxUnavailable 1, a single-replica checkout-worker, a DaemonSet), one rollout
 through ``playbooks/upgrade.yml``, and from the sandbox's event log and invariant report:
 

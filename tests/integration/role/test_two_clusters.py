@@ -23,7 +23,7 @@ from tests.integration.harness import BIN, ROOT, SandboxHandle, collections_path
 # Not marked reference yet: on the real kube-scheduler a pod evicted from the first group can land on an outdated node
 # of the second (its default topology spread outweighs an empty new node) and so move twice, which
 # test_upgrade_rolls_both_groups_of_both_clusters_within_every_invariant rightly refuses. The embedded scheduler
-# fills the emptiest node and hides it. Open: see tests/sandbox/README.md, "Scheduling".
+# fills the emptiest node and hides it. Open: see sandbox/README.md, "Scheduling".
 
 CLUSTERS = ("cluster-a", "cluster-b")
 GROUPS = ("sandbox-nodes", "sandbox-nodes-2")
@@ -35,7 +35,7 @@ MAX_UNAVAILABLE = 2
 SURGE = min(max(2 * AZS, MAX_UNAVAILABLE), NODES_PER_GROUP)
 TAINT_PREFIX = "nodeops.rollout/"
 RECORD_DIR = os.path.join(ROOT, ".build", "role-e2e")
-DEMO = os.path.join(ROOT, "tests", "sandbox", "workloads", "demo.yaml")
+DEMO = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 
 
 def start_clusters(tmp_path_factory):
