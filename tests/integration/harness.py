@@ -35,6 +35,17 @@ def collections_path():
     return base
 
 
+def install_collection_loader():
+    """Make ``ansible_collections.nodeops.rollout`` importable in this process as Ansible makes it importable in its
+    own: through its collection loader, over the path the harness gives Ansible as ANSIBLE_COLLECTIONS_PATH
+    (``collections_path()``), then the environment's ANSIBLE_COLLECTIONS_PATH. Once per process."""
+    # pylint: disable=import-outside-toplevel
+    from ansible.plugins.loader import init_plugin_loader
+    from ansible.utils.collection_loader import AnsibleCollectionConfig
+    if AnsibleCollectionConfig.collection_finder is None:
+        init_plugin_loader([collections_path()])
+
+
 def wait_until(what, check, timeout=60.0, interval=0.5):
     """Poll ``check()`` until it is true; fail naming ``what`` after ``timeout`` wall seconds."""
     deadline = time.monotonic() + timeout
