@@ -28,13 +28,10 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET  # nosec - reads the junit files Ansible just wrote
 
+from sandbox.cluster import Sandbox
+from tests.integration.harness import SandboxHandle
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from tests.integration.harness import SandboxHandle  # noqa: E402  pylint: disable=wrong-import-position
-from sandbox.cluster import Sandbox  # noqa: E402  pylint: disable=wrong-import-position
-
 DEMO_WORKLOAD = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 CLIENT_PREFIX = "nodeops.rollout"
 COLLECTION_PARTS = ("galaxy.yml", "meta", "plugins", "roles", "playbooks")

@@ -14,7 +14,7 @@ full Ready replicas, and the invariant report clean over all the runs.
 One JSON line per trial, then a summary line and ``converged K/N``. ``--fixed`` runs the named points of
 tests/integration/kill.py instead (the test command runs those).
 
-Run from the repository root: ``.venv/bin/python bench/kill_rerun.py [--trials 20] [--seed 7] [--fixed]``.
+Run from the repository root: ``.venv/bin/python -m bench.kill_rerun [--trials 20] [--seed 7] [--fixed]``.
 """
 
 import argparse
@@ -25,14 +25,11 @@ import sys
 import tempfile
 import time
 
+from tests.integration.convergence import problems, sizes
+from tests.integration.harness import SandboxHandle
+from tests.integration.kill import POINTS, ROLE_VARS, kill_and_rerun, random_point
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from tests.integration.harness import SandboxHandle  # noqa: E402  pylint: disable=wrong-import-position
-from tests.integration.kill import POINTS, ROLE_VARS, kill_and_rerun, random_point  # noqa: E402  pylint: disable=wrong-import-position
-from tests.integration.convergence import problems, sizes  # noqa: E402  pylint: disable=wrong-import-position
-
 DEMO_WORKLOAD = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 
 

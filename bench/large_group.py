@@ -11,7 +11,7 @@ replaced node, API requests per replaced node (Kubernetes and AWS, and per modul
   Kubernetes API server, the controllers, the event log) and the lines its threads were seen at most;
 - ``task_wall_seconds``: the role's tasks, batch numbers folded.
 
-Run from the repository root: ``.venv/bin/python bench/large_group.py [--nodes 1000] [--pods 20000]
+Run from the repository root: ``.venv/bin/python -m bench.large_group [--nodes 1000] [--pods 20000]
 [--max-unavailable 100] [--speed 20]``.
 """
 
@@ -23,9 +23,7 @@ import resource
 import sys
 import threading
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _common  # noqa: E402  pylint: disable=wrong-import-position
+from bench import _common
 
 IDLE_FUNCTIONS = {"wait", "select", "poll", "sleep", "accept", "readinto", "recv_into", "recv", "_wait_for_tstate_lock",
                   "serve_forever", "get_request", "_recv_bytes", "read", "readline", "handle_one_request"}

@@ -11,18 +11,15 @@ through ``playbooks/upgrade.yml``, and from the sandbox's event log and invarian
   / killed (never, for a safe rollout);
 - per Deployment: simulated seconds with no Ready pod and the fewest Ready pods during the rollout.
 
-One JSON line per size. Run from the repository root: ``.venv/bin/python bench/pod_moves.py [--nodes 6 30]``.
+One JSON line per size. Run from the repository root: ``.venv/bin/python -m bench.pod_moves [--nodes 6 30]``.
 """
 
 import argparse
 import collections
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _common  # noqa: E402  pylint: disable=wrong-import-position
+from bench import _common
 
 DAEMONSET = "DaemonSet/"
 

@@ -17,7 +17,7 @@ Each figure has ``median_ms``/``p95_ms`` for the client call as a module makes i
 model objects from the JSON) and ``wire_median_ms``/``wire_p95_ms`` for the same request made with
 ``_preload_content=False`` (the server's answer and the transfer, without the client's deserialization).
 
-Run from the repository root: ``python bench/sandbox_scale.py [--nodes 1000] [--deployments 200] [--replicas 100]``.
+Run from the repository root: ``python -m bench.sandbox_scale [--nodes 1000] [--deployments 200] [--replicas 100]``.
 No timing is asserted; the figures are for reading.
 """
 
