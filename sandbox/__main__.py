@@ -137,11 +137,11 @@ def _up_detached(args, state_dir):
     for w in args.workload or []:
         cmd += ["--workload", os.path.abspath(w)]
     log_path = os.path.join(state_dir, "sandbox.log")
+    # from the repository root, where python -m finds the sandbox package, whatever directory up was run from
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,  # pylint: disable=consider-using-with
-                                cwd=root, env=env, start_new_session=True)
+                                cwd=root, start_new_session=True)
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         st = _state(state_dir)
