@@ -1,6 +1,6 @@
 """What the rollout benchmarks share: a sandbox with chosen delays, a generated workload, one real rollout.
 
-A run starts the sandbox in this process (``tests.sandbox.cluster.Sandbox``, so its delays can be set), writes the
+A run starts the sandbox in this process (``sandbox.cluster.Sandbox``, so its delays can be set), writes the
 inventory a user would write, runs ``ansible-playbook playbooks/upgrade.yml`` (the real role, through the
 harness's environment) with Ansible's junit callback on, and gathers:
 
@@ -28,14 +28,11 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET  # nosec - reads the junit files Ansible just wrote
 
+from sandbox.cluster import Sandbox
+from tests.integration.harness import SandboxHandle
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from tests.integration.harness import SandboxHandle  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.cluster import Sandbox  # noqa: E402  pylint: disable=wrong-import-position
-
-DEMO_WORKLOAD = os.path.join(ROOT, "tests", "sandbox", "workloads", "demo.yaml")
+DEMO_WORKLOAD = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 CLIENT_PREFIX = "nodeops.rollout"
 COLLECTION_PARTS = ("galaxy.yml", "meta", "plugins", "roles", "playbooks")
 DELAY_NAMES = ("boot_seconds", "node_register_seconds", "node_ready_seconds",

@@ -8,17 +8,13 @@ module (``nodeops.rollout/<version> <module>`` clients) so that a module whose c
 
 The speed is high (requests do not depend on it; time does, and is reported for reference only).
 
-Run from the repository root: ``.venv/bin/python bench/api_requests.py [--nodes 10 100 300] [--speed 20]``.
+Run from the repository root: ``.venv/bin/python -m bench.api_requests [--nodes 10 100 300] [--speed 20]``.
 """
 
 import argparse
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _common  # noqa: E402  pylint: disable=wrong-import-position
+from bench import _common
 
 
 def measure(args, nodes):

@@ -1,21 +1,18 @@
 """Scale check of the sandbox's AWS side: one JSON line with provisioning and read latencies.
 
-Run from the repository root: ``python bench/aws_scale.py [--nodes 1000] [--azs 3]``.
+Run from the repository root: ``python -m bench.aws_scale [--nodes 1000] [--azs 3]``.
 """
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from tests.sandbox.aws import AwsSandbox  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.clock import Clock  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.events import EventLog  # noqa: E402  pylint: disable=wrong-import-position
+from sandbox.aws import AwsSandbox
+from sandbox.clock import Clock
+from sandbox.events import EventLog
 
 
 def _timed(fn, repeat):

@@ -7,7 +7,7 @@ Prints one JSON line: the drain's time (wall, and simulated at the sandbox's spe
 period of the pods, the Kubernetes API requests node_drain made per pod moved, evictions refused by the
 budget and retried, and the sandbox's safety figures. Never asserts timing.
 
-Run from the repository root: ``python bench/drain_node.py [--pods 100] [--speed 10] [--pdb-max-unavailable 10%]``.
+Run from the repository root: ``python -m bench.drain_node [--pods 100] [--speed 10] [--pdb-max-unavailable 10%]``.
 
 The workload: ``--pods`` pods on one node in two Deployments. Most stop within 2 s (terminationGracePeriodSeconds
 30); ``--slow`` of them use their whole grace period of ``--longest-grace`` seconds, the lower bound of any drain.
@@ -17,16 +17,12 @@ for replacements to become Ready on the other nodes.
 
 import argparse
 import json
-import os
-import sys
 import tempfile
 import time
 
 import yaml
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from tests.integration.harness import SandboxHandle  # noqa: E402  pylint: disable=wrong-import-position
+from tests.integration.harness import SandboxHandle
 
 SHUTDOWN = "sandbox.nodeops.io/shutdown-seconds"
 CLIENT = "node_drain"

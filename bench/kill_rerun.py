@@ -5,7 +5,7 @@ runs ``playbooks/upgrade.yml`` with max_surge 1 (so the rollout pays the surge b
 restores), and SIGKILLs the whole ansible-playbook process tree just before the k-th request of the collection,
 k drawn at random (seeded) from a clean run's request count; every third trial arms a second random point for the
 rerun, which kills it again when the rerun gets that far (``killed`` lists each kill made).
-The sandbox holds that request until the kill (tests/sandbox/hold.py), so the point is exact, not a race. The
+The sandbox holds that request until the kill (sandbox/hold.py), so the point is exact, not a race. The
 dead run's lock is deleted, as the operator's documented way out; the playbook then runs to its end, and the trial
 converges when tests/integration/convergence.problems finds nothing: every instance on the target version, the
 original sizes, no state tag, suspended process, taint, cordon, label, annotation or lock left, every Deployment at
@@ -14,7 +14,7 @@ full Ready replicas, and the invariant report clean over all the runs.
 One JSON line per trial, then a summary line and ``converged K/N``. ``--fixed`` runs the named points of
 tests/integration/kill.py instead (the test command runs those).
 
-Run from the repository root: ``.venv/bin/python bench/kill_rerun.py [--trials 20] [--seed 7] [--fixed]``.
+Run from the repository root: ``.venv/bin/python -m bench.kill_rerun [--trials 20] [--seed 7] [--fixed]``.
 """
 
 import argparse
@@ -25,15 +25,12 @@ import sys
 import tempfile
 import time
 
+from tests.integration.convergence import problems, sizes
+from tests.integration.harness import SandboxHandle
+from tests.integration.kill import POINTS, ROLE_VARS, kill_and_rerun, random_point
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from tests.integration.harness import SandboxHandle  # noqa: E402  pylint: disable=wrong-import-position
-from tests.integration.kill import POINTS, ROLE_VARS, kill_and_rerun, random_point  # noqa: E402  pylint: disable=wrong-import-position
-from tests.integration.convergence import problems, sizes  # noqa: E402  pylint: disable=wrong-import-position
-
-DEMO_WORKLOAD = os.path.join(ROOT, "tests", "sandbox", "workloads", "demo.yaml")
+DEMO_WORKLOAD = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 
 
 def sandbox_in(directory):

@@ -7,23 +7,19 @@ get node, list the pods of one node (fieldSelector spec.nodeName), list all node
 serializes every node, is reported apart as ``first_ms``; later ones reuse each unchanged node's JSON),
 and an eviction (each of a different Deployment's pods, so each is granted: 201).
 
-Run from the repository root: ``python bench/kube_api.py [--nodes 1000] [--pods 20000]``.
+Run from the repository root: ``python -m bench.kube_api [--nodes 1000] [--pods 20000]``.
 """
 
 import argparse
 import http.client
 import json
-import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from tests.sandbox.clock import Clock  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.events import EventLog  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.kube.server import KubeApiServer  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.kube.store import Store  # noqa: E402  pylint: disable=wrong-import-position
+from sandbox.clock import Clock
+from sandbox.events import EventLog
+from sandbox.kube.server import KubeApiServer
+from sandbox.kube.store import Store
 
 READY = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2025-01-01T00:00:00Z",
           "lastTransitionTime": "2025-01-01T00:00:00Z", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]

@@ -11,7 +11,7 @@ replaced node, API requests per replaced node (Kubernetes and AWS, and per modul
   Kubernetes API server, the controllers, the event log) and the lines its threads were seen at most;
 - ``task_wall_seconds``: the role's tasks, batch numbers folded.
 
-Run from the repository root: ``.venv/bin/python bench/large_group.py [--nodes 1000] [--pods 20000]
+Run from the repository root: ``.venv/bin/python -m bench.large_group [--nodes 1000] [--pods 20000]
 [--max-unavailable 100] [--speed 20]``.
 """
 
@@ -23,9 +23,7 @@ import resource
 import sys
 import threading
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _common  # noqa: E402  pylint: disable=wrong-import-position
+from bench import _common
 
 IDLE_FUNCTIONS = {"wait", "select", "poll", "sleep", "accept", "readinto", "recv_into", "recv", "_wait_for_tstate_lock",
                   "serve_forever", "get_request", "_recv_bytes", "read", "readline", "handle_one_request"}
@@ -39,14 +37,14 @@ def _category(stack):
         if os.sep + "moto" + os.sep in path or os.sep + "werkzeug" + os.sep in path:
             return "aws (moto)"
     for path in files:
-        if path.endswith(os.path.join("tests", "sandbox", "events.py")):
+        if path.endswith(os.sep + os.path.join("sandbox", "events.py")):
             return "event log"
     for path in files:
-        if os.path.join("tests", "sandbox", "kube", "controllers") in path:
+        if os.sep + os.path.join("sandbox", "kube", "controllers") in path:
             return "kube controllers"
-        if os.path.join("tests", "sandbox", "kube") in path:
+        if os.sep + os.path.join("sandbox", "kube") in path:
             return "kube api server"
-        if os.path.join("tests", "sandbox", "aws") in path:
+        if os.sep + os.path.join("sandbox", "aws") in path:
             return "aws (fidelity layer)"
     return None
 

@@ -1,6 +1,6 @@
 """Pod moves per pre-existing pod and seconds of downtime per Deployment, after a rollout of the demo workload.
 
-For each ``--nodes`` value: a sandbox with the demo workload (tests/sandbox/workloads/demo.yaml: web 3 replicas
+For each ``--nodes`` value: a sandbox with the demo workload (sandbox/workloads/demo.yaml: web 3 replicas
 behind minAvailable 2, api 4 behind maxUnavailable 1, a single-replica checkout-worker, a DaemonSet), one rollout
 through ``playbooks/upgrade.yml``, and from the sandbox's event log and invariant report:
 
@@ -11,18 +11,15 @@ through ``playbooks/upgrade.yml``, and from the sandbox's event log and invarian
   / killed (never, for a safe rollout);
 - per Deployment: simulated seconds with no Ready pod and the fewest Ready pods during the rollout.
 
-One JSON line per size. Run from the repository root: ``.venv/bin/python bench/pod_moves.py [--nodes 6 30]``.
+One JSON line per size. Run from the repository root: ``.venv/bin/python -m bench.pod_moves [--nodes 6 30]``.
 """
 
 import argparse
 import collections
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _common  # noqa: E402  pylint: disable=wrong-import-position
+from bench import _common
 
 DAEMONSET = "DaemonSet/"
 

@@ -18,18 +18,14 @@ seconds, i.e. ``speed`` simulated seconds each. At the default speed 1 both cloc
   cover (the role then terminates with replacement and waits for it, as EKS does), i.e. what this design cannot
   go below; what is left over it is the role's own cost (Ansible's per-task start, polling, API round trips).
 
-Run from the repository root: ``.venv/bin/python bench/rollout_lower_bound.py [--nodes 30] [--max-unavailable 3]
+Run from the repository root: ``.venv/bin/python -m bench.rollout_lower_bound [--nodes 30] [--max-unavailable 3]
 [--speed 1] [--max-surge 100%]``.
 """
 
 import argparse
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import _common  # noqa: E402  pylint: disable=wrong-import-position
+from bench import _common
 
 
 def main(argv=None):

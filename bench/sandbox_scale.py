@@ -1,6 +1,6 @@
 """The whole sandbox at cluster scale: one JSON line of figures.
 
-Starts a sandbox as a user does (``python -m tests.sandbox up --detach``, a process of its own, so the
+Starts a sandbox as a user does (``python -m sandbox up --detach``, a process of its own, so the
 benchmark's client and the sandbox do not share an interpreter) with ``--nodes`` instances over ``--azs``
 Availability Zones and times it until it reports up (every node Ready, the kube-system DaemonSet on every
 node). Then creates ``--deployments`` Deployments of ``--replicas`` pods, each with a PodDisruptionBudget
@@ -17,7 +17,7 @@ Each figure has ``median_ms``/``p95_ms`` for the client call as a module makes i
 model objects from the JSON) and ``wire_median_ms``/``wire_p95_ms`` for the same request made with
 ``_preload_content=False`` (the server's answer and the transfer, without the client's deserialization).
 
-Run from the repository root: ``python bench/sandbox_scale.py [--nodes 1000] [--deployments 200] [--replicas 100]``.
+Run from the repository root: ``python -m bench.sandbox_scale [--nodes 1000] [--deployments 200] [--replicas 100]``.
 No timing is asserted; the figures are for reading.
 """
 
@@ -99,7 +99,7 @@ def wait_all_ready(apps, core, want, timeout):
 
 
 def sandbox_cli(*args, timeout=60.0):
-    return subprocess.run([sys.executable, "-m", "tests.sandbox"] + [str(a) for a in args], cwd=ROOT, check=True,
+    return subprocess.run([sys.executable, "-m", "sandbox"] + [str(a) for a in args], cwd=ROOT, check=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
 
 

@@ -30,7 +30,7 @@ export PATH="$ROOT/.venv/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
 export ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0
 
-stop_sandbox() { "$PY" -m tests.sandbox down --state-dir "$STATE" >/dev/null 2>&1 || true; }
+stop_sandbox() { "$PY" -m sandbox down --state-dir "$STATE" >/dev/null 2>&1 || true; }
 trap stop_sandbox EXIT
 stop_sandbox
 rm -rf "$DEMO"
@@ -38,8 +38,8 @@ mkdir -p "$DEMO"
 
 started=$SECONDS
 step "Starting the sandbox ($KUBE Kubernetes): $NODES nodes over 3 AZs, speed $SPEED, with the sample workload"
-"$PY" -m tests.sandbox up --state-dir "$STATE" --detach --nodes "$NODES" --azs 3 --speed "$SPEED" --kube "$KUBE" \
-    --workload tests/sandbox/workloads/demo.yaml
+"$PY" -m sandbox up --state-dir "$STATE" --detach --nodes "$NODES" --azs 3 --speed "$SPEED" --kube "$KUBE" \
+    --workload sandbox/workloads/demo.yaml
 
 # An inventory with one cluster, as a user writes it; only the endpoint and kubeconfig point at the sandbox.
 "$PY" - "$STATE" "$DEMO/inventory.yml" "$PY" <<'PYEOF'
@@ -68,7 +68,7 @@ set +a
 unset KUBECONFIG
 
 step "Before: nodes and pods"
-"$PY" -m tests.sandbox show --state-dir "$STATE"
+"$PY" -m sandbox show --state-dir "$STATE"
 
 step "Plan (check mode: changes nothing)"
 ansible-playbook -i "$DEMO/inventory.yml" playbooks/plan.yml | grep -E '^(TASK|ok|changed|fatal)|"msg"|^ +"[a-z].*: [0-9]+ outdated|surge |pre-flight|blockers' | grep -vE '^ok: \[sandbox\]$' || true
@@ -77,10 +77,10 @@ step "Upgrade to the new AMI"
 ansible-playbook -i "$DEMO/inventory.yml" playbooks/upgrade.yml | grep -E '^(TASK \[nodeops.rollout.rolling_update : (Setup|Scale|Upgrade|Rolling update \| sandbox-nodes \| keep)|PLAY RECAP|fatal)|^sandbox +:' || true
 
 step "After: nodes and pods"
-"$PY" -m tests.sandbox show --state-dir "$STATE"
+"$PY" -m sandbox show --state-dir "$STATE"
 
 step "Result and invariant report"
-"$PY" -m tests.sandbox report --state-dir "$STATE" > "$DEMO/report.json"
+"$PY" -m sandbox report --state-dir "$STATE" > "$DEMO/report.json"
 "$PY" - "$DEMO/result.json" "$DEMO/report.json" <<'PYEOF'
 import json, sys
 with open(sys.argv[1], encoding="utf-8") as fh:

@@ -253,7 +253,7 @@ stage_lint() {
 
 stage_integration() {
     local start=$SECONDS rc
-    header "integration: pytest tests/integration"
+    header "integration: pytest tests/integration sandbox/tests (the sandbox's own tests)"
     if [[ ! -d tests/integration ]] || [[ -z "$(find tests/integration -name 'test_*.py' -o -name '*_test.py' | head -n 1)" ]]; then
         say "No integration tests (tests/integration/test_*.py); stage not run."
         record integration 0 0 0 0 "no tests yet"
@@ -262,8 +262,9 @@ stage_integration() {
     rm -f "$RESULTS/integration.xml"
     # Two workers, whole files per worker: each file's sandboxes are module-scoped and some tests build on the
     # previous one; most of the time is spent waiting on simulated delays and Ansible start-up, not CPU.
-    python -m pytest tests/integration -p no:cacheprovider -n "${INTEGRATION_WORKERS:-2}" --dist loadfile \
-        --junitxml="$RESULTS/integration.xml"
+    # The fidelity table needs the reference control plane: the reference stage runs it.
+    python -m pytest tests/integration sandbox/tests --ignore=sandbox/tests/test_fidelity.py -p no:cacheprovider \
+        -n "${INTEGRATION_WORKERS:-2}" --dist loadfile --durations=30 --junitxml="$RESULTS/integration.xml"
     rc=$?
     if [[ -f "$RESULTS/integration.xml" ]]; then
         record_junit integration "$rc" $((SECONDS - start)) "$RESULTS/integration.xml"
@@ -316,16 +317,16 @@ stage_reference() {
         cat "$RESULTS/reference-build.log"
     fi
     # builds what the background build did not (or everything, when this stage runs alone); reuses what is there
-    if ! python -m tests.sandbox.reference.build; then
+    if ! python -m sandbox.reference.build; then
         record reference 0 1 0 $((SECONDS - start)) "building the reference control plane failed"
         return
     fi
     built=$((SECONDS - start))
     rm -f "$RESULTS/reference.xml"
-    # the tests that hold on either backend, rerun with every sandbox on the real control plane; then the fidelity table,
-    # which runs one scenario on both backends and compares every answer
-    NODEOPS_SANDBOX_KUBE=reference python -m pytest tests/integration tests/reference -m reference -p no:cacheprovider \
-        -n "${INTEGRATION_WORKERS:-2}" --dist loadfile --junitxml="$RESULTS/reference.xml"
+    # the tests that hold on either backend, rerun with every sandbox on the real control plane; then the fidelity table
+    # (sandbox/tests/test_fidelity.py), which runs one scenario on both backends and compares every answer
+    NODEOPS_SANDBOX_KUBE=reference python -m pytest tests/integration sandbox/tests -m reference -p no:cacheprovider \
+        -n "${INTEGRATION_WORKERS:-2}" --dist loadfile --durations=30 --junitxml="$RESULTS/reference.xml"
     rc=$?
     [[ -f "$RESULTS/reference.xml" ]] && junit=("$RESULTS/reference.xml")
     record_junit reference "$rc" $((SECONDS - start)) "${junit[@]}"
@@ -383,7 +384,7 @@ main() {
     # The reference control plane builds in the background (one compile job, niced) while the stages before it run,
     # so a fresh machine does not wait for it; stage_reference waits for what is still building.
     if [[ " ${stages[*]} " == *" reference "* ]] && [[ "${stages[0]}" != reference ]] && command -v go >/dev/null; then
-        (NODEOPS_REFERENCE_BUILD_JOBS=1 nice -n 10 python -m tests.sandbox.reference.build >"$RESULTS/reference-build.log" 2>&1) &
+        (NODEOPS_REFERENCE_BUILD_JOBS=1 nice -n 10 python -m sandbox.reference.build >"$RESULTS/reference-build.log" 2>&1) &
         REFERENCE_BUILD_PID=$!
         say "Building the reference control plane in the background (pid $REFERENCE_BUILD_PID, log $RESULTS/reference-build.log)"
     fi

@@ -1,19 +1,7 @@
-"""Integration tests import the sandbox as ``tests.sandbox`` (the repository root goes on sys.path) and start
-sandboxes like a user does (``start_sandbox``)."""
-
-import os
-import sys
+"""Integration tests import the sandbox as ``sandbox`` and their helpers as ``tests.integration`` (pytest.ini puts the
+repository root on the import path) and start sandboxes like a user does (``start_sandbox``)."""
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "reference: also run on the reference backend, the real kube-apiserver, controllers and "
-                                       "scheduler (the reference stage of scripts/test.sh sets NODEOPS_SANDBOX_KUBE=reference)")
 
 
 @pytest.fixture(scope="module")

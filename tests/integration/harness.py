@@ -1,6 +1,6 @@
 """What end-to-end tests use: a sandbox started as a user starts it, and modules run through real Ansible.
 
-- ``SandboxHandle.start(tmp_dir, ...)`` runs ``python -m tests.sandbox up --detach`` (a separate process, so
+- ``SandboxHandle.start(tmp_dir, ...)`` runs ``python -m sandbox up --detach`` (a separate process, so
   every sandbox has its own AWS state) and gives clients, faults and the invariant report.
 - ``handle.run_module("node_drain", nodes=[...], check=False)`` runs ``ansible localhost -m
   nodeops.rollout.node_drain`` against the sandbox with the auth environment a user would set, and
@@ -35,6 +35,17 @@ def collections_path():
     return base
 
 
+def install_collection_loader():
+    """Make ``ansible_collections.nodeops.rollout`` importable in this process as Ansible makes it importable in its
+    own: through its collection loader, over the path the harness gives Ansible as ANSIBLE_COLLECTIONS_PATH
+    (``collections_path()``), then the environment's ANSIBLE_COLLECTIONS_PATH. Once per process."""
+    # pylint: disable=import-outside-toplevel
+    from ansible.plugins.loader import init_plugin_loader
+    from ansible.utils.collection_loader import AnsibleCollectionConfig
+    if AnsibleCollectionConfig.collection_finder is None:
+        init_plugin_loader([collections_path()])
+
+
 def wait_until(what, check, timeout=60.0, interval=0.5):
     """Poll ``check()`` until it is true; fail naming ``what`` after ``timeout`` wall seconds."""
     deadline = time.monotonic() + timeout
@@ -61,7 +72,7 @@ def promised_floor(size, surge, batch_size):
 
 def floor_until(events, end, client_prefix="nodeops.rollout"):
     """``min_ready_schedulable_nodes`` of the invariant report over the rollout window up to simulated time ``end``."""
-    from tests.sandbox.report import build_report  # pylint: disable=import-outside-toplevel
+    from sandbox.report import build_report  # pylint: disable=import-outside-toplevel
     return build_report([e for e in events if e["t"] <= end], client_prefix)["min_ready_schedulable_nodes"]
 
 
@@ -92,7 +103,7 @@ class SandboxHandle:
         """Start a sandbox; ``kube`` defaults to $NODEOPS_SANDBOX_KUBE (the test command's reference stage sets it to
         ``reference``), else ``embedded``."""
         kube = kube or os.environ.get(KUBE_ENV) or "embedded"
-        cmd = [sys.executable, "-m", "tests.sandbox", "up", "--state-dir", state_dir, "--detach",
+        cmd = [sys.executable, "-m", "sandbox", "up", "--state-dir", state_dir, "--detach",
                "--nodes", str(nodes), "--azs", str(azs), "--groups", str(groups), "--speed", str(speed),
                "--timeout", str(timeout), "--kube", kube]
         for w in workloads:
@@ -101,7 +112,7 @@ class SandboxHandle:
         return cls(state_dir)
 
     def stop(self):
-        subprocess.run([sys.executable, "-m", "tests.sandbox", "down", "--state-dir", self.state_dir],
+        subprocess.run([sys.executable, "-m", "sandbox", "down", "--state-dir", self.state_dir],
                        cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
 
     # ---- clients ---------------------------------------------------------------------------------
@@ -159,7 +170,7 @@ class SandboxHandle:
         return self._control("/fault", spec)
 
     def hold(self, **spec):
-        """Arm the sandbox's hold (``tests/sandbox/hold.py``): the matching request of the collection is stopped before
+        """Arm the sandbox's hold (``sandbox/hold.py``): the matching request of the collection is stopped before
         it is applied; :meth:`held` says when, :meth:`release` lets it go (answered 503, never applied)."""
         return self._control("/hold", spec)["hold"]
 
@@ -173,7 +184,7 @@ class SandboxHandle:
         return self._control("/report?client_prefix=" + client_prefix)
 
     def events(self):
-        from tests.sandbox.events import read_events  # pylint: disable=import-outside-toplevel
+        from sandbox.events import read_events  # pylint: disable=import-outside-toplevel
         return read_events(self.state["events"])
 
     def mutating_requests(self, client_prefix="nodeops.rollout", since=0.0):

@@ -1,7 +1,7 @@
 """Kill a rollout at an exact point and rerun it: the shared half of ``bench/kill_rerun.py`` and
 ``tests/integration/reliability/test_kill_anywhere.py``.
 
-A point is a list of holds (``tests/sandbox/hold.py``), one per run: the sandbox stops the matching request of the
+A point is a list of holds (``sandbox/hold.py``), one per run: the sandbox stops the matching request of the
 collection before it is applied, the harness SIGKILLs the whole ``ansible-playbook`` process tree (as AWX cancelling a
 job or a controller dying does), then lets the request go unapplied. After the last kill the same playbook runs to
 its end, and :func:`tests.integration.convergence.problems` says whether anything was lost over all the runs.

@@ -4,7 +4,7 @@ import os
 
 from tests.integration.harness import ROOT, wait_until
 
-PINNED_BY_BUDGET = os.path.join(ROOT, "tests", "sandbox", "workloads", "pinned-by-budget.yaml")
+PINNED_BY_BUDGET = os.path.join(ROOT, "sandbox", "workloads", "pinned-by-budget.yaml")
 
 
 def pin_a_pod(sandbox):

@@ -4,7 +4,7 @@ import os
 
 from tests.integration.harness import ROOT
 
-DEMO = os.path.join(ROOT, "tests", "sandbox", "workloads", "demo.yaml")
+DEMO = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 
 
 def assert_safe(report):

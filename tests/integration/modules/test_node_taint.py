@@ -1,10 +1,8 @@
 """node_taint end to end: taints, cordon, labels and annotations on sandbox nodes, other owners' taints untouched."""
 
-import sys
-
 import pytest
 
-from tests.integration.harness import collections_path
+from tests.integration.harness import install_collection_loader
 from tests.integration.modules.conftest import DEMO, assert_holds_workload, assert_safe, workload_pods
 
 OUTDATED = {"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}
@@ -104,8 +102,7 @@ def test_bad_input_gets_one_clear_error(sandbox, names):
 
 def test_a_concurrent_writer_between_read_and_write_is_not_overwritten(sandbox, names):
     """The write carries the resourceVersion read: the API answers 409, the node is read again, both taints survive."""
-    if collections_path() not in sys.path:
-        sys.path.insert(0, collections_path())
+    install_collection_loader()
     # pylint: disable=import-outside-toplevel
     from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, nodes
     from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import KubeApi

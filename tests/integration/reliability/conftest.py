@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-DEMO = os.path.join("tests", "sandbox", "workloads", "demo.yaml")
+DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 
 
 @pytest.fixture

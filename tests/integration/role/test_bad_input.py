@@ -124,7 +124,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
-    handle = start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
+    handle = start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("sandbox", "workloads", "demo.yaml")])
     # a launch-configuration group and an empty launch-template group, beside the sandbox's own
     autoscaling, ec2 = handle.aws("autoscaling", "test-setup"), handle.aws("ec2", "test-setup")
     subnets = ",".join(handle.state["subnets"].values()) if handle.state.get("subnets") else None

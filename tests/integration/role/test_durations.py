@@ -15,7 +15,7 @@ ALLOWED = "use a number of seconds (90) or a duration such as '90s', '15m' or '1
 
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
-    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
+    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("sandbox", "workloads", "demo.yaml")])
 
 
 def run(sandbox, tmp_path, extra, report):

@@ -19,7 +19,7 @@ OTHER_RUN = "awx-job-41@awx-ee-7f9c4/0a1b2c3d"
 
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
-    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
+    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("sandbox", "workloads", "demo.yaml")])
 
 
 def micro_time(moment):

@@ -14,7 +14,7 @@ GROUP = "sandbox-nodes"
 
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
-    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
+    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("sandbox", "workloads", "demo.yaml")])
 
 
 def run(sandbox, tmp_path, playbook, extra, report, check=False):

@@ -21,7 +21,7 @@ OTHER_RUN = "awx-job-77@awx-ee-5d1e2/7c6b5a4d"
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
     return start_sandbox(nodes=3, azs=3, groups=len(GROUPS), speed=20,
-                         workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
+                         workloads=[os.path.join("sandbox", "workloads", "demo.yaml")])
 
 
 def group_nodes(sandbox, group):

@@ -37,7 +37,7 @@ PLAYBOOK = """\
 
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
-    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("tests", "sandbox", "workloads", "demo.yaml")])
+    return start_sandbox(nodes=3, azs=3, speed=20, workloads=[os.path.join("sandbox", "workloads", "demo.yaml")])
 
 
 def test_no_secret_appears_anywhere_in_a_failed_run_at_vvv(sandbox, tmp_path):

@@ -15,7 +15,7 @@ from tests.integration.modules.conftest import assert_safe
 from tests.integration.workloads import pin_a_pod
 
 GROUP = "sandbox-nodes"
-DEMO = os.path.join("tests", "sandbox", "workloads", "demo.yaml")
+DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 TAINT = "nodeops.rollout/outdated"
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
         "rolling_update_drain_timeout=2m", "rolling_update_node_ready_timeout=5m"]

@@ -35,7 +35,7 @@ MAX_UNAVAILABLE = 2
 SURGE = min(max(2 * AZS, MAX_UNAVAILABLE), NODES_PER_GROUP)
 TAINT_PREFIX = "nodeops.rollout/"
 RECORD_DIR = os.path.join(ROOT, ".build", "role-e2e")
-DEMO = os.path.join(ROOT, "tests", "sandbox", "workloads", "demo.yaml")
+DEMO = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 
 
 def start_clusters(tmp_path_factory):

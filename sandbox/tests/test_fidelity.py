@@ -1,12 +1,13 @@
 """The fidelity table as a test: the same scripted scenario on both backends; every answer a module can observe must
-be the same, or be listed with its reason in ``tests.sandbox.fidelity.KNOWN_DIFFERENCES``. The table is written to
-``tests/output/fidelity.md``."""
+be the same, or be listed with its reason in ``sandbox.fidelity.KNOWN_DIFFERENCES``. The table is written to
+``tests/output/fidelity.md``. It needs the reference control plane, so the test command runs it in its reference stage
+only."""
 
 import os
 
 import pytest
 
-from tests.sandbox import fidelity
+from sandbox import fidelity
 
 pytestmark = pytest.mark.reference
 

@@ -1,6 +1,6 @@
 """The invariant checker on hand-written event logs: each invariant catches what it claims to."""
 
-from tests.sandbox.report import build_report
+from sandbox.report import build_report
 
 ROLLOUT = "nodeops.rollout/0.1.0 node_drain"
 

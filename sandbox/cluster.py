@@ -1,6 +1,6 @@
 """One sandbox: moto (with the fidelity layer) + the Kubernetes API server + the controllers, wired together.
 
-Used in-process by benchmarks and by ``python -m tests.sandbox serve`` (what ``up`` starts in the
+Used in-process by benchmarks and by ``python -m sandbox serve`` (what ``up`` starts in the
 background). Everything a client needs to reach it is written to the state directory:
 ``kubeconfig``, ``aws.env`` (source-able), ``sandbox.json`` (ports, pid, groups, AMIs, launch templates)
 and ``events.jsonl`` (the event log the invariant report reads).

@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.sandbox.aws import AwsSandbox
-from tests.sandbox.clock import Clock
-from tests.sandbox.events import EventLog
+from sandbox.aws import AwsSandbox
+from sandbox.clock import Clock
+from sandbox.events import EventLog
 
 SPEED = 100.0
 BOOT = 60.0  # simulated seconds: 0.6 s of wall time

@@ -1,7 +1,7 @@
 """The fidelity table: one scripted scenario on both Kubernetes backends, every answer a module can observe
 compared side by side.
 
-    python -m tests.sandbox.fidelity [--out FILE.md] [--json FILE.json]
+    python -m sandbox.fidelity [--out FILE.md] [--json FILE.json]
 
 Each probe makes the same requests against a fresh 3-node sandbox of each backend and reduces what came back
 to what a client can act on (status code, Status reason, causes, the fields the collection reads); the
@@ -17,17 +17,15 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from sandbox.reference.rest import Rest
+from tests.integration.harness import SandboxHandle, wait_until
 
-from tests.integration.harness import SandboxHandle, wait_until  # noqa: E402  pylint: disable=wrong-import-position
-from tests.sandbox.reference.rest import Rest  # noqa: E402  pylint: disable=wrong-import-position
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 NS = "fidelity"
 PODS = "/api/v1/namespaces/%s/pods" % NS
 NEVER_READY = {"sandbox.nodeops.io/ready-seconds": "never"}
-# probe -> why a difference there cannot mislead a module (kept in step with tests/sandbox/README.md)
+# probe -> why a difference there cannot mislead a module (kept in step with sandbox/README.md)
 KNOWN_DIFFERENCES = {
     "label selector that does not parse": (
         "the wording of the message: kube-apiserver's lexer names the token it expected, the embedded parser the "
@@ -205,7 +203,7 @@ def scenario(handle):
 
 def _watch_expired(rest):
     """A watch from resourceVersion 1: on a young cluster nothing is compacted yet, so both replay history from it."""
-    from tests.sandbox.reference.rest import RestError  # pylint: disable=import-outside-toplevel
+    from sandbox.reference.rest import RestError  # pylint: disable=import-outside-toplevel
     replayed = 0
     try:
         for _event in rest.watch(PODS, "1", timeout_seconds=2):

@@ -1,20 +1,20 @@
 """Command line of the sandbox.
 
-    python -m tests.sandbox up --state-dir DIR [--nodes 6] [--azs 3] [--groups 1] [--speed F] [--detach]
-                               [--kube embedded|reference]
-                                               [--workload FILE ...]
-    python -m tests.sandbox down --state-dir DIR
-    python -m tests.sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
-    python -m tests.sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
-                                  [--k8s-429 VERB=RATE] [--k8s-5xx VERB=RATE] [--k8s-down SECONDS] [--insufficient-capacity AZ]
-                                  [--nodes-never-ready | --nodes-ready] [--eviction-latency SECONDS]
-                                  [--seed N] [--clear]
-    python -m tests.sandbox apply --state-dir DIR FILE [FILE ...]
-    python -m tests.sandbox show --state-dir DIR
+    python -m sandbox up --state-dir DIR [--nodes 6] [--azs 3] [--groups 1] [--speed F] [--detach]
+                         [--kube embedded|reference] [--workload FILE ...]
+    python -m sandbox down --state-dir DIR
+    python -m sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
+    python -m sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
+                            [--k8s-429 VERB=RATE] [--k8s-5xx VERB=RATE] [--k8s-down SECONDS] [--insufficient-capacity AZ]
+                            [--nodes-never-ready | --nodes-ready] [--eviction-latency SECONDS]
+                            [--seed N] [--clear]
+    python -m sandbox apply --state-dir DIR FILE [FILE ...]
+    python -m sandbox show --state-dir DIR
 
-Everything binds 127.0.0.1 only. Two sandboxes with different state directories run side by side.
-Faults add up: each ``fault`` command changes only what it names (``ACTION=0`` removes one rate,
-``--insufficient-capacity ''`` empties the AZ list); ``--clear`` resets every fault first.
+Run it from the repository root (``sandbox`` is a package there). Everything binds 127.0.0.1 only. Two
+sandboxes with different state directories run side by side. Faults add up: each ``fault`` command changes
+only what it names (``ACTION=0`` removes one rate, ``--insufficient-capacity ''`` empties the AZ list);
+``--clear`` resets every fault first.
 """
 
 import argparse
@@ -132,16 +132,16 @@ def cmd_up(args):
 
 
 def _up_detached(args, state_dir):
-    cmd = [sys.executable, "-m", "tests.sandbox", "up", "--state-dir", state_dir, "--nodes", str(args.nodes),
+    cmd = [sys.executable, "-m", "sandbox", "up", "--state-dir", state_dir, "--nodes", str(args.nodes),
            "--azs", str(args.azs), "--groups", str(args.groups), "--speed", str(args.speed), "--kube", args.kube]
     for w in args.workload or []:
         cmd += ["--workload", os.path.abspath(w)]
     log_path = os.path.join(state_dir, "sandbox.log")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    # from the repository root, where python -m finds the sandbox package, whatever directory up was run from
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,  # pylint: disable=consider-using-with
-                                cwd=root, env=env, start_new_session=True)
+                                cwd=root, start_new_session=True)
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         st = _state(state_dir)
@@ -321,7 +321,7 @@ def cmd_show(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m tests.sandbox", description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__.split("\n", 1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="start a sandbox")

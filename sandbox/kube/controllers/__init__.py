@@ -6,7 +6,7 @@ ReplicaSets (:mod:`.replicaset`), Deployments (:mod:`.deployment`), DaemonSets (
 PodDisruptionBudget status (:mod:`.budgets`), garbage collector (:mod:`.gc`), NoExecute taint eviction
 (:mod:`.taints`) and core/v1 Events (:mod:`.recorder`), all on one loop (:mod:`.runtime`).
 
-    from tests.sandbox.kube.controllers import Controllers, ControllerConfig
+    from sandbox.kube.controllers import Controllers, ControllerConfig
     ctl = Controllers(store, clock, events, instances_fn, ControllerConfig(node_ready_seconds=10.0))
     ctl.start(); ...; ctl.stop()
     ctl.faults.set(nodes_never_ready=True); ctl.faults.clear()

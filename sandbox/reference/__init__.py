@@ -37,7 +37,7 @@ class ReferenceKube:
         return self.plane.kubeconfig()
 
     def start(self):
-        # imported here, so that ``python -m tests.sandbox.reference.build`` runs a module not yet imported
+        # imported here, so that ``python -m sandbox.reference.build`` runs a module not yet imported
         from .build import ensure, pins  # pylint: disable=import-outside-toplevel
         bin_dir = ensure()
         self.kubelet_version = pins()["k8s.io/kubernetes"]

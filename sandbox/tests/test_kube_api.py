@@ -17,10 +17,10 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from tests.sandbox.clock import Clock
-from tests.sandbox.events import EventLog
-from tests.sandbox.kube.server import KubeApiServer
-from tests.sandbox.kube.store import Store
+from sandbox.clock import Clock
+from sandbox.events import EventLog
+from sandbox.kube.server import KubeApiServer
+from sandbox.kube.store import Store
 
 KUBECTL = shutil.which("kubectl")
 NS = "shop"

@@ -1,12 +1,12 @@
-"""The reference backend's reading of kube-apiserver's audit log (tests/sandbox/reference/observer.py), on written
+"""The reference backend's reading of kube-apiserver's audit log (sandbox/reference/observer.py), on written
 audit lines: how a pod's end is explained, and which requests become ``k8s.request`` events. Needs no control plane."""
 
 import json
 
-from tests.sandbox.clock import Clock
-from tests.sandbox.events import EventLog
-from tests.sandbox.reference import observer
-from tests.sandbox.reference.observer import AuditTail
+from sandbox.clock import Clock
+from sandbox.events import EventLog
+from sandbox.reference import observer
+from sandbox.reference.observer import AuditTail
 
 KCM = "kube-controller-manager/v1.34.4 (linux/amd64) kubernetes/abcdef0/%s"
 MODULE = "nodeops.rollout/1.0.0 node_drain (ansible)"

@@ -1,6 +1,6 @@
 """The sandbox's command line, driven exactly as a user drives it.
 
-Every sandbox here is started with ``python -m tests.sandbox up --detach`` in a subprocess and observed only
+Every sandbox here is started with ``python -m sandbox up --detach`` in a subprocess and observed only
 from outside: the files it writes, boto3 against its AWS endpoint, the official Kubernetes client and kubectl
 against its API server, the sockets its process listens on, and ``report``. Sandboxes that tests only read
 (or restore after use) are shared by the tests of this file; the planted violation gets its own, because
@@ -24,8 +24,8 @@ from botocore.exceptions import ClientError
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-DEMO = os.path.join(ROOT, "tests", "sandbox", "workloads", "demo.yaml")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEMO = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 KUBECTL = shutil.which("kubectl")
 SPEED = 40.0
 WAIT = 60.0   # wall seconds for anything the sandbox does on its own; generous for a busy machine
@@ -39,8 +39,8 @@ NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 # ---- driving the CLI -----------------------------------------------------------------------------------------------
 def cli(*args, check=True, timeout=240, env=None):
-    """Run ``python -m tests.sandbox ARGS`` from the repository root, as a user does."""
-    proc = subprocess.run([sys.executable, "-m", "tests.sandbox"] + [str(a) for a in args], cwd=ROOT, env=env,
+    """Run ``python -m sandbox ARGS`` from the repository root, as a user does."""
+    proc = subprocess.run([sys.executable, "-m", "sandbox"] + [str(a) for a in args], cwd=ROOT, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, check=False)
     if check and proc.returncode != 0:
         raise AssertionError("sandbox %s failed (rc %d):\n%s\n%s" % (" ".join(map(str, args)), proc.returncode,

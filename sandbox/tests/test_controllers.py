@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from tests.sandbox.clock import Clock
-from tests.sandbox.events import EventLog
-from tests.sandbox.kube.controllers import ControllerConfig, Controllers, Faults
-from tests.sandbox.kube.store import Store, copy_obj, is_ready
+from sandbox.clock import Clock
+from sandbox.events import EventLog
+from sandbox.kube.controllers import ControllerConfig, Controllers, Faults
+from sandbox.kube.store import Store, copy_obj, is_ready
 
 SPEED = 100.0
 WAIT = 60.0   # wall seconds; generous because the machine may be busy
