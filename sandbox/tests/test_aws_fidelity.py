@@ -169,6 +169,9 @@ def test_new_instances_are_pending_until_booted_then_in_service(aws_sandbox, aws
     assert wait_for(lambda: {i["LifecycleState"] for i in describe(aws_sandbox, "fid-boot")["Instances"]} == {"InService"}, timeout=10)
     assert {i["State"]["Name"] for i in ec2_instances(aws_sandbox, ids).values()} == {"running"}
     assert {i["state"] for i in aws_sandbox.instances() if i["instance_id"] in ids} == {"running"}
+    # the boot thread writes instance.running when it wakes, just after the clock made the instance running
+    assert wait_for(lambda: {e["instance_id"] for e in events_of(aws_sandbox, "instance.running", group="fid-boot")} == set(ids),
+                    timeout=10)
     launched = {e["instance_id"]: e["t"] for e in events_of(aws_sandbox, "instance.launched", group="fid-boot")}
     running = {e["instance_id"]: e["t"] for e in events_of(aws_sandbox, "instance.running", group="fid-boot")}
     assert set(launched) == set(running) == set(ids)
