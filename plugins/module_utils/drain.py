@@ -19,9 +19,17 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import drain_rules, plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import TRANSPORT_ERRORS, ApiException, KubeApi, error_status, with_pool_size
-from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeConflict, NodeNotFound, cordon_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import (
+    TRANSPORT_ERRORS,
+    ApiException,
+    KubeApi,
+    error_status,
+    kube_errors,
+    with_pool_size,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes
 
 # Upper bound of threads sending evictions, all nodes together.
 MAX_EVICTION_THREADS = 64
@@ -673,6 +681,7 @@ class Drain:
         return output
 
 
+@reports_errors
 def run_node_drain(module, make_client):
     """node_drain: validate the options, build the client (``make_client(module)``), drain, exit the module."""
     params = module.params
@@ -684,25 +693,15 @@ def run_node_drain(module, make_client):
             names.append(name.strip())
     if not names:
         module.fail_json(msg="nodes: an empty list is not allowed; name at least one node")
-    try:
-        options = DrainOptions(params)
-    except plan.PlanError as exc:
-        module.fail_json(msg=str(exc))
-        return
+    options = DrainOptions(params)
     workers = min(len(names), options.max_concurrent_nodes or len(names))
     api_client = with_pool_size(make_client(module), min(MAX_EVICTION_THREADS, workers * options.max_concurrent_evictions) + workers + 4)
     drain = Drain(KubeApi(api_client), names, options, check_mode=module.check_mode, diff=module._diff)
     try:
-        output = drain.run()
+        with kube_errors("drain", "nodes %s" % ", ".join(names)):
+            output = drain.run()
     except NodeNotFound as exc:
-        module.fail_json(msg="%s; nothing was changed" % exc)
-        return
-    except NodeConflict as exc:
-        module.fail_json(msg=str(exc))
-        return
-    except (ApiException,) + TRANSPORT_ERRORS as exc:
-        module.fail_json(msg=describe_k8s_error(exc, "drain", "nodes %s" % ", ".join(names)))
-        return
+        raise RolloutError("%s; nothing was changed" % exc) from None
     if output.pop("failed", False):
         module.fail_json(**output)
     module.exit_json(**output)

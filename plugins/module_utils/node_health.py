@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils import plan
 
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
@@ -22,7 +23,7 @@ _PROVIDER_ID_RE = re.compile(r"^aws://(?:/(?P<az>[^/]*))?/(?P<id>i-[0-9a-zA-Z]+)
 _INSTANCE_ID_RE = re.compile(r"^i-[0-9a-zA-Z]+$")
 
 
-class HealthError(ValueError):
+class HealthError(RolloutError, ValueError):
     """Bad input; the message names the field and what is allowed."""
 
 

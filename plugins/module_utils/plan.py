@@ -32,6 +32,8 @@ import random
 import re
 from datetime import datetime, timedelta, timezone
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+
 # The EKS managed node group quota on maxUnavailable (UpdateNodegroupConfig accepts 1..100 nodes).
 EKS_MAX_UNAVAILABLE_QUOTA = 100
 
@@ -65,7 +67,7 @@ BLOCKER_KINDS = ("pdb_zero", "pdb_insufficient", "multiple_pdbs", "naked_pod", "
                  "single_replica", "tolerates_all")
 
 
-class PlanError(ValueError):
+class PlanError(RolloutError, ValueError):
     """Bad input to a planning function; the message names the field and the values allowed."""
 
 

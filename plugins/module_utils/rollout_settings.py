@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.asg import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_duration, parse_int_or_percent
 

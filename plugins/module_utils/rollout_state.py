@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.plan import TAG_DETACHED
 
 TAG_PREFIX = "nodeops.rollout/"
@@ -82,7 +83,7 @@ _PROCESS_RE = re.compile(r"^[A-Za-z]+$")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
-class StateError(ValueError):
+class StateError(RolloutError, ValueError):
     """The group's nodeops.rollout/* tags cannot be read; the message names the group, the tag and its value."""
 
 

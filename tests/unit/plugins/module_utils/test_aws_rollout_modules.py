@@ -19,7 +19,6 @@ import pytest
 from botocore.client import BaseClient
 from moto import mock_aws
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import asg as asg_utils
 from ansible_collections.nodeops.rollout.plugins.module_utils import node_group as node_group_utils
 from ansible_collections.nodeops.rollout.plugins.module_utils import rollout_state as rs
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import run_launch_template_version
@@ -255,7 +254,7 @@ def _info_sees_nodes(monkeypatch, items):
         def list_nodes():
             return items
 
-    monkeypatch.setattr(asg_utils, "KubeApi", lambda api_client: Nodes())
+    monkeypatch.setattr(node_group_utils, "KubeApi", lambda api_client: Nodes())
     monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: object())
 
 
@@ -643,23 +642,28 @@ def test_an_instance_of_another_group_is_refused(world, run, api_calls):
 
 
 class _FakeNodes:
-    """A Kubernetes API holding Node objects, recording deletions (404 for nodes already gone)."""
+    """A Kubernetes API holding cordoned Node objects without pods, recording deletions."""
 
     def __init__(self, nodes):
         self.nodes = dict(nodes)   # node name -> instance id
         self.deleted = []
 
     def list_nodes(self):
-        return [{"metadata": {"name": name}, "spec": {"providerID": "aws:///us-east-1a/%s" % instance_id},
+        return [{"metadata": {"name": name}, "spec": {"providerID": "aws:///us-east-1a/%s" % instance_id, "unschedulable": True},
                  "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
                 for name, instance_id in self.nodes.items()]
 
+    @staticmethod
+    def list_pods(node=None):  # pylint: disable=unused-argument
+        return []
+
     def delete_node(self, name):
-        from kubernetes.client.exceptions import ApiException  # pylint: disable=import-outside-toplevel
+        """As KubeApi.delete_node: True when deleted, False when already gone."""
         if name not in self.nodes:
-            raise ApiException(status=404, reason="Not Found")
+            return False
         del self.nodes[name]
         self.deleted.append(name)
+        return True
 
 
 def test_nodes_that_outlive_their_instances_are_deleted_and_running_ones_are_left(world, run, monkeypatch):
@@ -673,8 +677,7 @@ def test_nodes_that_outlive_their_instances_are_deleted_and_running_ones_are_lef
         def sanitize_for_serialization(value):
             return value
 
-    monkeypatch.setattr(asg_utils, "core_api", lambda api_client: api)
-    monkeypatch.setattr(asg_utils, "KubeApi", lambda api_client: api)
+    monkeypatch.setattr(terminate_utils, "KubeApi", lambda api_client: api)
     monkeypatch.setattr(terminate_utils, "k8s_client", lambda module: Client())
     result = run("instance_terminate", asg_name="workers", instance_ids=[gone, victim])
     assert result["already_gone"] == [gone] and result["terminated"] == [victim]

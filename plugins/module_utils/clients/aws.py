@@ -12,32 +12,16 @@ from __future__ import annotations
 
 import re
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWSConfigurationError, aws_connection
-from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import TRANSPORT_ERRORS, KubeApi
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ERRORS, aws_connection, describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.plan import backoff_delay
-from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
     TAG_INSTANCE_DETACHED_FROM,
     tags_to_dict,
 )
-
-try:
-    from botocore.exceptions import BotoCoreError, ClientError
-except ImportError:
-    AWS_ERRORS = ()
-else:
-    AWS_ERRORS = (BotoCoreError, ClientError)
-
-try:
-    from kubernetes.client import CoreV1Api
-    from kubernetes.client.exceptions import ApiException
-except ImportError:
-    K8S_ERRORS = ()
-else:
-    # an answer of the API server, or none (unreachable, timed out)
-    K8S_ERRORS = (ApiException,) + TRANSPORT_ERRORS
 
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
 # Auto Scaling lifecycle states of an instance that is leaving or has left the group.
@@ -48,23 +32,10 @@ ALIVE_EC2_STATES = ("pending", "running", "stopping", "stopped")
 _FILTER_CHUNK = 199
 
 
-class RolloutError(Exception):
-    """A failure to report through fail_json: ``msg`` first, then structured ``details``."""
-
-    def __init__(self, msg, **details):
-        super().__init__(msg)
-        self.msg = msg
-        self.details = details
-
-
 def aws_clients(module, *services):
     """``(connection, client, ...)``: one AWS connection from the module's options and a client per service."""
     connection = aws_connection(module)
-    try:
-        return (connection,) + tuple(connection.client(service) for service in services)
-    except AWSConfigurationError as exc:
-        module.fail_json(msg=str(exc))
-        raise  # not reached: fail_json exits
+    return (connection,) + tuple(connection.client(service) for service in services)
 
 
 def error_code(exc):
@@ -233,64 +204,6 @@ def group_instances(ec2, group, include_detached=True):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Kubernetes nodes
-# ---------------------------------------------------------------------------------------------------------
-
-def node_summary(node):
-    """The facts about a Node (API JSON form) that a rollout reads."""
-    metadata = node.get("metadata") or {}
-    spec = node.get("spec") or {}
-    ready = False
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            ready = condition.get("status") == "True"
-    taints = [{"key": taint.get("key"), "value": taint.get("value"), "effect": taint.get("effect")}
-              for taint in spec.get("taints") or []]
-    return {
-        "name": metadata.get("name"),
-        "provider_id": spec.get("providerID"),
-        "ready": ready,
-        "schedulable": not spec.get("unschedulable", False),
-        "taints": taints,
-        "labels": dict(metadata.get("labels") or {}),
-        "annotations": dict(metadata.get("annotations") or {}),
-    }
-
-
-def core_api(api_client):
-    return CoreV1Api(api_client)
-
-
-def list_nodes(api_client):
-    """Every node of the cluster, as the API returns them (JSON dicts), with KubeApi's retries of 429s, 5xx and
-    dropped connections (a single 500 must not stop a rollout at its end check)."""
-    return KubeApi(api_client).list_nodes()
-
-
-def nodes_by_instance(api_client, raw_nodes=None):
-    """``{instance id: node summary}`` for every node whose providerID names an EC2 instance (``raw_nodes``: the
-    nodes already listed, else they are listed here)."""
-    found = {}
-    for node in list_nodes(api_client) if raw_nodes is None else raw_nodes:
-        summary = node_summary(node)
-        instance_id = instance_id_of(summary["provider_id"])
-        if instance_id:
-            found[instance_id] = summary
-    return found
-
-
-def delete_node(api_client, name):
-    """Delete a Node object; True when deleted, False when it was already gone."""
-    try:
-        core_api(api_client).delete_node(name)
-    except K8S_ERRORS as exc:
-        if getattr(exc, "status", None) == 404:
-            return False
-        raise
-    return True
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Waiting
 # ---------------------------------------------------------------------------------------------------------
 
@@ -310,3 +223,15 @@ def wait_for(check, timeout, what, sleep=time.sleep, clock=time.monotonic, poll_
             raise RolloutError("timed out after %ds waiting for %s: %s" % (timeout, what, detail), waited_seconds=round(elapsed, 1))
         attempt += 1
         sleep(min(backoff_delay(attempt, base=1.0, cap=poll_cap), max(0.1, timeout - elapsed)))
+
+
+@contextmanager
+def aws_errors(operation, resource=None, params=None):
+    """Turn an AWS error raised inside into a RolloutError whose message is describe_aws_error's line.
+
+    ``with aws_errors("SetDesiredCapacity", "Auto Scaling group 'web'"): ...``: the text is written where the call is made.
+    """
+    try:
+        yield
+    except AWS_ERRORS as exc:
+        raise RolloutError(describe_aws_error(exc, operation, resource, params)) from exc

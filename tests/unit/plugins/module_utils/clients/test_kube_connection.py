@@ -23,9 +23,9 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.eks.models import eks_backends
 from urllib3.exceptions import MaxRetryError
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import k8s
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC, AWSConnection
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients import kube_connection as k8s
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC, AWSConnection
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import (
     K8S_ARGUMENT_SPEC,
     K8sConfigurationError,
     describe_k8s_error,

@@ -16,8 +16,12 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from contextlib import contextmanager
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
 
 try:
     from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api
@@ -41,6 +45,9 @@ try:
     TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
 except ImportError:
     TRANSPORT_ERRORS = (OSError,)
+
+# an answer of the API server, or none (unreachable, timed out)
+K8S_ERRORS = (ApiException,) + TRANSPORT_ERRORS
 
 # Seconds before one API request is abandoned (connect, read).
 REQUEST_TIMEOUT = (10, 60)
@@ -142,6 +149,16 @@ class KubeApi:
         """JSON merge patch; a ``metadata.resourceVersion`` in it makes a stale write fail with 409."""
         return self._call(self.core.patch_node, name, patch, _content_type=MERGE_PATCH)
 
+    def delete_node(self, name):
+        """Delete a Node object; True when deleted, False when it was already gone."""
+        try:
+            self._call(self.core.delete_node, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
     def list_nodes(self, label_selector=None):
         kwargs = {"label_selector": label_selector} if label_selector else {}
         return self._call(self.core.list_node, **kwargs).get("items") or []
@@ -211,3 +228,54 @@ class KubeApi:
     def replace_lease(self, namespace, name, body):
         """PUT the whole lease; the ``metadata.resourceVersion`` in ``body`` makes a stale write fail with 409."""
         return self._call(self.coordination.replace_namespaced_lease, name, namespace, body)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Nodes by instance
+# ---------------------------------------------------------------------------------------------------------
+
+def node_summary(node):
+    """The facts about a Node (API JSON form) that a rollout reads."""
+    metadata = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    ready = False
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            ready = condition.get("status") == "True"
+    taints = [{"key": taint.get("key"), "value": taint.get("value"), "effect": taint.get("effect")}
+              for taint in spec.get("taints") or []]
+    return {
+        "name": metadata.get("name"),
+        "provider_id": spec.get("providerID"),
+        "ready": ready,
+        "schedulable": not spec.get("unschedulable", False),
+        "taints": taints,
+        "labels": dict(metadata.get("labels") or {}),
+        "annotations": dict(metadata.get("annotations") or {}),
+    }
+
+
+def nodes_by_instance(nodes):
+    """``{instance id: node summary}`` for every node (API JSON form, as KubeApi.list_nodes returns them) whose
+    providerID names an EC2 instance."""
+    found = {}
+    for node in nodes:
+        summary = node_summary(node)
+        instance_id = instance_id_of(summary["provider_id"])
+        if instance_id:
+            found[instance_id] = summary
+    return found
+
+
+@contextmanager
+def kube_errors(verb, obj=None, params=None, detailed=False):
+    """Turn a Kubernetes API error raised inside into a RolloutError whose message is describe_k8s_error's line.
+
+    ``with kube_errors("evict", "pod default/web-1"): ...``: the text is written where the call is made. ``detailed``
+    adds the error's details (``error``) and the traceback (``exception``) to the failed result.
+    """
+    try:
+        yield
+    except K8S_ERRORS as exc:
+        details = dict(error=k8s_error_details(exc), exception=traceback.format_exc()) if detailed else {}
+        raise RolloutError(describe_k8s_error(exc, verb, obj, params), **details) from exc

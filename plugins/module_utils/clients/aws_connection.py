@@ -16,6 +16,7 @@ import traceback
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.version import user_agent
 
 try:
@@ -23,6 +24,7 @@ try:
     import botocore
     from botocore.config import Config
     from botocore.exceptions import (
+        BotoCoreError,
         ClientError,
         ConnectionError as BotoConnectionError,
         NoCredentialsError,
@@ -32,9 +34,12 @@ try:
 except ImportError:
     HAS_BOTO3 = False
     BOTO3_IMPORT_ERROR = traceback.format_exc()
+    AWS_ERRORS = ()
 else:
     HAS_BOTO3 = True
     BOTO3_IMPORT_ERROR = None
+    # an answer of an AWS API, or none (unreachable, no credentials)
+    AWS_ERRORS = (BotoCoreError, ClientError)
 
 
 RETRY_MODES = ("standard", "adaptive")
@@ -71,7 +76,7 @@ _SECRET_OPTIONS = ("secret_key", "session_token")
 REGION_REQUIRED_MSG = "region is required: set region, or AWS_REGION / AWS_DEFAULT_REGION"
 
 
-class AWSConfigurationError(Exception):
+class AWSConfigurationError(RolloutError):
     """The AWS options cannot be turned into a working session (the message says which option and why)."""
 
 

@@ -33,13 +33,14 @@ import traceback
 from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import (
     HAS_BOTO3,
     AWSConfigurationError,
     aws_connection,
     describe_aws_error,
     register_aws_secrets,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.version import user_agent
 
 try:
@@ -115,7 +116,7 @@ NO_CONNECTION_MSG = (
     "(KUBERNETES_SERVICE_HOST) and no kubeconfig file at %s")
 
 
-class K8sConfigurationError(Exception):
+class K8sConfigurationError(RolloutError):
     """The Kubernetes options cannot be turned into a working client (the message says which option and why)."""
 
 
@@ -466,13 +467,3 @@ def k8s_error_details(exc):
         if causes:
             details["causes"] = causes
     return details
-
-
-def fail_k8s_error(module, exc, verb, obj=None, **extra):
-    """Fail the module with describe_k8s_error's line first, the error's details and the traceback."""
-    module.fail_json(
-        msg=describe_k8s_error(exc, verb, obj),
-        error=k8s_error_details(exc),
-        exception=traceback.format_exc(),
-        **extra
-    )

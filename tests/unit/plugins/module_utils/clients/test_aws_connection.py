@@ -16,8 +16,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, ParamValidationError
 from moto import mock_aws
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import aws
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients import aws_connection as aws
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import (
     AWS_ARGUMENT_SPEC,
     REGION_REQUIRED_MSG,
     AWSConfigurationError,
@@ -31,7 +31,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.version import COL
 pytestmark = pytest.mark.usefixtures("isolated_env")
 
 KEYS = dict(access_key="AKIDEXAMPLE", secret_key="secret-example")
-COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 
 
 def _write_profile(home, name="dev", region="eu-central-1"):
