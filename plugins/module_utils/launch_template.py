@@ -11,15 +11,9 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
-    AWS_ERRORS,
-    aws_clients,
-    aws_errors,
-    error_code,
-    require_group,
-)
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import AWS_ERRORS, aws_clients, aws_errors, error_code, require_group
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
 
 AMI_ID_RE = re.compile(r"^ami-[0-9a-f]{8,17}$")
 SYMBOLIC_VERSIONS = ("$Latest", "$Default")

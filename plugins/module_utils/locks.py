@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock, plan
+from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi, kube_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import kube_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import parse_duration
 
 # Reads and writes of one decision before a run of 409s is reported.
 CONFLICT_ATTEMPTS = 5
@@ -105,7 +106,7 @@ def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now,
         if written is not None:
             return _outcome(decision["action"], namespace, name, written, decision, moment)
         if sleep is not None:
-            sleep(plan.backoff_delay(attempt + 1, base=0.1, cap=1.0))
+            sleep(backoff_delay(attempt + 1, base=0.1, cap=1.0))
     raise LockContended("Lease %s/%s of node group %s: %d writes in a row met a concurrent change (409); giving up"
                         % (namespace, name, group, attempts))
 
@@ -128,7 +129,7 @@ def release(api, group, namespace, holder, check_mode=False, now=utc_now, attemp
         if written is not None:
             return _outcome("release", namespace, name, written, decision, moment)
         if sleep is not None:
-            sleep(plan.backoff_delay(attempt + 1, base=0.1, cap=1.0))
+            sleep(backoff_delay(attempt + 1, base=0.1, cap=1.0))
     raise LockContended("Lease %s/%s of node group %s: %d releases in a row met a concurrent change (409); giving up"
                         % (namespace, name, group, attempts))
 
@@ -158,4 +159,4 @@ def _duration_seconds(value):
     values = value if isinstance(value, list) else [value]
     if not values:
         raise lease_lock.LockError("duration: an empty list is not allowed; use a duration such as '30m'")
-    return sum(plan.parse_duration(item, "duration") for item in values)
+    return sum(parse_duration(item, "duration") for item in values)

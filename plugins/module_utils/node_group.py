@@ -24,12 +24,13 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, node_summary, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import failed_to_join
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_duration, parse_int_or_percent, rollout_plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch, instance_id_of
 
 _PUBLIC_INSTANCE_KEYS = ("instance_id", "az", "lifecycle_state", "health_status", "launch_template", "image_id",

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import pod_is_finished, pod_is_ready, pod_is_terminating, pod_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils import plan
 
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
@@ -68,7 +68,7 @@ def failed_to_join(instances, up_to_date_ids, now, join_timeout):
     """The up-to-date instances in service that have had ``join_timeout`` seconds since launch and still are no Ready
     node: ``[{"instance_id", "az", "node", "launch_time", "reason"}]``, oldest first.
 
-    ``instances``: ``asg.instance_record`` shape with the node joined (``{"name", "ready"}`` or None); ``now``: an aware
+    ``instances``: ``clients.aws.instance_record`` shape with the node joined (``{"name", "ready"}`` or None); ``now``: an aware
     datetime. A run that launched them has waited that long and stopped with NodeCreationFailure; the next run replaces
     them once (a broken image fails again, and stops again) instead of waiting for nodes that will never come."""
     wanted = set(up_to_date_ids)
@@ -129,13 +129,13 @@ def critical_pods_not_ready(pods, node_names):
         priority = spec.get("priorityClassName")
         if priority not in CRITICAL_PRIORITY_CLASSES:
             continue
-        if plan.pod_is_terminating(pod) or plan.pod_is_finished(pod):
+        if pod_is_terminating(pod) or pod_is_finished(pod):
             continue
         if priority == "system-node-critical" and spec.get("nodeName") not in names:
             continue
-        if plan.pod_is_ready(pod):
+        if pod_is_ready(pod):
             continue
-        result.append({"pod": plan.pod_key(pod), "priority_class": priority, "node": spec.get("nodeName"),
+        result.append({"pod": pod_key(pod), "priority_class": priority, "node": spec.get("nodeName"),
                        "problem": _pod_problem(pod)})
     return sorted(result, key=lambda entry: entry["pod"])
 

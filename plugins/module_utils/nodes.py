@@ -14,11 +14,11 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi, kube_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import kube_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_marks import ANNOTATION_CORDONED
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_CORDONED
 
 # Attempts of one node's read-modify-write before a run of conflicts is reported.
 CONFLICT_ATTEMPTS = 8
@@ -70,7 +70,7 @@ def update_node(api, name, decide, check_mode=False, attempts=CONFLICT_ATTEMPTS,
             if exc.status != 409:
                 raise
             conflicts += 1
-            sleep(plan.backoff_delay(attempt + 1, base=0.05, cap=1.0))
+            sleep(backoff_delay(attempt + 1, base=0.05, cap=1.0))
     raise NodeConflict("node %s: %d writes in a row met a concurrent change (409 Conflict); giving up" % (name, conflicts))
 
 

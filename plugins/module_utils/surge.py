@@ -31,7 +31,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     wait_for,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import outdated_instances
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import (
     check_surge_syntax,
     detach_candidates,
     group_settled,
@@ -42,9 +44,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import
     surge_applied,
     surged_sizes,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, outdated_instances, parse_duration, parse_int_or_percent
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
     TAG_INSTANCE_DETACHED,
     TAG_INSTANCE_DETACHED_FROM,
     TAG_RESTORE_SIZES,
@@ -58,6 +58,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state impo
     valid_rollout_id,
     write_state,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
 
 # DetachInstances takes at most 20 instance ids per call.
 _DETACH_CHUNK = 20

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import node_health, plan
+from ansible_collections.nodeops.rollout.plugins.module_utils import node_health
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import kube_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import parse_duration
 
 
 class ValidateOptions:
-    """The module's options, validated (raises node_health.HealthError or plan.PlanError naming the field)."""
+    """The module's options, validated (raises node_health.HealthError or PlanError naming the field)."""
 
     def __init__(self, params):
         self.instance_ids = None
@@ -39,8 +39,8 @@ class ValidateOptions:
         self.passes = params.get("passes") if params.get("passes") is not None else 1
         if isinstance(self.passes, bool) or not isinstance(self.passes, int) or self.passes < 1:
             raise node_health.HealthError("passes: %r is not allowed; use an integer >= 1" % (self.passes,))
-        self.interval = plan.parse_duration(params.get("interval", "10s"), "interval")
-        self.timeout = plan.parse_duration(params.get("timeout", "10m"), "timeout")
+        self.interval = parse_duration(params.get("interval", "10s"), "interval")
+        self.timeout = parse_duration(params.get("timeout", "10m"), "timeout")
 
 
 class Validation:

@@ -5,7 +5,7 @@
 """Reading Auto Scaling groups, their EC2 instances and their Kubernetes nodes, and waiting on them.
 
 Every function takes clients the caller built (``aws_client``/``k8s_client``), so each request carries the
-calling module's user agent. Instances are returned in the shape ``plan.py`` reads (see its docstring).
+calling module's user agent. Instances are returned in the shape ``rollout.outdated`` reads (see its docstring).
 """
 
 from __future__ import annotations
@@ -16,12 +16,9 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ERRORS, aws_connection, describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import backoff_delay
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
-    TAG_INSTANCE_DETACHED_FROM,
-    tags_to_dict,
-)
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import TAG_INSTANCE_DETACHED_FROM, tags_to_dict
 
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
 # Auto Scaling lifecycle states of an instance that is leaving or has left the group.
@@ -165,7 +162,7 @@ def _template_of(asg_instance, tags):
 
 
 def instance_record(asg_instance, ec2_instance, detached=False):
-    """One instance in plan.py's shape, from the group's view and EC2's view (either may be missing)."""
+    """One instance in rollout.outdated's shape, from the group's view and EC2's view (either may be missing)."""
     ec2_instance = ec2_instance or {}
     tags = tags_to_dict(ec2_instance.get("Tags"))
     instance_id = (asg_instance or {}).get("InstanceId") or ec2_instance.get("InstanceId")
@@ -192,7 +189,7 @@ def instance_record(asg_instance, ec2_instance, detached=False):
 
 
 def group_instances(ec2, group, include_detached=True):
-    """Every member of ``group`` plus (optionally) the alive instances detached from it for surge, in plan.py's shape."""
+    """Every member of ``group`` plus (optionally) the alive instances detached from it for surge, in rollout.outdated's shape."""
     listed = group.get("Instances") or []
     detached = detached_instances(ec2, group["AutoScalingGroupName"]) if include_detached else []
     in_group = set(instance["InstanceId"] for instance in listed)

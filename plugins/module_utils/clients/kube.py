@@ -8,7 +8,7 @@ Objects are read as raw JSON (no model deserialisation): the pure layer reads ca
 hundreds of pods stays cheap. Reads and idempotent writes are retried with capped exponential backoff: a few times on
 throttling (429) and server errors (5xx), and for up to ``UNREACHABLE_SECONDS`` while a server that answered before cannot be
 reached at all; evictions are not, because what a refused eviction
-means is the drain's decision (``drain_rules.eviction_answer``).
+means is the drain's decision (``drain.rules.eviction_answer``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import time
 import traceback
 from contextlib import contextmanager
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
 
@@ -139,7 +139,7 @@ class KubeApi:
                 if (attempt >= self.attempts if not self.reached
                         else now - unreachable_since >= self.unreachable_seconds):
                     raise
-            self.sleep(plan.backoff_delay(attempt, base=0.5, cap=5.0))
+            self.sleep(backoff_delay(attempt, base=0.5, cap=5.0))
 
     # ---- nodes ---------------------------------------------------------------------------------
     def get_node(self, name):

@@ -20,15 +20,17 @@ from botocore.client import BaseClient
 from moto import mock_aws
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import node_group as node_group_utils
-from ansible_collections.nodeops.rollout.plugins.module_utils import rollout_state as rs
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import run_launch_template_version
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import run_node_group_info
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
 from ansible_collections.nodeops.rollout.plugins.module_utils.surge import run_asg_surge
 from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import run_instance_terminate
-from ansible_collections.nodeops.rollout.plugins.modules import asg_surge as asg_surge_module
-from ansible_collections.nodeops.rollout.plugins.modules import instance_terminate as instance_terminate_module
-from ansible_collections.nodeops.rollout.plugins.modules import launch_template_version as launch_template_version_module
-from ansible_collections.nodeops.rollout.plugins.modules import node_group_info as node_group_info_module
+from ansible_collections.nodeops.rollout.plugins.modules import (
+    asg_surge as asg_surge_module,
+    instance_terminate as instance_terminate_module,
+    launch_template_version as launch_template_version_module,
+    node_group_info as node_group_info_module,
+)
 
 REGION = "us-east-1"
 AZS = ("us-east-1a", "us-east-1b", "us-east-1c")

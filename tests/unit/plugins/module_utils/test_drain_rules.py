@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import drain_rules
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
 
 
 def deployment(name="worker", replicas=1, strategy=None, paused=False, restarted_at=None, namespace="shop"):

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import group_sizes as gs
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import sizes as gs
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
 
 
 def _sizes(low, high, desired):

@@ -15,8 +15,15 @@ import pytest
 from hypothesis import given, settings, assume
 from hypothesis import strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_desired_healthy, pdb_disruptions_allowed, pdb_selects, pdb_status
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import classify_pods
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import BLOCKER_KINDS, eviction_preflight
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch, plan_batches
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import outdated_instances, up_to_date_instances
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration, rollout_plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count, surge_fits
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
 
 TARGET = {"launch_template_id": "lt-new", "version": 5}
 BASE_TIME = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -94,45 +101,45 @@ def assert_plan_error(call, field, *fragments):
     ("1%", ("percent", 1)), (1000, ("int", 1000)),
 ])
 def test_parse_int_or_percent_accepts(value, expected):
-    assert plan.parse_int_or_percent(value, "max_unavailable") == expected
+    assert parse_int_or_percent(value, "max_unavailable") == expected
 
 
 @pytest.mark.parametrize("value", ["abc", "150%", 0, -1, "0%", "0", True, False, 1.5, None, "", "-3", "3.5", "25 %", "%",
                                    "101%", [3], {"n": 3}])
 def test_parse_int_or_percent_refuses_with_the_field_and_allowed_values(value):
-    message = assert_plan_error(lambda: plan.parse_int_or_percent(value, "max_unavailable"), "max_unavailable",
+    message = assert_plan_error(lambda: parse_int_or_percent(value, "max_unavailable"), "max_unavailable",
                                 "is not allowed", "use an integer >= 1 or a percentage between 1% and 100%")
     assert repr(value) in message
 
 
 def test_parse_int_or_percent_message_matches_the_documented_example():
     with pytest.raises(PlanError) as caught:
-        plan.parse_int_or_percent("150%", "max_unavailable")
+        parse_int_or_percent("150%", "max_unavailable")
     assert str(caught.value) == ("max_unavailable: '150%' is not allowed; use an integer >= 1 or a percentage "
                                  "between 1% and 100%")
 
 
 def test_parse_int_or_percent_allow_zero():
-    assert plan.parse_int_or_percent(0, "max_surge", allow_zero=True) == ("int", 0)
-    assert plan.parse_int_or_percent("0%", "max_surge", allow_zero=True) == ("percent", 0)
-    assert_plan_error(lambda: plan.parse_int_or_percent(-1, "max_surge", allow_zero=True), "max_surge",
+    assert parse_int_or_percent(0, "max_surge", allow_zero=True) == ("int", 0)
+    assert parse_int_or_percent("0%", "max_surge", allow_zero=True) == ("percent", 0)
+    assert_plan_error(lambda: parse_int_or_percent(-1, "max_surge", allow_zero=True), "max_surge",
                       "use an integer >= 0 or a percentage between 0% and 100%")
 
 
 @given(st.integers(min_value=1, max_value=10 ** 6), st.booleans())
 def test_parse_int_or_percent_any_positive_integer(number, as_text):
-    assert plan.parse_int_or_percent(str(number) if as_text else number, "f") == ("int", number)
+    assert parse_int_or_percent(str(number) if as_text else number, "f") == ("int", number)
 
 
 @given(st.integers(min_value=-(10 ** 6), max_value=0))
 def test_parse_int_or_percent_any_non_positive_integer_is_refused(number):
-    assert_plan_error(lambda: plan.parse_int_or_percent(number, "rolling_update_max_unavailable"),
+    assert_plan_error(lambda: parse_int_or_percent(number, "rolling_update_max_unavailable"),
                       "rolling_update_max_unavailable")
 
 
 @given(st.integers(min_value=101, max_value=10 ** 6))
 def test_parse_int_or_percent_percentages_above_100_are_refused(number):
-    assert_plan_error(lambda: plan.parse_int_or_percent("%d%%" % number, "max_surge"), "max_surge")
+    assert_plan_error(lambda: parse_int_or_percent("%d%%" % number, "max_surge"), "max_surge")
 
 
 @given(st.text(max_size=8))
@@ -141,11 +148,11 @@ def test_parse_int_or_percent_arbitrary_text_is_either_valid_or_names_the_field(
     valid = (stripped.isascii() and stripped.isdigit() and int(stripped) >= 1) or (
         stripped.endswith("%") and stripped[:-1].isascii() and stripped[:-1].isdigit() and 1 <= int(stripped[:-1]) <= 100)
     if valid:
-        kind, number = plan.parse_int_or_percent(text, "f")
+        kind, number = parse_int_or_percent(text, "f")
         assert kind == ("percent" if stripped.endswith("%") else "int")
         assert number == int(stripped.rstrip("%"))
     else:
-        assert_plan_error(lambda: plan.parse_int_or_percent(text, "field_x"), "field_x", "is not allowed")
+        assert_plan_error(lambda: parse_int_or_percent(text, "field_x"), "field_x", "is not allowed")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -167,12 +174,12 @@ def test_parse_int_or_percent_arbitrary_text_is_either_valid_or_names_the_field(
     ("100%", 7, 7),
 ])
 def test_max_unavailable_count(value, group, expected):
-    assert plan.max_unavailable_count(value, group) == expected
+    assert max_unavailable_count(value, group) == expected
 
 
 @given(st.integers(min_value=1, max_value=100), st.integers(min_value=0, max_value=5000))
 def test_max_unavailable_percent_rounds_down_at_least_one_at_most_quota(percent, group):
-    count = plan.max_unavailable_count("%d%%" % percent, group)
+    count = max_unavailable_count("%d%%" % percent, group)
     exact = Fraction(percent * group, 100)
     assert 1 <= count <= 100
     if count == 1:
@@ -185,14 +192,14 @@ def test_max_unavailable_percent_rounds_down_at_least_one_at_most_quota(percent,
 
 @given(st.integers(min_value=1, max_value=10 ** 5), st.integers(min_value=0, max_value=1000))
 def test_max_unavailable_integer_is_kept_up_to_the_quota(number, group):
-    assert plan.max_unavailable_count(number, group) == min(number, 100)
+    assert max_unavailable_count(number, group) == min(number, 100)
 
 
 def test_max_unavailable_bad_input_names_the_field():
-    assert_plan_error(lambda: plan.max_unavailable_count("150%", 10), "max_unavailable", "'150%'")
-    assert_plan_error(lambda: plan.max_unavailable_count(0, 10, field="rolling_update_max_unavailable"),
+    assert_plan_error(lambda: max_unavailable_count("150%", 10), "max_unavailable", "'150%'")
+    assert_plan_error(lambda: max_unavailable_count(0, 10, field="rolling_update_max_unavailable"),
                       "rolling_update_max_unavailable")
-    assert_plan_error(lambda: plan.max_unavailable_count(1, -1), "group_size", "integer >= 0")
+    assert_plan_error(lambda: max_unavailable_count(1, -1), "group_size", "integer >= 0")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -214,56 +221,56 @@ def test_max_unavailable_bad_input_names_the_field():
     ("100%", 1, 1, 30, 30),
 ])
 def test_surge_count(value, azs, unavailable, group, expected):
-    assert plan.surge_count(value, azs, unavailable, group) == expected
+    assert surge_count(value, azs, unavailable, group) == expected
 
 
 @given(st.integers(min_value=1, max_value=100), st.integers(min_value=0, max_value=5000))
 def test_surge_percent_rounds_up(percent, group):
-    count = plan.surge_count("%d%%" % percent, 3, 1, group)
+    count = surge_count("%d%%" % percent, 3, 1, group)
     exact = Fraction(percent * group, 100)
     assert count - 1 < exact <= count
 
 
 @given(st.integers(min_value=0, max_value=50), st.integers(min_value=1, max_value=100))
 def test_surge_default_is_the_eks_rule(azs, unavailable):
-    count = plan.surge_count(None, azs, unavailable, 10)
+    count = surge_count(None, azs, unavailable, 10)
     assert count >= 2 * azs and count >= unavailable and count in (2 * azs, unavailable)
 
 
 @pytest.mark.parametrize("value", [-1, "abc", "101%", True, 2.5, "-1"])
 def test_surge_bad_input_names_the_field(value):
-    assert_plan_error(lambda: plan.surge_count(value, 3, 1, 6), "max_surge", "use an integer >= 0")
-    assert_plan_error(lambda: plan.surge_count(value, 3, 1, 6, field="rolling_update_max_surge"),
+    assert_plan_error(lambda: surge_count(value, 3, 1, 6), "max_surge", "use an integer >= 0")
+    assert_plan_error(lambda: surge_count(value, 3, 1, 6, field="rolling_update_max_surge"),
                       "rolling_update_max_surge")
 
 
 def test_surge_other_inputs_are_checked():
-    assert_plan_error(lambda: plan.surge_count(None, -1, 1, 6), "az_count")
-    assert_plan_error(lambda: plan.surge_count(None, 3, 0, 6), "max_unavailable")
+    assert_plan_error(lambda: surge_count(None, -1, 1, 6), "az_count")
+    assert_plan_error(lambda: surge_count(None, 3, 0, 6), "max_unavailable")
 
 
 def test_surge_fits_raises_max_and_desired_by_the_surge():
-    assert plan.surge_fits(10, 6, 3) == {"max_size": 13, "desired_capacity": 9, "max_size_needed": 9, "surge": 3}
-    assert plan.surge_fits(6, 6, 0) == {"max_size": 6, "desired_capacity": 6, "max_size_needed": 6, "surge": 0}
+    assert surge_fits(10, 6, 3) == {"max_size": 13, "desired_capacity": 9, "max_size_needed": 9, "surge": 3}
+    assert surge_fits(6, 6, 0) == {"max_size": 6, "desired_capacity": 6, "max_size_needed": 6, "surge": 0}
 
 
 def test_surge_fits_caps_max_at_the_limit_when_the_desired_size_fits():
-    sizes = plan.surge_fits(10, 6, 4, hard_limit=12)
+    sizes = surge_fits(10, 6, 4, hard_limit=12)
     assert sizes["desired_capacity"] == 10
     assert sizes["max_size"] == 12
 
 
 def test_surge_fits_explains_the_maximum_needed_and_the_surge_that_would_fit():
-    message = assert_plan_error(lambda: plan.surge_fits(8, 6, 3, hard_limit=8), "max_surge",
+    message = assert_plan_error(lambda: surge_fits(8, 6, 3, hard_limit=8), "max_surge",
                                 "needs a maximum size of at least 9", "max_size_limit 8", "lower max_surge to 2",
                                 "raise max_size_limit to 9")
     assert "desired capacity of 6" in message
 
 
 def test_surge_fits_refuses_an_inconsistent_group():
-    assert_plan_error(lambda: plan.surge_fits(3, 5, 1), "desired_capacity", "max_size (3)")
-    assert_plan_error(lambda: plan.surge_fits(3, 2, -1), "max_surge")
-    assert_plan_error(lambda: plan.surge_fits(-3, 2, 1), "max_size")
+    assert_plan_error(lambda: surge_fits(3, 5, 1), "desired_capacity", "max_size (3)")
+    assert_plan_error(lambda: surge_fits(3, 2, -1), "max_surge")
+    assert_plan_error(lambda: surge_fits(-3, 2, 1), "max_size")
 
 
 @given(st.integers(min_value=0, max_value=1000), st.integers(min_value=0, max_value=1000),
@@ -271,7 +278,7 @@ def test_surge_fits_refuses_an_inconsistent_group():
 def test_surge_fits_properties(original_max, desired, surge, limit):
     assume(desired <= original_max)
     try:
-        sizes = plan.surge_fits(original_max, desired, surge, hard_limit=limit)
+        sizes = surge_fits(original_max, desired, surge, hard_limit=limit)
     except PlanError as error:
         assert limit is not None and desired + surge > limit
         assert "at least %d" % (desired + surge) in str(error)
@@ -292,18 +299,18 @@ def test_surge_fits_properties(original_max, desired, surge, limit):
 def test_outdated_by_version_template_or_missing_template():
     instances = [instance("i-old", version="4"), instance("i-new", version="5"), instance("i-int", version=5),
                  instance("i-other", template="lt-old", version="5"), instance("i-lc", template=None)]
-    outdated = {entry["instance_id"]: entry for entry in plan.outdated_instances(instances, TARGET)}
+    outdated = {entry["instance_id"]: entry for entry in outdated_instances(instances, TARGET)}
     assert sorted(outdated) == ["i-lc", "i-old", "i-other"]
     assert "version 4; target version is 5" in outdated["i-old"]["reason"]
     assert "launch template lt-old; target is lt-new" in outdated["i-other"]["reason"]
     assert "not launched from a launch template" in outdated["i-lc"]["reason"]
-    assert [entry["instance_id"] for entry in plan.up_to_date_instances(instances, TARGET)] == ["i-new", "i-int"]
+    assert [entry["instance_id"] for entry in up_to_date_instances(instances, TARGET)] == ["i-new", "i-int"]
 
 
 def test_outdated_keeps_input_order_and_does_not_mutate_input():
     instances = [instance("i-3"), instance("i-1"), instance("i-2")]
     before = json.dumps(instances, sort_keys=True)
-    outdated = plan.outdated_instances(instances, TARGET)
+    outdated = outdated_instances(instances, TARGET)
     assert [entry["instance_id"] for entry in outdated] == ["i-3", "i-1", "i-2"]
     assert json.dumps(instances, sort_keys=True) == before
     assert all(entry["reasons"] and entry["reason"] for entry in outdated)
@@ -314,7 +321,7 @@ def test_outdated_keeps_input_order_and_does_not_mutate_input():
                                              ("no", False)])
 def test_outdated_by_needs_update_annotation(value, expected):
     current = instance("i-1", version="5", annotations={"nodeops.rollout/needs-update": value})
-    outdated = plan.outdated_instances([current], TARGET)
+    outdated = outdated_instances([current], TARGET)
     assert bool(outdated) is expected
     if expected:
         assert outdated[0]["reasons"] == ["node node-i-1 is annotated nodeops.rollout/needs-update"]
@@ -326,10 +333,10 @@ def test_outdated_by_detached_tag_whatever_the_state_except_gone():
                  instance("i-det-in", version="5", state="InService", tags=tags),
                  instance("i-det-gone", version="5", state="Terminated", tags=tags),
                  instance("i-det-going", version="5", state="Terminating:Wait", tags=tags)]
-    outdated = plan.outdated_instances(instances, TARGET)
+    outdated = outdated_instances(instances, TARGET)
     assert [entry["instance_id"] for entry in outdated] == ["i-det", "i-det-in"]
     assert "detached from the group for surge" in outdated[0]["reason"]
-    assert plan.up_to_date_instances(instances, TARGET) == []
+    assert up_to_date_instances(instances, TARGET) == []
 
 
 @pytest.mark.parametrize("state, included", [
@@ -338,7 +345,7 @@ def test_outdated_by_detached_tag_whatever_the_state_except_gone():
     ("Detached", False), ("Standby", False), ("EnteringStandby", False), ("Warmed:Running", False), (None, False),
 ])
 def test_outdated_only_considers_instances_in_the_group(state, included):
-    outdated = plan.outdated_instances([instance("i-1", state=state)], TARGET)
+    outdated = outdated_instances([instance("i-1", state=state)], TARGET)
     assert bool(outdated) is included
 
 
@@ -348,12 +355,12 @@ def test_symbolic_version_is_resolved_from_the_ec2_tag_or_the_image():
     by_image = instance("i-c", version="$Default", image="ami-new")
     unknown = instance("i-d", version="$Default", image="ami-old")
     target = dict(TARGET, image_id="ami-new")
-    outdated = {entry["instance_id"]: entry for entry in plan.outdated_instances([by_tag_current, by_tag_old, by_image, unknown], target)}
+    outdated = {entry["instance_id"]: entry for entry in outdated_instances([by_tag_current, by_tag_old, by_image, unknown], target)}
     assert sorted(outdated) == ["i-b", "i-d"]
     assert "version 4; target version is 5" in outdated["i-b"]["reason"]
     assert "'$Default', which cannot be compared with target version 5" in outdated["i-d"]["reason"]
     # Without an image in the target an unresolvable version is never assumed current.
-    assert [entry["instance_id"] for entry in plan.outdated_instances([by_image], TARGET)] == ["i-c"]
+    assert [entry["instance_id"] for entry in outdated_instances([by_image], TARGET)] == ["i-c"]
 
 
 @pytest.mark.parametrize("target, field", [
@@ -366,14 +373,14 @@ def test_symbolic_version_is_resolved_from_the_ec2_tag_or_the_image():
     ("lt-1", "target"),
 ])
 def test_target_must_be_explicit(target, field):
-    assert_plan_error(lambda: plan.outdated_instances([instance("i-1")], target), field, "is not allowed")
+    assert_plan_error(lambda: outdated_instances([instance("i-1")], target), field, "is not allowed")
 
 
 def test_instances_are_validated():
-    assert_plan_error(lambda: plan.outdated_instances([instance("i-1"), instance("i-1")], TARGET),
+    assert_plan_error(lambda: outdated_instances([instance("i-1"), instance("i-1")], TARGET),
                       "instances[1].instance_id", "listed once")
-    assert_plan_error(lambda: plan.outdated_instances([{"az": "a"}], TARGET), "instances[0].instance_id")
-    assert_plan_error(lambda: plan.outdated_instances("i-1", TARGET), "instances")
+    assert_plan_error(lambda: outdated_instances([{"az": "a"}], TARGET), "instances[0].instance_id")
+    assert_plan_error(lambda: outdated_instances("i-1", TARGET), "instances")
 
 
 @given(st.lists(st.tuples(st.sampled_from(["4", "5", "$Latest", None]), st.sampled_from(["lt-new", "lt-old", None]),
@@ -385,8 +392,8 @@ def test_outdated_and_up_to_date_partition_the_group(specs):
         instances.append(instance("i-%02d" % index, version=version, template=template, state=state,
                                   annotations={"nodeops.rollout/needs-update": "true"} if needs_update else None,
                                   tags={"nodeops.rollout/detached": "true"} if detached else None))
-    outdated = set(entry["instance_id"] for entry in plan.outdated_instances(instances, TARGET))
-    current = set(entry["instance_id"] for entry in plan.up_to_date_instances(instances, TARGET))
+    outdated = set(entry["instance_id"] for entry in outdated_instances(instances, TARGET))
+    current = set(entry["instance_id"] for entry in up_to_date_instances(instances, TARGET))
     assert not outdated & current
     for item in instances:
         active = item["lifecycle_state"] in ("InService", "Pending")
@@ -406,23 +413,23 @@ def ids(batch):
 
 def test_canary_of_one_when_nothing_is_up_to_date():
     outdated = [instance("i-a1", "a", minutes=5), instance("i-a2", "a", minutes=1), instance("i-b1", "b", minutes=0)]
-    batch = plan.next_batch(outdated, 0, 10)
+    batch = next_batch(outdated, 0, 10)
     assert ids(batch) == ["i-a2"]  # the AZ with the most outdated, its oldest instance
-    assert len(plan.next_batch(outdated, 1, 10)) == 3
+    assert len(next_batch(outdated, 1, 10)) == 3
 
 
 def test_batches_spread_across_azs_most_outdated_first():
     outdated = [instance("i-a%d" % n, "a", minutes=n) for n in range(3)]
     outdated += [instance("i-b%d" % n, "b", minutes=n) for n in range(2)]
     outdated += [instance("i-c0", "c")]
-    assert ids(plan.next_batch(outdated, 1, 3)) == ["i-a0", "i-b0", "i-c0"]
-    assert ids(plan.next_batch(outdated, 1, 4)) == ["i-a0", "i-b0", "i-c0", "i-a1"]
-    assert ids(plan.next_batch(outdated, 1, 2)) == ["i-a0", "i-b0"]
+    assert ids(next_batch(outdated, 1, 3)) == ["i-a0", "i-b0", "i-c0"]
+    assert ids(next_batch(outdated, 1, 4)) == ["i-a0", "i-b0", "i-c0", "i-a1"]
+    assert ids(next_batch(outdated, 1, 2)) == ["i-a0", "i-b0"]
 
 
 def test_batches_order_oldest_first_then_instance_id():
     outdated = [instance("i-2", "a", minutes=0), instance("i-1", "a", minutes=0), instance("i-0", "a", minutes=9)]
-    assert ids(plan.next_batch(outdated, 1, 3)) == ["i-1", "i-2", "i-0"]
+    assert ids(next_batch(outdated, 1, 3)) == ["i-1", "i-2", "i-0"]
 
 
 def test_batches_compare_times_across_formats_and_offsets():
@@ -431,24 +438,24 @@ def test_batches_compare_times_across_formats_and_offsets():
                 dict(instance("i-x"), launch_time=datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)),
                 dict(instance("i-w"), launch_time="2024-05-01 10:15:00"),           # no offset: UTC
                 dict(instance("i-v"), launch_time=None)]                              # unknown: last
-    assert ids(plan.next_batch(outdated, 1, 5)) == ["i-x", "i-w", "i-z", "i-y", "i-v"]
+    assert ids(next_batch(outdated, 1, 5)) == ["i-x", "i-w", "i-z", "i-y", "i-v"]
 
 
 def test_batches_refuse_bad_times_and_sizes():
     bad = [instance("i-1"), dict(instance("i-2"), launch_time="yesterday")]
-    assert_plan_error(lambda: plan.next_batch(bad, 1, 1), "outdated[1].launch_time", "ISO 8601")
-    assert_plan_error(lambda: plan.next_batch([instance("i-1")], 1, 0), "batch_size", "integer >= 1")
-    assert_plan_error(lambda: plan.next_batch([instance("i-1")], -1, 1), "up_to_date_count")
-    assert_plan_error(lambda: plan.plan_batches([instance("i-1")], 0, True), "batch_size")
+    assert_plan_error(lambda: next_batch(bad, 1, 1), "outdated[1].launch_time", "ISO 8601")
+    assert_plan_error(lambda: next_batch([instance("i-1")], 1, 0), "batch_size", "integer >= 1")
+    assert_plan_error(lambda: next_batch([instance("i-1")], -1, 1), "up_to_date_count")
+    assert_plan_error(lambda: plan_batches([instance("i-1")], 0, True), "batch_size")
 
 
 def test_plan_batches_canary_first_then_full_batches():
     outdated = [instance("i-%s%d" % (az, n), az, minutes=n) for az in "abc" for n in range(3)]
-    batches = plan.plan_batches(outdated, 0, 3)
+    batches = plan_batches(outdated, 0, 3)
     assert [len(batch) for batch in batches] == [1, 3, 3, 2]
     assert ids(batches[0]) == ["i-a0"]
     assert ids(batches[1]) == ["i-b0", "i-c0", "i-a1"]
-    assert plan.plan_batches([], 0, 3) == []
+    assert plan_batches([], 0, 3) == []
 
 
 outdated_groups = st.lists(
@@ -464,7 +471,7 @@ def _instances_from(specs):
 @given(outdated_groups, st.integers(min_value=0, max_value=5), st.integers(min_value=1, max_value=12))
 def test_next_batch_properties(specs, up_to_date, batch_size):
     outdated = _instances_from(specs)
-    batch = plan.next_batch(outdated, up_to_date, batch_size)
+    batch = next_batch(outdated, up_to_date, batch_size)
     limit = 1 if up_to_date == 0 else batch_size
     assert len(batch) == min(limit, len(outdated))
     assert len(set(ids(batch))) == len(batch)
@@ -491,7 +498,7 @@ def test_next_batch_properties(specs, up_to_date, batch_size):
 @given(outdated_groups, st.integers(min_value=0, max_value=3), st.integers(min_value=1, max_value=12), st.randoms())
 def test_plan_batches_cover_every_instance_once_deterministically(specs, up_to_date, batch_size, rnd):
     outdated = _instances_from(specs)
-    batches = plan.plan_batches(outdated, up_to_date, batch_size)
+    batches = plan_batches(outdated, up_to_date, batch_size)
     flat = [item for batch in batches for item in ids(batch)]
     assert sorted(flat) == sorted(ids(outdated))
     assert len(flat) == len(set(flat))
@@ -503,11 +510,11 @@ def test_plan_batches_cover_every_instance_once_deterministically(specs, up_to_d
         assert len(batch) == (1 if batch is batches[0] and up_to_date == 0 else batch_size)
     shuffled = list(outdated)
     rnd.shuffle(shuffled)
-    assert [ids(batch) for batch in plan.plan_batches(shuffled, up_to_date, batch_size)] == [ids(batch) for batch in batches]
+    assert [ids(batch) for batch in plan_batches(shuffled, up_to_date, batch_size)] == [ids(batch) for batch in batches]
     # plan_batches is next_batch applied repeatedly.
     remaining, done = list(outdated), up_to_date
     for batch in batches:
-        assert ids(plan.next_batch(remaining, done, batch_size)) == ids(batch)
+        assert ids(next_batch(remaining, done, batch_size)) == ids(batch)
         chosen = set(ids(batch))
         remaining = [item for item in remaining if item["instance_id"] not in chosen]
         done += len(batch)
@@ -518,7 +525,7 @@ def test_plan_batches_cover_every_instance_once_deterministically(specs, up_to_d
 # ---------------------------------------------------------------------------------------------------------
 
 def classify(one, **options):
-    return plan.classify_pods([one], "node-1", options)[0]
+    return classify_pods([one], "node-1", options)[0]
 
 
 def test_classify_each_kind_of_pod():
@@ -587,10 +594,10 @@ def test_classify_disable_eviction_deletes_instead():
 
 def test_classify_keeps_only_the_node_pods_and_names_them():
     pods = [pod("a", node="node-1"), pod("b", node="node-2"), pod("c", namespace="kube-system", node="node-1")]
-    results = plan.classify_pods(pods, "node-1", {"pod_selector": "app=web"})
+    results = classify_pods(pods, "node-1", {"pod_selector": "app=web"})
     assert [entry["pod"] for entry in results] == ["default/a", "kube-system/c"]
     assert results[1]["namespace"] == "kube-system" and results[1]["name"] == "c" and results[1]["node"] == "node-1"
-    assert len(plan.classify_pods(pods, None)) == 3
+    assert len(classify_pods(pods, None)) == 3
 
 
 @pytest.mark.parametrize("options, field", [
@@ -599,7 +606,7 @@ def test_classify_keeps_only_the_node_pods_and_names_them():
     ("force", "options"),
 ])
 def test_drain_options_are_checked(options, field):
-    assert_plan_error(lambda: plan.classify_pods([pod("a")], "node-1", options), field, "is not allowed")
+    assert_plan_error(lambda: classify_pods([pod("a")], "node-1", options), field, "is not allowed")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -608,12 +615,12 @@ def test_drain_options_are_checked(options, field):
 
 def test_pdb_selects_by_namespace_and_selector():
     web = pod("web-1", labels={"app": "web", "tier": "front"})
-    assert plan.pdb_selects(pdb("p"), web)
-    assert not plan.pdb_selects(pdb("p", namespace="other"), web)
-    assert not plan.pdb_selects(pdb("p", null_selector=True), web)       # null selects nothing
-    assert plan.pdb_selects(pdb("p", selector={}), web)                   # empty selects the namespace
-    assert not plan.pdb_selects(pdb("p", selector={}, namespace="other"), web)
-    assert not plan.pdb_selects(pdb("p", selector={"matchLabels": {"app": "db"}}), web)
+    assert pdb_selects(pdb("p"), web)
+    assert not pdb_selects(pdb("p", namespace="other"), web)
+    assert not pdb_selects(pdb("p", null_selector=True), web)       # null selects nothing
+    assert pdb_selects(pdb("p", selector={}), web)                   # empty selects the namespace
+    assert not pdb_selects(pdb("p", selector={}, namespace="other"), web)
+    assert not pdb_selects(pdb("p", selector={"matchLabels": {"app": "db"}}), web)
 
     def expr(operator, values=None, key="tier"):
         body = {"key": key, "operator": operator}
@@ -621,47 +628,47 @@ def test_pdb_selects_by_namespace_and_selector():
             body["values"] = values
         return pdb("p", selector={"matchExpressions": [body]})
 
-    assert plan.pdb_selects(expr("In", ["front", "back"]), web)
-    assert not plan.pdb_selects(expr("In", ["back"]), web)
-    assert not plan.pdb_selects(expr("In", ["front"], key="zone"), web)
-    assert not plan.pdb_selects(expr("NotIn", ["front"]), web)
-    assert plan.pdb_selects(expr("NotIn", ["back"]), web)
-    assert plan.pdb_selects(expr("NotIn", ["x"], key="zone"), web)        # absent label: NotIn matches
-    assert plan.pdb_selects(expr("Exists"), web)
-    assert not plan.pdb_selects(expr("Exists", key="zone"), web)
-    assert plan.pdb_selects(expr("DoesNotExist", key="zone"), web)
-    assert not plan.pdb_selects(expr("DoesNotExist"), web)
+    assert pdb_selects(expr("In", ["front", "back"]), web)
+    assert not pdb_selects(expr("In", ["back"]), web)
+    assert not pdb_selects(expr("In", ["front"], key="zone"), web)
+    assert not pdb_selects(expr("NotIn", ["front"]), web)
+    assert pdb_selects(expr("NotIn", ["back"]), web)
+    assert pdb_selects(expr("NotIn", ["x"], key="zone"), web)        # absent label: NotIn matches
+    assert pdb_selects(expr("Exists"), web)
+    assert not pdb_selects(expr("Exists", key="zone"), web)
+    assert pdb_selects(expr("DoesNotExist", key="zone"), web)
+    assert not pdb_selects(expr("DoesNotExist"), web)
     both = pdb("p", selector={"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["back"]}]})
-    assert not plan.pdb_selects(both, web)
-    assert_plan_error(lambda: plan.pdb_selects(expr("Like", ["f"]), web),
+    assert not pdb_selects(both, web)
+    assert_plan_error(lambda: pdb_selects(expr("Like", ["f"]), web),
                       "PodDisruptionBudget default/p: spec.selector.matchExpressions[0].operator",
                       "'Like'", "In, NotIn, Exists, DoesNotExist")
 
 
 def test_pdb_min_available_two_of_three_healthy_allows_one():
     pods = [pod("web-%d" % n) for n in range(3)]
-    assert plan.pdb_disruptions_allowed(pdb("p", min_available=2), pods) == 1
+    assert pdb_disruptions_allowed(pdb("p", min_available=2), pods) == 1
 
 
 def test_pdb_max_unavailable_25_percent_of_four_allows_one():
     pods = [pod("web-%d" % n) for n in range(4)]
-    status = plan.pdb_status(pdb("p", max_unavailable="25%"), pods)
+    status = pdb_status(pdb("p", max_unavailable="25%"), pods)
     assert status["desired_healthy"] == 3 and status["disruptions_allowed"] == 1
 
 
 def test_pdb_unready_and_terminating_pods_are_not_healthy():
     pods = [pod("web-0"), pod("web-1"), pod("web-2", ready=False)]
-    assert plan.pdb_disruptions_allowed(pdb("p", min_available=2), pods) == 0
+    assert pdb_disruptions_allowed(pdb("p", min_available=2), pods) == 0
     pods = [pod("web-0"), pod("web-1"), pod("web-2", deleting=True)]
-    status = plan.pdb_status(pdb("p", min_available=2), pods)
+    status = pdb_status(pdb("p", min_available=2), pods)
     assert status["current_healthy"] == 2 and status["expected_pods"] == 3 and status["disruptions_allowed"] == 0
 
 
 def test_pdb_pods_recorded_as_disrupted_are_not_healthy():
     pods = [pod("web-%d" % n) for n in range(3)]
     budget = pdb("p", min_available=1, status={"disruptedPods": {"web-0": "2024-05-01T12:00:00Z"}})
-    assert plan.pdb_status(budget, pods)["current_healthy"] == 2
-    assert plan.pdb_disruptions_allowed(budget, pods) == 1
+    assert pdb_status(budget, pods)["current_healthy"] == 2
+    assert pdb_disruptions_allowed(budget, pods) == 1
 
 
 @pytest.mark.parametrize("spec, pods, desired, allowed", [
@@ -682,25 +689,25 @@ def test_pdb_pods_recorded_as_disrupted_are_not_healthy():
 ])
 def test_pdb_arithmetic_hand_computed(spec, pods, desired, allowed):
     budget = pdb("p", **spec)
-    status = plan.pdb_status(budget, [pod("web-%d" % n) for n in range(pods)])
+    status = pdb_status(budget, [pod("web-%d" % n) for n in range(pods)])
     assert status["desired_healthy"] == desired
     assert status["disruptions_allowed"] == allowed
 
 
 def test_pdb_expected_pods_override_follows_the_controller():
     pods = [pod("web-0"), pod("web-1")]  # the Deployment wants 3, one is missing
-    assert plan.pdb_disruptions_allowed(pdb("p", max_unavailable=1), pods) == 1
-    assert plan.pdb_disruptions_allowed(pdb("p", max_unavailable=1), pods, expected_pods=3) == 0
-    assert plan.pdb_disruptions_allowed(pdb("p", min_available="100%"), pods, expected_pods=3) == 0
+    assert pdb_disruptions_allowed(pdb("p", max_unavailable=1), pods) == 1
+    assert pdb_disruptions_allowed(pdb("p", max_unavailable=1), pods, expected_pods=3) == 0
+    assert pdb_disruptions_allowed(pdb("p", min_available="100%"), pods, expected_pods=3) == 0
     # A workload scaled to zero whose pods are still there: nothing is expected, nothing may be disrupted.
-    assert plan.pdb_disruptions_allowed(pdb("p", max_unavailable=1), pods, expected_pods=0) == 0
+    assert pdb_disruptions_allowed(pdb("p", max_unavailable=1), pods, expected_pods=0) == 0
     # An integer minAvailable counts the selected pods; the scale does not matter to the controller.
-    assert plan.pdb_status(pdb("p", min_available=1), pods, expected_pods=3)["expected_pods"] == 2
+    assert pdb_status(pdb("p", min_available=1), pods, expected_pods=3)["expected_pods"] == 2
 
 
 def test_pdb_only_counts_selected_pods():
     pods = [pod("web-0"), pod("web-1"), pod("db-0", labels={"app": "db"}), pod("web-x", namespace="other")]
-    status = plan.pdb_status(pdb("p", min_available=1), pods)
+    status = pdb_status(pdb("p", min_available=1), pods)
     assert status["matching_pods"] == ["default/web-0", "default/web-1"]
     assert status["disruptions_allowed"] == 1
 
@@ -710,7 +717,7 @@ def test_pdb_only_counts_selected_pods():
 def test_pdb_bad_values_name_the_field(field, value):
     budget = pdb("p")
     budget["spec"][field] = value
-    assert_plan_error(lambda: plan.pdb_desired_healthy(budget, 3), "PodDisruptionBudget default/p: spec." + field,
+    assert_plan_error(lambda: pdb_desired_healthy(budget, 3), "PodDisruptionBudget default/p: spec." + field,
                       "use an integer >= 0 or a percentage between 0% and 100%")
 
 
@@ -732,13 +739,13 @@ def test_pdb_disruptions_allowed_against_a_reference(flags, setting):
         scaled = value
     desired = max(0, expected - scaled) if setting[0] == "maxUnavailable" else scaled
     reference = max(0, healthy - desired) if expected > 0 else 0
-    assert plan.pdb_disruptions_allowed(budget, pods) == reference
+    assert pdb_disruptions_allowed(budget, pods) == reference
     # Making one more pod Ready never lowers the allowance.
     for index, (ready, deleting) in enumerate(flags):
         if not ready and not deleting:
             better = list(pods)
             better[index] = pod("web-%d" % index)
-            assert plan.pdb_disruptions_allowed(budget, better) >= reference
+            assert pdb_disruptions_allowed(budget, better) >= reference
             break
 
 
@@ -754,7 +761,7 @@ def test_preflight_clean_node_is_ok():
     web = [pod("web-%d" % n, node="node-%d" % n) for n in range(3)]
     ds = pod("agent", owner=("DaemonSet", "agent"), node="node-1", labels={"app": "agent"})
     job = pod("job-1", owner=("Job", "j"), phase="Succeeded", ready=False, node="node-1", labels={"app": "job"})
-    report = plan.eviction_preflight({"node-1": [web[1], ds, job]}, web + [ds, job], [pdb("p", max_unavailable=1)])
+    report = eviction_preflight({"node-1": [web[1], ds, job]}, web + [ds, job], [pdb("p", max_unavailable=1)])
     assert report["node-1"] == {"would_evict": ["default/web-1"], "would_delete": ["default/job-1"],
                                 "skipped": [{"pod": "default/agent", "reason": "managed by DaemonSet agent"}],
                                 "blockers": [], "predicted": "ok"}
@@ -763,7 +770,7 @@ def test_preflight_clean_node_is_ok():
 def test_preflight_pdb_zero_with_single_replica():
     only = pod("api-0", owner=("ReplicaSet", "api-1"), labels={"app": "api"})
     budget = pdb("api", selector={"matchLabels": {"app": "api"}}, min_available=1)
-    report = plan.eviction_preflight({"node-1": [only]}, [only], [budget])
+    report = eviction_preflight({"node-1": [only]}, [only], [budget])
     assert kinds(report) == ["pdb_zero", "single_replica"]
     zero = [blocker for blocker in report["node-1"]["blockers"] if blocker["kind"] == "pdb_zero"][0]
     assert zero["pdb"] == "default/api" and zero["pod"] == "default/api-0" and zero["severity"] == "error"
@@ -778,14 +785,14 @@ def test_preflight_pdb_zero_with_single_replica():
 def test_preflight_pdb_insufficient_counts_the_whole_batch():
     pods = [pod("web-0", node="node-1"), pod("web-1", node="node-1"), pod("web-2", node="node-2"), pod("web-3", node="node-3")]
     budget = pdb("web", max_unavailable=1)
-    report = plan.eviction_preflight({"node-1": pods[:2], "node-2": pods[2:3]}, pods, [budget])
+    report = eviction_preflight({"node-1": pods[:2], "node-2": pods[2:3]}, pods, [budget])
     assert kinds(report, "node-1") == ["pdb_insufficient", "pdb_insufficient"]
     assert kinds(report, "node-2") == ["pdb_insufficient"]
     reason = report["node-2"]["blockers"][0]["reason"]
     assert "allows 1 disruption(s) but 3 of its pods are on the nodes drained together" in reason
     assert report["node-1"]["predicted"] == "ok"  # slower, not stuck
     # One node alone fits the budget.
-    alone = plan.eviction_preflight({"node-2": pods[2:3]}, pods, [budget])
+    alone = eviction_preflight({"node-2": pods[2:3]}, pods, [budget])
     assert alone["node-2"]["blockers"] == []
 
 
@@ -793,7 +800,7 @@ def test_preflight_multiple_pdbs():
     web = pod("web-0")
     others = [pod("web-1", node="node-2"), pod("web-2", node="node-3")]
     pdbs = [pdb("a", max_unavailable=1), pdb("b", selector={}, max_unavailable=1)]
-    report = plan.eviction_preflight({"node-1": [web]}, [web] + others, pdbs)
+    report = eviction_preflight({"node-1": [web]}, [web] + others, pdbs)
     blocker = report["node-1"]["blockers"][0]
     assert kinds(report) == ["multiple_pdbs"]
     assert blocker["pdb"] == "default/a, default/b" and "HTTP 500" in blocker["reason"]
@@ -803,7 +810,7 @@ def test_preflight_multiple_pdbs():
 def test_preflight_multiple_pdbs_do_not_matter_for_pods_the_api_deletes_directly():
     pending = pod("web-0", phase="Pending", ready=False)
     pdbs = [pdb("a", max_unavailable=1), pdb("b", selector={}, max_unavailable=1)]
-    report = plan.eviction_preflight({"node-1": [pending]}, [pending], pdbs)
+    report = eviction_preflight({"node-1": [pending]}, [pending], pdbs)
     assert kinds(report) == ["single_replica"]
 
 
@@ -811,7 +818,7 @@ def test_preflight_option_blockers():
     pods = [pod("debug", owner=None), pod("cache", volumes=[{"name": "c", "emptyDir": {}}], owner=("ReplicaSet", "cache-1")),
             pod("batch", annotations={"karpenter.sh/do-not-disrupt": "true"}, owner=("ReplicaSet", "batch-1"))]
     replicas = {"default/ReplicaSet/cache-1": 2, "default/ReplicaSet/batch-1": 2}
-    report = plan.eviction_preflight({"node-1": pods}, pods, [], replicas_by_owner=replicas)
+    report = eviction_preflight({"node-1": pods}, pods, [], replicas_by_owner=replicas)
     by_pod = {blocker["pod"]: blocker for blocker in report["node-1"]["blockers"]}
     assert by_pod["default/debug"]["kind"] == "naked_pod"
     assert by_pod["default/cache"]["kind"] == "emptydir"
@@ -819,21 +826,21 @@ def test_preflight_option_blockers():
     assert all(blocker["severity"] == "error" and blocker["pdb"] is None for blocker in by_pod.values())
     assert report["node-1"]["would_evict"] == []
     assert report["node-1"]["predicted"] == "blocked"
-    forced = plan.eviction_preflight({"node-1": pods}, pods, [], {"force": True, "delete_emptydir_data": True}, replicas)
+    forced = eviction_preflight({"node-1": pods}, pods, [], {"force": True, "delete_emptydir_data": True}, replicas)
     assert forced["node-1"]["blockers"] == [] and len(forced["node-1"]["would_evict"]) == 3
     assert forced["node-1"]["predicted"] == "ok"
 
 
 def test_preflight_single_replica_uses_the_replica_map_when_given():
     one = pod("web-0", owner=("ReplicaSet", "web-1"))
-    assert plan.eviction_preflight({"node-1": [one]}, [one], [])["node-1"]["predicted"] == "downtime"
-    scaled = plan.eviction_preflight({"node-1": [one]}, [one], [], replicas_by_owner={"default/ReplicaSet/web-1": 3})
+    assert eviction_preflight({"node-1": [one]}, [one], [])["node-1"]["predicted"] == "downtime"
+    scaled = eviction_preflight({"node-1": [one]}, [one], [], replicas_by_owner={"default/ReplicaSet/web-1": 3})
     assert scaled["node-1"]["blockers"] == [] and scaled["node-1"]["predicted"] == "ok"
     two = [one, pod("web-1", owner=("ReplicaSet", "web-1"), node="node-2")]
-    assert plan.eviction_preflight({"node-1": [one]}, two, [])["node-1"]["blockers"] == []
+    assert eviction_preflight({"node-1": [one]}, two, [])["node-1"]["blockers"] == []
     # A Job is not a replicated workload.
     job = pod("job-0", owner=("Job", "j"))
-    assert plan.eviction_preflight({"node-1": [job]}, [job], [])["node-1"]["blockers"] == []
+    assert eviction_preflight({"node-1": [job]}, [job], [])["node-1"]["blockers"] == []
 
 
 @pytest.mark.parametrize("toleration, flagged", [
@@ -845,7 +852,7 @@ def test_preflight_single_replica_uses_the_replica_map_when_given():
 ])
 def test_preflight_tolerates_all(toleration, flagged):
     pods = [pod("web-0", tolerations=[toleration]), pod("web-1", node="node-2")]
-    report = plan.eviction_preflight({"node-1": pods[:1]}, pods, [])
+    report = eviction_preflight({"node-1": pods[:1]}, pods, [])
     assert (kinds(report) == ["tolerates_all"]) is flagged
     if flagged:
         assert report["node-1"]["blockers"][0]["severity"] == "warning"
@@ -854,8 +861,8 @@ def test_preflight_tolerates_all(toleration, flagged):
 
 def test_preflight_tolerates_all_follows_the_taint_effect():
     pods = [pod("web-0", tolerations=[{"operator": "Exists", "effect": "PreferNoSchedule"}]), pod("web-1", node="node-2")]
-    assert kinds(plan.eviction_preflight({"node-1": pods[:1]}, pods, [])) == []
-    soft = plan.eviction_preflight({"node-1": pods[:1]}, pods, [], {"taint_effect": "PreferNoSchedule"})
+    assert kinds(eviction_preflight({"node-1": pods[:1]}, pods, [])) == []
+    soft = eviction_preflight({"node-1": pods[:1]}, pods, [], {"taint_effect": "PreferNoSchedule"})
     assert kinds(soft) == ["tolerates_all"]
 
 
@@ -863,20 +870,20 @@ def test_preflight_unready_pods_follow_the_eviction_handler():
     budget = pdb("web", min_available=2)
     # Budget satisfied by the other two: the unready pod leaves without using a disruption.
     pods = [pod("web-0", ready=False), pod("web-1", node="node-2"), pod("web-2", node="node-3")]
-    assert kinds(plan.eviction_preflight({"node-1": pods[:1]}, pods, [budget])) == []
+    assert kinds(eviction_preflight({"node-1": pods[:1]}, pods, [budget])) == []
     # Budget not satisfied: the unready pod needs a disruption there is none of.
     pods = [pod("web-0", ready=False), pod("web-1", node="node-2"), pod("web-2", ready=False, node="node-3")]
-    assert kinds(plan.eviction_preflight({"node-1": pods[:1]}, pods, [budget])) == ["pdb_zero"]
+    assert kinds(eviction_preflight({"node-1": pods[:1]}, pods, [budget])) == ["pdb_zero"]
     # ... unless the budget lets unhealthy pods go.
     lenient = pdb("web", min_available=2, spec_extra={"unhealthyPodEvictionPolicy": "AlwaysAllow"})
-    assert kinds(plan.eviction_preflight({"node-1": pods[:1]}, pods, [lenient])) == []
+    assert kinds(eviction_preflight({"node-1": pods[:1]}, pods, [lenient])) == []
 
 
 def test_preflight_expected_pods_from_the_replica_map():
     pods = [pod("web-0"), pod("web-1", node="node-2")]
     budget = pdb("web", max_unavailable=1)
-    assert kinds(plan.eviction_preflight({"node-1": pods[:1]}, pods, [budget])) == []
-    short = plan.eviction_preflight({"node-1": pods[:1]}, pods, [budget], replicas_by_owner={"default/ReplicaSet/web-abc": 3})
+    assert kinds(eviction_preflight({"node-1": pods[:1]}, pods, [budget])) == []
+    short = eviction_preflight({"node-1": pods[:1]}, pods, [budget], replicas_by_owner={"default/ReplicaSet/web-abc": 3})
     assert kinds(short) == ["pdb_zero"]
     assert "needs 2 healthy pods and has 2" in short["node-1"]["blockers"][0]["reason"]
 
@@ -885,7 +892,7 @@ def test_preflight_disable_eviction_turns_budgets_into_warnings():
     only = pod("api-0", owner=("ReplicaSet", "api-1"), labels={"app": "api"})
     other = pod("api-1", owner=("ReplicaSet", "api-1"), labels={"app": "api"}, node="node-2")
     pdbs = [pdb("api", selector={"matchLabels": {"app": "api"}}, min_available=2), pdb("all", selector={}, max_unavailable=0)]
-    report = plan.eviction_preflight({"node-1": [only]}, [only, other], pdbs, {"disable_eviction": True})
+    report = eviction_preflight({"node-1": [only]}, [only, other], pdbs, {"disable_eviction": True})
     node = report["node-1"]
     assert node["would_delete"] == ["default/api-0"] and node["would_evict"] == []
     assert kinds(report) == ["pdb_zero", "pdb_zero"]
@@ -896,7 +903,7 @@ def test_preflight_disable_eviction_turns_budgets_into_warnings():
 def test_preflight_terminating_pods_are_skipped_and_node_pods_missing_from_all_pods_count():
     leaving = pod("web-9", deleting=True)
     web = pod("web-0")
-    report = plan.eviction_preflight({"node-1": [leaving, web]}, [], [pdb("web", min_available=1)])
+    report = eviction_preflight({"node-1": [leaving, web]}, [], [pdb("web", min_available=1)])
     assert report["node-1"]["skipped"] == [{"pod": "default/web-9", "reason": "already terminating"}]
     # web-0 is the only healthy pod and the budget wants one: nothing may go.
     assert kinds(report) == ["pdb_zero", "single_replica"]
@@ -918,19 +925,19 @@ def test_preflight_names_every_blocker_kind():
             pdb("team", selector={"matchExpressions": [{"key": "team", "operator": "Exists"}]}, max_unavailable=1)]
     replicas = {"default/ReplicaSet/cache-1": 2, "default/ReplicaSet/keep-1": 2, "default/ReplicaSet/mesh-1": 2,
                 "default/ReplicaSet/web-abc": 3, "default/ReplicaSet/two-1": 2}
-    report = plan.eviction_preflight({"node-1": pods}, pods + elsewhere, pdbs, replicas_by_owner=replicas)
+    report = eviction_preflight({"node-1": pods}, pods + elsewhere, pdbs, replicas_by_owner=replicas)
     found = set(kinds(report))
-    assert found == set(plan.BLOCKER_KINDS)
+    assert found == set(BLOCKER_KINDS)
     assert report["node-1"]["predicted"] == "blocked"
     json.dumps(report)
 
 
 def test_preflight_bad_input():
-    assert_plan_error(lambda: plan.eviction_preflight([], [], []), "node_pods_by_node")
-    assert_plan_error(lambda: plan.eviction_preflight({"n": "x"}, [], []), "node_pods_by_node[n]")
-    assert_plan_error(lambda: plan.eviction_preflight({}, [], [], replicas_by_owner=[1]), "replicas_by_owner")
+    assert_plan_error(lambda: eviction_preflight([], [], []), "node_pods_by_node")
+    assert_plan_error(lambda: eviction_preflight({"n": "x"}, [], []), "node_pods_by_node[n]")
+    assert_plan_error(lambda: eviction_preflight({}, [], [], replicas_by_owner=[1]), "replicas_by_owner")
     one = pod("web-0")
-    assert_plan_error(lambda: plan.eviction_preflight({"node-1": [one]}, [one], [], replicas_by_owner={"default/ReplicaSet/web-abc": "3"}),
+    assert_plan_error(lambda: eviction_preflight({"node-1": [one]}, [one], [], replicas_by_owner={"default/ReplicaSet/web-abc": "3"}),
                       "replicas_by_owner[default/ReplicaSet/web-abc]")
 
 
@@ -939,21 +946,21 @@ def test_preflight_bad_input():
 # ---------------------------------------------------------------------------------------------------------
 
 def test_backoff_first_try_does_not_wait_and_retries_never_fire_at_once():
-    assert plan.backoff_delay(0) == 0.0
+    assert backoff_delay(0) == 0.0
     for attempt in range(1, 40):
-        assert plan.backoff_delay(attempt, jitter=lambda: 0.0) == 0.5
+        assert backoff_delay(attempt, jitter=lambda: 0.0) == 0.5
 
 
 def test_backoff_ceiling_doubles_until_the_cap():
-    top = [plan.backoff_delay(attempt, jitter=lambda: 1.0) for attempt in range(1, 9)]
+    top = [backoff_delay(attempt, jitter=lambda: 1.0) for attempt in range(1, 9)]
     assert top == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
-    assert plan.backoff_delay(10 ** 6, base=0.1, cap=10.0, jitter=lambda: 1.0) == 10.0
+    assert backoff_delay(10 ** 6, base=0.1, cap=10.0, jitter=lambda: 1.0) == 10.0
 
 
 @given(st.integers(min_value=1, max_value=500), st.floats(min_value=0.001, max_value=10.0),
        st.floats(min_value=0.001, max_value=600.0), st.floats(min_value=0.0, max_value=0.999999))
 def test_backoff_bounds(attempt, base, cap, draw):
-    delay = plan.backoff_delay(attempt, base=base, cap=cap, jitter=lambda: draw)
+    delay = backoff_delay(attempt, base=base, cap=cap, jitter=lambda: draw)
     ceiling = min(cap, base * 2 ** min(attempt - 1, 62))
     assert 0 < delay <= ceiling + 1e-9
     assert delay >= min(base, cap) / 2 - 1e-9
@@ -963,7 +970,7 @@ def test_backoff_grows_on_average_with_the_default_random_source():
     random.seed(7)
     means = []
     for attempt in (1, 3, 5):
-        samples = [plan.backoff_delay(attempt) for dummy in range(2000)]
+        samples = [backoff_delay(attempt) for dummy in range(2000)]
         assert all(0.5 <= sample <= min(30.0, 2 ** (attempt - 1)) for sample in samples)
         means.append(sum(samples) / len(samples))
     assert means[0] < means[1] < means[2]
@@ -975,7 +982,7 @@ def test_backoff_grows_on_average_with_the_default_random_source():
     ({"attempt": 1, "jitter": lambda: 2.0}, "jitter"), ({"attempt": 1, "jitter": lambda: "x"}, "jitter"),
 ])
 def test_backoff_bad_input(kwargs, field):
-    assert_plan_error(lambda: plan.backoff_delay(**kwargs), field)
+    assert_plan_error(lambda: backoff_delay(**kwargs), field)
 
 
 @pytest.mark.parametrize("value, seconds", [
@@ -983,26 +990,26 @@ def test_backoff_bad_input(kwargs, field):
     (" 15M ", 900), ("0s", 0), ("45m10s", 2710), ("1h5s", 3605),
 ])
 def test_parse_duration(value, seconds):
-    assert plan.parse_duration(value, "drain_timeout") == seconds
+    assert parse_duration(value, "drain_timeout") == seconds
 
 
 @pytest.mark.parametrize("value", [-1, "abc", "1d", "1m1h", "", "1.5m", 1.5, True, None, "h", "-5s", "5 m", "1h 30m", [90]])
 def test_parse_duration_refuses_with_the_field(value):
-    assert_plan_error(lambda: plan.parse_duration(value, "drain_timeout"), "drain_timeout",
+    assert_plan_error(lambda: parse_duration(value, "drain_timeout"), "drain_timeout",
                       "use a number of seconds (90) or a duration such as '90s', '15m' or '1h30m'")
 
 
 @pytest.mark.parametrize("value", [0, "0", "0s", "0h0m0s"])
 def test_parse_duration_minimum_refuses_shorter_durations(value):
-    assert_plan_error(lambda: plan.parse_duration(value, "drain_timeout", minimum=1), "drain_timeout",
+    assert_plan_error(lambda: parse_duration(value, "drain_timeout", minimum=1), "drain_timeout",
                       "use a number of seconds (90) or a duration such as '90s', '15m' or '1h30m', of at least 1 second")
-    assert plan.parse_duration(value, "drain_timeout") == 0
+    assert parse_duration(value, "drain_timeout") == 0
 
 
 def test_parse_duration_minimum_accepts_the_minimum_and_more():
-    assert plan.parse_duration("1s", "drain_timeout", minimum=1) == 1
-    assert plan.parse_duration("1m", "drain_timeout", minimum=60) == 60
-    assert_plan_error(lambda: plan.parse_duration(59, "drain_timeout", minimum=60), "drain_timeout", "of at least 60 seconds")
+    assert parse_duration("1s", "drain_timeout", minimum=1) == 1
+    assert parse_duration("1m", "drain_timeout", minimum=60) == 60
+    assert_plan_error(lambda: parse_duration(59, "drain_timeout", minimum=60), "drain_timeout", "of at least 60 seconds")
 
 
 @given(st.integers(min_value=0, max_value=99), st.integers(min_value=0, max_value=59), st.integers(min_value=0, max_value=59),
@@ -1011,25 +1018,25 @@ def test_parse_duration_any_combination(hours, minutes, seconds, with_h, with_m,
     assume(with_h or with_m or with_s)
     text = ("%dh" % hours if with_h else "") + ("%dm" % minutes if with_m else "") + ("%ds" % seconds if with_s else "")
     expected = (hours * 3600 if with_h else 0) + (minutes * 60 if with_m else 0) + (seconds if with_s else 0)
-    assert plan.parse_duration(text, "f") == expected
+    assert parse_duration(text, "f") == expected
 
 
 def test_estimate_duration():
-    assert plan.estimate_duration([], 180, 90, 60, 30, surge=3) == 0
+    assert estimate_duration([], 180, 90, 60, 30, surge=3) == 0
     # No surge: every batch drains, waits, and waits for its replacements to boot, then validates.
-    assert plan.estimate_duration([[1], [1, 2, 3]], 100, 10, 5, 1) == 2 * (10 + 5 + 100 + 1)
+    assert estimate_duration([[1], [1, 2, 3]], 100, 10, 5, 1) == 2 * (10 + 5 + 100 + 1)
     # Surge 4: boot once up front; batches of 1 and 3 are paid by the surge, the third needs replacements.
-    assert plan.estimate_duration([1, 3, 3], 100, 10, 5, 1, surge=4) == 100 + 2 * (10 + 5 + 1) + (10 + 5 + 100 + 1)
-    assert plan.estimate_duration([2], "3m", "1m", "0", "30s", surge=1) == 180 + 60 + 0 + 180 + 30
-    assert_plan_error(lambda: plan.estimate_duration([1], "soon", 1, 1, 1), "boot_seconds")
-    assert_plan_error(lambda: plan.estimate_duration([1], 1, 1, 1, 1, surge=-1), "surge")
-    assert_plan_error(lambda: plan.estimate_duration(["x"], 1, 1, 1, 1), "batches[0]")
+    assert estimate_duration([1, 3, 3], 100, 10, 5, 1, surge=4) == 100 + 2 * (10 + 5 + 1) + (10 + 5 + 100 + 1)
+    assert estimate_duration([2], "3m", "1m", "0", "30s", surge=1) == 180 + 60 + 0 + 180 + 30
+    assert_plan_error(lambda: estimate_duration([1], "soon", 1, 1, 1), "boot_seconds")
+    assert_plan_error(lambda: estimate_duration([1], 1, 1, 1, 1, surge=-1), "surge")
+    assert_plan_error(lambda: estimate_duration(["x"], 1, 1, 1, 1), "batches[0]")
 
 
 @given(st.lists(st.integers(min_value=1, max_value=10), max_size=12), st.integers(min_value=0, max_value=60))
 def test_estimate_duration_surge_never_slows_the_plan_beyond_one_boot(sizes, surge):
-    without = plan.estimate_duration(sizes, 120, 60, 30, 10)
-    with_surge = plan.estimate_duration(sizes, 120, 60, 30, 10, surge=surge)
+    without = estimate_duration(sizes, 120, 60, 30, 10)
+    with_surge = estimate_duration(sizes, 120, 60, 30, 10, surge=surge)
     assert with_surge <= without + 120
     if sizes and surge >= sum(sizes):
         assert with_surge == 120 + len(sizes) * (60 + 30 + 10)
@@ -1045,7 +1052,7 @@ def group(specs):
 
 def test_rollout_plan_defaults_surge_then_one_at_a_time():
     instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
-    result = plan.rollout_plan(instances, TARGET)
+    result = rollout_plan(instances, TARGET)
     assert result["group_size"] == 6 and result["az_count"] == 3 and result["azs"] == ["eu-west-1a", "eu-west-1b", "eu-west-1c"]
     assert result["max_unavailable"] == 1 and result["batch_size"] == 1
     assert result["surge_requested"] == 6 and result["surge"] == 6
@@ -1063,7 +1070,7 @@ def test_rollout_plan_defaults_surge_then_one_at_a_time():
 
 def test_rollout_plan_without_surge_starts_with_a_canary_of_one():
     instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
-    result = plan.rollout_plan(instances, TARGET, max_unavailable=2, max_surge=0)
+    result = rollout_plan(instances, TARGET, max_unavailable=2, max_surge=0)
     assert result["surge"] == 0 and result["canary"] is True
     assert [len(batch["instance_ids"]) for batch in result["batches"]] == [1, 2, 2, 1]
     assert [batch["canary"] for batch in result["batches"]] == [True, False, False, False]
@@ -1072,7 +1079,7 @@ def test_rollout_plan_without_surge_starts_with_a_canary_of_one():
 def test_rollout_plan_percentages_and_existing_up_to_date_nodes():
     instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
     instances += group([("i-new", "eu-west-1a", "5", 99)])
-    result = plan.rollout_plan(instances, TARGET, max_unavailable="50%", max_surge=0, drain_seconds="2m")
+    result = rollout_plan(instances, TARGET, max_unavailable="50%", max_surge=0, drain_seconds="2m")
     assert result["group_size"] == 7 and result["max_unavailable"] == 3   # 3.5 rounds down
     assert result["canary"] is False and result["up_to_date"] == ["i-new"] and result["up_to_date_count"] == 1
     assert [len(batch["instance_ids"]) for batch in result["batches"]] == [3, 3]
@@ -1086,24 +1093,24 @@ def test_rollout_plan_percentages_and_existing_up_to_date_nodes():
 
 def test_rollout_plan_never_surges_more_than_it_replaces():
     instances = group([("i-a", "eu-west-1a", "4", 0), ("i-b", "eu-west-1b", "4", 0), ("i-c", "eu-west-1b", "5", 0)])
-    result = plan.rollout_plan(instances, TARGET, az_count=3)
+    result = rollout_plan(instances, TARGET, az_count=3)
     assert result["surge_requested"] == 6 and result["surge"] == 2
     detached = instance("i-d", state="Detached", tags={"nodeops.rollout/detached": "true"})
-    result = plan.rollout_plan([detached] + instances, TARGET)
+    result = rollout_plan([detached] + instances, TARGET)
     assert result["outdated_count"] == 3 and result["surge"] == 2  # the detached one was already replaced
     assert result["group_size"] == 3
 
 
 def test_rollout_plan_nothing_to_do():
     instances = group([("i-a", "eu-west-1a", "5", 0), ("i-b", "eu-west-1b", "5", 0)])
-    result = plan.rollout_plan(instances, TARGET)
+    result = rollout_plan(instances, TARGET)
     assert result["batches"] == [] and result["canary"] is False and result["surge"] == 0 and result["eta_seconds"] == 0
     assert result["outdated"] == [] and result["up_to_date_count"] == 2
 
 
 def test_rollout_plan_instances_without_nodes_are_still_planned():
     instances = [instance("i-a", node=False), instance("i-b", version="5")]
-    result = plan.rollout_plan(instances, TARGET)
+    result = rollout_plan(instances, TARGET)
     assert result["batches"][0]["nodes"] == [None] and result["canary"] is False
 
 
@@ -1113,7 +1120,7 @@ def test_rollout_plan_instances_without_nodes_are_still_planned():
     ({"validate_seconds": -5}, "validate_seconds"),
 ])
 def test_rollout_plan_bad_settings_name_the_field(kwargs, field):
-    assert_plan_error(lambda: plan.rollout_plan([instance("i-a")], TARGET, **kwargs), field, "is not allowed")
+    assert_plan_error(lambda: rollout_plan([instance("i-a")], TARGET, **kwargs), field, "is not allowed")
 
 
 @settings(max_examples=100)
@@ -1122,7 +1129,7 @@ def test_rollout_plan_bad_settings_name_the_field(kwargs, field):
        st.one_of(st.none(), st.integers(min_value=0, max_value=10)))
 def test_rollout_plan_properties(specs, max_unavailable, max_surge):
     instances = group([("i-%03d" % index, "eu-west-1" + az, version, minutes) for index, (az, version, minutes) in enumerate(specs)])
-    result = plan.rollout_plan(instances, TARGET, max_unavailable=max_unavailable, max_surge=max_surge)
+    result = rollout_plan(instances, TARGET, max_unavailable=max_unavailable, max_surge=max_surge)
     outdated_ids = sorted(item["instance_id"] for item in instances if item["launch_template"]["version"] == "4")
     planned = sorted(instance_id for batch in result["batches"] for instance_id in batch["instance_ids"])
     assert planned == outdated_ids
@@ -1144,9 +1151,9 @@ def test_rollout_plan_properties(specs, max_unavailable, max_surge):
     ("NoSchedule", 0, 0, "NoSchedule"),
 ])
 def test_outdated_taint_effect_keeps_the_schedulable_floor(requested, surge, outdated, expected):
-    assert plan.outdated_taint_effect(requested, surge, outdated) == expected
+    assert outdated_taint_effect(requested, surge, outdated) == expected
 
 
 def test_outdated_taint_effect_refuses_an_unknown_effect():
     with pytest.raises(PlanError, match=r"^taint_effect: 'NoExecute!' is not allowed; use one of NoSchedule, PreferNoSchedule, NoExecute"):
-        plan.outdated_taint_effect("NoExecute!", 1, 1)
+        outdated_taint_effect("NoExecute!", 1, 1)

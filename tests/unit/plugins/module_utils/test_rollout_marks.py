@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import rollout_marks as marks
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import marks
 
 
 def _node(name, taints=(), annotations=None, labels=None, schedulable=True):

@@ -3,7 +3,7 @@ settled (a group's own counts over the role's, durations in seconds, the lock's 
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_settings import SettingsError, check_role_settings, role_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_role_settings, role_error
 
 DEFAULTS = {
     "rolling_update_node_groups": [{"name": "workers", "image_id": "ami-0123456789abcdef0"}],

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import rollout_state as rs
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
 
 
 def _state(**overrides):

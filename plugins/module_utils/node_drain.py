@@ -8,7 +8,7 @@ Per node, one thread runs a loop: act on the pods that are due (evict, delete, o
 Deployment through its rolling update), then look at the node's pods (one list call every poll interval for the
 whole node, not one call per pod) to see which are gone, until none is left, the timeout is reached, or only
 pods that can never be evicted remain. Evictions of one node run concurrently (bounded); a refused eviction
-(429) is retried after a capped exponential backoff. The decisions are made by ``drain_rules`` and ``plan``.
+(429) is retried after a capped exponential backoff. The decisions are made by the pure ``drain`` package.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import drain_rules, plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import (
     TRANSPORT_ERRORS,
     ApiException,
@@ -28,8 +27,20 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube impor
     with_pool_size,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import (
+    classify_pod,
+    controller_of,
+    drain_options,
+    owner_key,
+    pod_is_finished,
+    pod_is_terminating,
+    pod_key,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
 
 # Upper bound of threads sending evictions, all nodes together.
 MAX_EVICTION_THREADS = 64
@@ -42,14 +53,14 @@ def utc_now_text():
 
 
 class DrainOptions:
-    """The module's drain options, validated (raises plan.PlanError naming the field)."""
+    """The module's drain options, validated (raises PlanError naming the field)."""
 
     def __init__(self, params):
-        self.timeout = plan.parse_duration(params.get("timeout", "15m"), "timeout")
+        self.timeout = parse_duration(params.get("timeout", "15m"), "timeout")
         self.timeout_action = params.get("timeout_action") or "fail"
         if self.timeout_action not in drain_rules.TIMEOUT_ACTIONS:
-            raise plan.PlanError("timeout_action: %r is not allowed; use one of %s"
-                                 % (self.timeout_action, ", ".join(drain_rules.TIMEOUT_ACTIONS)))
+            raise PlanError("timeout_action: %r is not allowed; use one of %s"
+                            % (self.timeout_action, ", ".join(drain_rules.TIMEOUT_ACTIONS)))
         self.force = bool(params.get("force"))
         self.delete_emptydir_data = bool(params.get("delete_emptydir_data"))
         self.disable_eviction = bool(params.get("disable_eviction"))
@@ -60,13 +71,13 @@ class DrainOptions:
         if grace_period is None or (isinstance(grace_period, str) and not grace_period.strip()):
             self.grace_period = None
         else:
-            self.grace_period = plan.parse_duration(grace_period, "grace_period")
+            self.grace_period = parse_duration(grace_period, "grace_period")
         self.max_concurrent_nodes = self._positive(params, "max_concurrent_nodes", None)
         self.max_concurrent_evictions = self._positive(params, "max_concurrent_evictions", 10)
         self.poll_interval = self._seconds(params, "poll_interval", 2.0)
         self.retry_max_delay = self._seconds(params, "retry_max_delay", 16.0)
-        self.classify = plan.drain_options({"force": self.force, "delete_emptydir_data": self.delete_emptydir_data,
-                                            "disable_eviction": self.disable_eviction})
+        self.classify = drain_options({"force": self.force, "delete_emptydir_data": self.delete_emptydir_data,
+                                       "disable_eviction": self.disable_eviction})
 
     @staticmethod
     def _positive(params, name, default):
@@ -74,7 +85,7 @@ class DrainOptions:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise plan.PlanError("%s: %r is not allowed; use an integer >= 1" % (name, value))
+            raise PlanError("%s: %r is not allowed; use an integer >= 1" % (name, value))
         return value
 
     @staticmethod
@@ -83,7 +94,7 @@ class DrainOptions:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise plan.PlanError("%s: %r is not allowed; use a number of seconds > 0" % (name, value))
+            raise PlanError("%s: %r is not allowed; use a number of seconds > 0" % (name, value))
         return float(value)
 
 
@@ -94,7 +105,7 @@ class PodWork:
     def __init__(self, pod, mode, restart=None):
         metadata = pod.get("metadata") or {}
         self.pod = pod
-        self.key = plan.pod_key(pod)
+        self.key = pod_key(pod)
         self.namespace = metadata.get("namespace") or "default"
         self.name = metadata.get("name")
         self.uid = metadata.get("uid")
@@ -149,7 +160,7 @@ class Drain:
     # ---- reading ------------------------------------------------------------------------------
     def _owned_namespaces(self, pods, kinds):
         return sorted(set((pod.get("metadata") or {}).get("namespace") or "default" for pod in pods
-                          if (plan.controller_of(pod) or {}).get("kind") in kinds))
+                          if (controller_of(pod) or {}).get("kind") in kinds))
 
     def read(self, full=False):
         """Nodes (each must exist), their pods, the budgets, and the workloads behind single-replica pods."""
@@ -164,8 +175,8 @@ class Drain:
             survey.pods_by_node[name] = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
         survey.pdbs = self.api.list_pdbs()
         for pdb in survey.pdbs:
-            self.gates.seed(plan.pdb_key(pdb), (pdb.get("status") or {}).get("disruptionsAllowed"))
-            self._budget_status[plan.pdb_key(pdb)] = pdb.get("status") or {}
+            self.gates.seed(pdb_key(pdb), (pdb.get("status") or {}).get("disruptionsAllowed"))
+            self._budget_status[pdb_key(pdb)] = pdb.get("status") or {}
         every_pod = [pod for pods in survey.pods_by_node.values() for pod in pods]
         if full or self.opts.restart_single_replica:
             for namespace in self._owned_namespaces(every_pod, ("ReplicaSet",)):
@@ -186,15 +197,15 @@ class Drain:
 
     def work_for(self, pod, result):
         """A PodWork for the pod (mode ``ignore`` when the drain leaves it alone, recorded under ``skipped``)."""
-        decision = plan.classify_pod(pod, self.opts.classify)
+        decision = classify_pod(pod, self.opts.classify)
         action = decision["action"]
         if action == "skip":
-            if plan.pod_is_terminating(pod):
+            if pod_is_terminating(pod):
                 result["skipped"].append({"pod": decision["pod"], "reason": "already terminating; waited for until gone"})
                 return PodWork(pod, "wait")
             result["skipped"].append({"pod": decision["pod"], "reason": decision["reason"]})
             return PodWork(pod, "ignore")
-        if action == "delete" and plan.pod_is_finished(pod):
+        if action == "delete" and pod_is_finished(pod):
             return PodWork(pod, "delete")
         restart = self.restart_for(pod) if action in ("evict", "delete") else None
         restarting = bool(restart and restart["restart"])
@@ -218,7 +229,7 @@ class Drain:
         if work.mode == "evict":
             budgets = drain_rules.pdbs_selecting(pod, self.survey.pdbs)
             if len(budgets) == 1:
-                work.pdb = plan.pdb_key(budgets[0])
+                work.pdb = pdb_key(budgets[0])
         return work
 
     def preflight(self):
@@ -227,17 +238,17 @@ class Drain:
         replicas = {}
         for key, replicaset in survey.replicasets.items():
             namespace, name = key.split("/", 1)
-            parent = plan.controller_of(replicaset)
+            parent = controller_of(replicaset)
             count = (replicaset.get("spec") or {}).get("replicas")
             if parent and parent.get("kind") == "Deployment" and "%s/%s" % (namespace, parent.get("name")) in survey.deployments:
                 count = (survey.deployments["%s/%s" % (namespace, parent.get("name"))].get("spec") or {}).get("replicas")
-            replicas[plan.owner_key(namespace, "ReplicaSet", name)] = 1 if count is None else count
+            replicas[owner_key(namespace, "ReplicaSet", name)] = 1 if count is None else count
         restarts = {}
         for pods in survey.pods_by_node.values():
             for pod in pods:
                 entry = self.restart_for(pod)
                 if entry:
-                    restarts[plan.pod_key(pod)] = entry
+                    restarts[pod_key(pod)] = entry
         options = dict(self.opts.classify)
         return drain_rules.drain_preflight(survey.pods_by_node, survey.namespace_pods, survey.pdbs, options, replicas,
                                            restarts, self.opts.timeout_action, self.opts.timeout)
@@ -385,7 +396,7 @@ class Drain:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def _budget_names(self, work):
-        return ", ".join(plan.pdb_key(pdb) for pdb in drain_rules.pdbs_selecting(work.pod, self.survey.pdbs)) or None
+        return ", ".join(pdb_key(pdb) for pdb in drain_rules.pdbs_selecting(work.pod, self.survey.pdbs)) or None
 
     def _apply(self, work, answer, retry_after, result):
         kind = answer["kind"]
@@ -451,7 +462,7 @@ class Drain:
                 self._gone(work, result)
             else:
                 work.pod = pod
-                if work.state == "todo" and plan.pod_is_terminating(pod):
+                if work.state == "todo" and pod_is_terminating(pod):
                     work.state = "sent"
                     work.why = work.why or "terminating"
         for uid, pod in present.items():
@@ -590,7 +601,7 @@ class Drain:
     def _diff_entry(self, name, after_pods):
         node = self.survey.nodes[name]
         before = {"unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
-                  "pods": sorted(plan.pod_key(pod) for pod in self.survey.pods_by_node[name])}
+                  "pods": sorted(pod_key(pod) for pod in self.survey.pods_by_node[name])}
         return {"before_header": "node %s" % name, "after_header": "node %s" % name, "before": before,
                 "after": {"unschedulable": True, "pods": sorted(after_pods)}}
 

@@ -2,9 +2,10 @@
 # Copyright: nodeops.rollout maintainers
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The sizes of an Auto Scaling group during a rollout: what a surge sets, what paying it back decrements,
-and what a restore puts back. Pure: plain numbers and dicts in, plain dicts out, :class:`PlanError` (naming
-the option) on bad input.
+"""The sizes of a rollout, in one place: how many nodes at once (``max_unavailable_count``, the batch size), how many
+extra nodes (``surge_count``, ``resolve_surge``), what a surge sets on the group, what paying it back decrements, and
+what a restore puts back. Pure: plain numbers and dicts in, plain dicts out, :class:`PlanError` (naming the option) on
+bad input.
 
 Sizes are dicts ``{"min_size", "max_size", "desired_capacity"}``.
 """
@@ -13,26 +14,110 @@ from __future__ import annotations
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import TAINT_EFFECTS
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
     PlanError,
-    max_unavailable_count,
-    next_batch,
+    ceil_percent,
+    floor_percent,
+    int_at_least,
+    is_int,
     parse_int_or_percent,
-    surge_count,
 )
 
 
+# The EKS managed node group quota on maxUnavailable (UpdateNodegroupConfig accepts 1..100 nodes).
+EKS_MAX_UNAVAILABLE_QUOTA = 100
+
+
+def max_unavailable_count(value, group_size, field="max_unavailable"):
+    """How many nodes may be out of service at once (the batch size).
+
+    ``None`` means the EKS default of one node. An integer is taken as is; a percentage is of ``group_size``,
+    rounded down. The result is at least 1 and at most the EKS quota of 100. An integer larger than the group
+    is allowed and simply means the whole group at once.
+    """
+    group_size = int_at_least(group_size, "group_size", 0)
+    if value is None:
+        return 1
+    kind, number = parse_int_or_percent(value, field)
+    count = floor_percent(number, group_size) if kind == "percent" else number
+    return max(1, min(EKS_MAX_UNAVAILABLE_QUOTA, count))
+
+
+def surge_count(value, az_count, max_unavailable, group_size, field="max_surge"):
+    """How many extra instances to launch before draining.
+
+    ``None`` means the EKS default: the larger of twice the number of Availability Zones and
+    ``max_unavailable`` (the resolved count). An integer is taken as is, 0 meaning no surge; a percentage is
+    of ``group_size``, rounded up.
+    """
+    az_count = int_at_least(az_count, "az_count", 0)
+    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
+    group_size = int_at_least(group_size, "group_size", 0)
+    if value is None:
+        return max(2 * az_count, max_unavailable)
+    kind, number = parse_int_or_percent(value, field, allow_zero=True)
+    if kind == "percent":
+        return ceil_percent(number, group_size)
+    return number
+
+
+def outdated_taint_effect(requested, surge, outdated_count):
+    """The effect of the taint put on every outdated node once the surge is Ready.
+
+    ``requested`` (``NoSchedule`` by default) holds only when the surge replaces every outdated node: a hard taint
+    then leaves the new nodes, at least as many as the old ones, to take every pod. A smaller surge would leave fewer
+    Ready schedulable nodes than the group's original size (a ``NoSchedule`` node takes no new pod), so the taint is
+    ``PreferNoSchedule`` then (kops's soft taint): the scheduler still sends evicted pods to new nodes first, each
+    batch is taken out by its drain's cordon, and the group keeps its original size of schedulable nodes while the
+    surge still owed covers the batch. Without a surge no new node exists yet, which is the same rule.
+    """
+    if requested not in TAINT_EFFECTS:
+        raise PlanError("taint_effect: %r is not allowed; use one of %s" % (requested, ", ".join(TAINT_EFFECTS)))
+    if requested == "PreferNoSchedule" or surge >= outdated_count:
+        return requested
+    return "PreferNoSchedule"
+
+
+def surge_fits(original_max, desired, surge, hard_limit=None):
+    """Check that the group can grow by ``surge`` and return the sizes to set.
+
+    As EKS does, both the maximum and the desired capacity grow by the surge, so whatever headroom the group
+    had for its autoscaler is kept during the rollout. ``hard_limit`` (the largest maximum the operator allows,
+    or a quota) caps the new maximum; when even the desired capacity plus the surge does not fit under it the
+    error says which maximum would be needed and which surge would fit.
+
+    Returns ``{"max_size", "desired_capacity", "max_size_needed", "surge"}``.
+    """
+    original_max = int_at_least(original_max, "max_size", 0)
+    desired = int_at_least(desired, "desired_capacity", 0)
+    surge = int_at_least(surge, "max_surge", 0)
+    if desired > original_max:
+        raise PlanError("desired_capacity: %d is not allowed; it must be between 0 and the group's max_size (%d)"
+                        % (desired, original_max))
+    needed = desired + surge
+    new_max = original_max + surge
+    if hard_limit is not None:
+        hard_limit = int_at_least(hard_limit, "max_size_limit", 0)
+        if needed > hard_limit:
+            room = max(0, hard_limit - desired)
+            raise PlanError(
+                "max_surge: a surge of %d on a desired capacity of %d needs a maximum size of at least %d, above "
+                "max_size_limit %d; lower max_surge to %d or less (0 means no surge) or raise max_size_limit to %d"
+                % (surge, desired, needed, hard_limit, room, needed))
+        new_max = max(original_max, min(new_max, hard_limit))
+    return {"max_size": new_max, "desired_capacity": needed, "max_size_needed": needed,
+            "surge": surge}
+
+
 DECREMENT_OWED = "owed"
-_TRUE_WORDS = frozenset(word.lower() for word in BOOLEANS_TRUE if isinstance(word, str) and not word.isdigit())
-_FALSE_WORDS = frozenset(word.lower() for word in BOOLEANS_FALSE if isinstance(word, str) and not word.isdigit())
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
+_OPTION_TRUE_WORDS = frozenset(word.lower() for word in BOOLEANS_TRUE if isinstance(word, str) and not word.isdigit())
+_OPTION_FALSE_WORDS = frozenset(word.lower() for word in BOOLEANS_FALSE if isinstance(word, str) and not word.isdigit())
 
 
 def _whole(value, field, minimum=0):
-    if not _is_int(value) or value < minimum:
+    if not is_int(value) or value < minimum:
         raise PlanError("%s: %r is not allowed; use a whole number >= %d" % (field, value, minimum))
     return value
 
@@ -189,13 +274,13 @@ def decrement_count(value, listed, field="decrement_desired_capacity"):
             value = int(text)
         elif text == DECREMENT_OWED:
             return DECREMENT_OWED
-        elif text in _TRUE_WORDS:
+        elif text in _OPTION_TRUE_WORDS:
             return listed
-        elif text in _FALSE_WORDS:
+        elif text in _OPTION_FALSE_WORDS:
             return 0
         else:
             raise error
-    if not _is_int(value) or value < 0 or value > listed:
+    if not is_int(value) or value < 0 or value > listed:
         raise error
     return value
 

@@ -38,7 +38,7 @@ import re
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import TAG_DETACHED
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import TAG_DETACHED
 
 TAG_PREFIX = "nodeops.rollout/"
 

@@ -18,7 +18,7 @@ import re
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_duration, parse_int_or_percent
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
 
 VARIABLE_PREFIX = "rolling_update_"
 # variable -> (the shortest duration allowed in seconds, empty allowed)

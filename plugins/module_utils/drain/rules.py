@@ -5,15 +5,18 @@
 """Decisions of a drain that need no I/O: which pods are restarted instead of evicted, what an eviction
 answer means, how long to wait before retrying, what blocks a node for good, and what the pre-flight predicts.
 
-Pure: plain dicts in the API's JSON form in, plain dicts out; the pod classification and the PDB arithmetic
-come from ``plan.py``. The I/O half is ``drain.py``.
+Pure: plain dicts in the API's JSON form in, plain dicts out; the pod classification comes from ``drain.pods``, the
+PDB arithmetic from ``drain.budgets``, the blockers from ``drain.preflight``. The I/O half is ``node_drain.py``.
 """
 
 from __future__ import annotations
 
 import re
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key, pdb_selects
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, pod_is_ready, pod_key
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import eviction_preflight
 
 TIMEOUT_ACTIONS = ("fail", "skip", "force")
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
@@ -119,14 +122,14 @@ def restart_plan(pod, replicasets, deployments):
       (its ReplicaSet's template carries an older restartedAt than the Deployment's): wait, do not restart again;
     - ``zero_downtime`` equals ``restart`` (kept for callers that read it).
     """
-    owner = plan.controller_of(pod)
+    owner = controller_of(pod)
     if owner is None or owner.get("kind") != "ReplicaSet":
         return None
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     replicaset = replicasets.get("%s/%s" % (namespace, owner.get("name")))
     if replicaset is None:
         return None
-    parent = plan.controller_of(replicaset)
+    parent = controller_of(replicaset)
     if parent is None or parent.get("kind") != "Deployment":
         return None
     key = "%s/%s" % (namespace, parent.get("name"))
@@ -165,7 +168,7 @@ def eviction_reason(entry, pod, pdbs):
 
     ``entry`` is a :func:`restart_plan` result with ``restart`` False and one replica.
     """
-    names = [plan.pdb_key(pdb) for pdb in pdbs_selecting(pod, pdbs)]
+    names = [pdb_key(pdb) for pdb in pdbs_selecting(pod, pdbs)]
     if names:
         budget = "PodDisruptionBudget %s decides when it may go" % ", ".join(names)
     else:
@@ -250,12 +253,12 @@ def retry_after_seconds(headers):
 def retry_delay(attempt, retry_after=None, cap=16.0, jitter=None):
     """Seconds before retry number ``attempt`` (>= 1) of a refused eviction.
 
-    Capped exponential backoff with jitter (``plan.backoff_delay``): the delay starts at 1/16 of the cap (1 s with
+    Capped exponential backoff with jitter (``backoff_delay``): the delay starts at 1/16 of the cap (1 s with
     the default cap of 16 s) and doubles up to the cap; a Retry-After from the server is honoured as a lower bound.
     Never 0, so a refused eviction is never retried in a hot loop.
     """
     cap = float(cap)
-    delay = plan.backoff_delay(max(1, attempt), base=cap / 16.0, cap=cap, jitter=jitter)
+    delay = backoff_delay(max(1, attempt), base=cap / 16.0, cap=cap, jitter=jitter)
     if retry_after is not None:
         delay = max(delay, float(retry_after))
     return max(delay, 0.05)
@@ -267,13 +270,13 @@ def retry_delay(attempt, retry_after=None, cap=16.0, jitter=None):
 
 def pdbs_selecting(pod, pdbs):
     """The PodDisruptionBudgets that cover the pod."""
-    return [pdb for pdb in pdbs if plan.pdb_selects(pdb, pod)]
+    return [pdb for pdb in pdbs if pdb_selects(pdb, pod)]
 
 
 def static_blockers(pod, decision, pdbs, disable_eviction=False, restarted=False):
     """Why the pod can never leave the node under the options given: ``[{"kind", "reason", "pdb"}]``.
 
-    ``decision`` is ``plan.classify_pod``'s answer. Besides the option blockers (emptyDir, naked pods,
+    ``decision`` is ``classify_pod``'s answer. Besides the option blockers (emptyDir, naked pods,
     do-not-disrupt), a pod selected by more than one PodDisruptionBudget is refused by the Eviction API (HTTP 500),
     unless it leaves through its Deployment's rolling update (``restarted``) or is deleted (``disable_eviction``).
     """
@@ -281,7 +284,7 @@ def static_blockers(pod, decision, pdbs, disable_eviction=False, restarted=False
     if decision.get("action") == "evict" and not disable_eviction and not restarted:
         matching = pdbs_selecting(pod, pdbs)
         if len(matching) > 1:
-            names = ", ".join(plan.pdb_key(pdb) for pdb in matching)
+            names = ", ".join(pdb_key(pdb) for pdb in matching)
             result.append({"kind": "multiple_pdbs", "pdb": names,
                            "reason": "selected by %d PodDisruptionBudgets (%s); the Eviction API refuses such pods "
                                      "(HTTP 500) until one of them is removed" % (len(matching), names)})
@@ -342,7 +345,7 @@ def _explain_eviction(node_report, key, entry, pod, pdbs):
 
 def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, restarts, timeout_action="fail",
                     timeout_seconds=900):
-    """``plan.eviction_preflight`` with what :func:`restart_plan` decided for the pods of Deployments.
+    """``eviction_preflight`` with what :func:`restart_plan` decided for the pods of Deployments.
 
     ``restarts`` maps pod keys to :func:`restart_plan` results. A pod whose entry has ``restart`` True appears
     under ``would_restart`` (``{"pod", "deployment", "reason", "zero_downtime"}``) and its budget and
@@ -352,9 +355,9 @@ def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owne
     its maxUnavailable/maxSurge and the budget that decides. Each node also gets ``outcome``, one sentence
     predicting the end of its drain under ``timeout_action``.
     """
-    report = plan.eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner)
+    report = eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner)
     dropped = ("pdb_zero", "pdb_insufficient", "single_replica", "multiple_pdbs")
-    pods_by_key = dict((plan.pod_key(pod), pod) for pods in node_pods_by_node.values() for pod in pods)
+    pods_by_key = dict((pod_key(pod), pod) for pods in node_pods_by_node.values() for pod in pods)
     for node_report in report.values():
         node_report["would_restart"] = []
         for key in list(node_report["would_evict"]) + list(node_report["would_delete"]):
@@ -407,11 +410,11 @@ def paced_by_budget(pod):
     """Whether an eviction of ``pod`` waits at its budget's gate (:class:`BudgetGates`).
 
     Only a Ready pod surely takes one of the budget's disruptions. A running pod that is not Ready takes none
-    when the budget is healthy or its ``unhealthyPodEvictionPolicy`` is AlwaysAllow (``plan.eviction_needs_budget``),
+    when the budget is healthy or its ``unhealthyPodEvictionPolicy`` is AlwaysAllow (``eviction_needs_budget``),
     so a budget at 0 disruptions can still let it go: the Eviction API is asked, and a refusal closes the gate
     as any other does.
     """
-    return plan.pod_is_ready(pod)
+    return pod_is_ready(pod)
 
 
 class BudgetGates:
