@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi, kube_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import parse_duration
 

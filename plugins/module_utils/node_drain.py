@@ -18,6 +18,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import retry_after_seconds, retry_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import (
     TRANSPORT_ERRORS,
     ApiException,
@@ -28,7 +29,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube impor
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetGates, paced_by_budget, pdb_key, pdbs_selecting
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import (
     classify_pod,
     controller_of,
@@ -38,6 +39,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import 
     pod_is_terminating,
     pod_key,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, static_blockers
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
@@ -132,11 +134,6 @@ class Survey:
         self.namespace_pods = []
 
 
-def _key(obj):
-    metadata = obj.get("metadata") or {}
-    return "%s/%s" % (metadata.get("namespace") or "default", metadata.get("name"))
-
-
 class Drain:
     """One drain run over ``names``; ``run()`` returns the module result (without exiting)."""
 
@@ -155,7 +152,7 @@ class Drain:
         self._lock = threading.Lock()
         self._restarted = {}
         self._budget_status = {}
-        self.gates = drain_rules.BudgetGates(cap=options.retry_max_delay, check_interval=options.poll_interval)
+        self.gates = BudgetGates(cap=options.retry_max_delay, check_interval=options.poll_interval)
 
     # ---- reading ------------------------------------------------------------------------------
     def _owned_namespaces(self, pods, kinds):
@@ -180,8 +177,8 @@ class Drain:
         every_pod = [pod for pods in survey.pods_by_node.values() for pod in pods]
         if full or self.opts.restart_single_replica:
             for namespace in self._owned_namespaces(every_pod, ("ReplicaSet",)):
-                survey.replicasets.update((_key(obj), obj) for obj in self.api.list_replicasets(namespace))
-                survey.deployments.update((_key(obj), obj) for obj in self.api.list_deployments(namespace))
+                survey.replicasets.update((pod_key(obj), obj) for obj in self.api.list_replicasets(namespace))
+                survey.deployments.update((pod_key(obj), obj) for obj in self.api.list_deployments(namespace))
         if full:
             namespaces = sorted(set((pod.get("metadata") or {}).get("namespace") or "default" for pod in every_pod))
             for namespace in namespaces:
@@ -209,7 +206,7 @@ class Drain:
             return PodWork(pod, "delete")
         restart = self.restart_for(pod) if action in ("evict", "delete") else None
         restarting = bool(restart and restart["restart"])
-        blockers = drain_rules.static_blockers(pod, decision, self.survey.pdbs, self.opts.disable_eviction, restarting)
+        blockers = static_blockers(pod, decision, self.survey.pdbs, self.opts.disable_eviction, restarting)
         if blockers:
             work = PodWork(pod, "evict" if action != "delete" else "delete")
             work.state = "blocked"
@@ -227,7 +224,7 @@ class Drain:
             result["downtime"].append({"pod": decision["pod"], "deployment": restart["deployment"], "reason": reason})
             work.note = restart["reason"]
         if work.mode == "evict":
-            budgets = drain_rules.pdbs_selecting(pod, self.survey.pdbs)
+            budgets = pdbs_selecting(pod, self.survey.pdbs)
             if len(budgets) == 1:
                 work.pdb = pdb_key(budgets[0])
         return work
@@ -250,8 +247,8 @@ class Drain:
                 if entry:
                     restarts[pod_key(pod)] = entry
         options = dict(self.opts.classify)
-        return drain_rules.drain_preflight(survey.pods_by_node, survey.namespace_pods, survey.pdbs, options, replicas,
-                                           restarts, self.opts.timeout_action, self.opts.timeout)
+        return drain_preflight(survey.pods_by_node, survey.namespace_pods, survey.pdbs, options, replicas,
+                               restarts, self.opts.timeout_action, self.opts.timeout)
 
     def static_problems(self):
         """Pods that can never be evicted under the options given, per node: ``{node: [blocking]}``."""
@@ -279,7 +276,7 @@ class Drain:
             code, status, headers = error_status(exc)
             if work.mode == "restart" and code == 404:
                 return {"kind": "fallback", "message": status.get("message") or "", "pdb": None}, None
-            return drain_rules.eviction_answer(code, status), drain_rules.retry_after_seconds(headers)
+            return drain_rules.eviction_answer(code, status), retry_after_seconds(headers)
         except TRANSPORT_ERRORS as exc:
             return {"kind": "retry", "message": describe_k8s_error(exc, "send"), "pdb": None}, None
 
@@ -317,13 +314,13 @@ class Drain:
         return out
 
     def _select_due(self, works, now):
-        """The pods to send a request for now; evictions are paced by their budget (drain_rules.BudgetGates)."""
+        """The pods to send a request for now; evictions are paced by their budget (BudgetGates)."""
         due = []
         checks = {}
         for work in works.values():
             if work.state != "todo" or work.next_try > now:
                 continue
-            if work.mode != "evict" or not work.pdb or not drain_rules.paced_by_budget(work.pod):
+            if work.mode != "evict" or not work.pdb or not paced_by_budget(work.pod):
                 due.append(work)
                 continue
             with self._lock:
@@ -396,7 +393,7 @@ class Drain:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def _budget_names(self, work):
-        return ", ".join(pdb_key(pdb) for pdb in drain_rules.pdbs_selecting(work.pod, self.survey.pdbs)) or None
+        return ", ".join(pdb_key(pdb) for pdb in pdbs_selecting(work.pod, self.survey.pdbs)) or None
 
     def _apply(self, work, answer, retry_after, result):
         kind = answer["kind"]
@@ -423,7 +420,7 @@ class Drain:
         elif kind in ("pdb", "throttled", "retry"):
             work.attempts += 1
             result["eviction_retries"] += 1
-            work.next_try = now + drain_rules.retry_delay(work.attempts, retry_after, self.opts.retry_max_delay)
+            work.next_try = now + retry_delay(work.attempts, retry_after, self.opts.retry_max_delay)
             pdb = answer["pdb"]
             if pdb and "/" not in pdb:
                 pdb = "%s/%s" % (work.namespace, pdb)

@@ -21,11 +21,11 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     require_group,
     suspended_processes,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, node_summary, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import failed_to_join
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, failed_to_join, node_summary
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
@@ -90,7 +90,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
     records = group_instances(ec2, group)
     if nodes is not None:
         # by providerID; failing that by name, as EKS names a node after its instance's private DNS name
-        by_name = {node["name"]: node for node in (node_summary(raw) for raw in raw_nodes or [])
+        by_name = {node["name"]: node for node in (node_summary(raw, INSTANCE_NODE_FIELDS) for raw in raw_nodes or [])
                    if instance_id_of(node["provider_id"]) is None}
         for record in records:
             record["node"] = nodes.get(record["instance_id"]) or by_name.get(record.get("private_dns_name"))

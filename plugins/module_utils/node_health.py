@@ -19,6 +19,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.errors import Roll
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 
+# What cluster_validate reports of a node, and what node_group_info reports of an instance's node.
+HEALTH_FIELDS = ("name", "instance_id", "az", "ready", "not_ready_reason", "schedulable", "deleting")
+INSTANCE_NODE_FIELDS = ("name", "provider_id", "ready", "schedulable", "taints", "labels", "annotations")
+
 _PROVIDER_ID_RE = re.compile(r"^aws://(?:/(?P<az>[^/]*))?/(?P<id>i-[0-9a-zA-Z]+)$")
 _INSTANCE_ID_RE = re.compile(r"^i-[0-9a-zA-Z]+$")
 
@@ -48,8 +52,10 @@ def node_ready(node):
     return False, "no Ready condition reported yet"
 
 
-def node_summary(node):
-    """``{"name", "instance_id", "az", "ready", "not_ready_reason", "schedulable"}`` of one node."""
+def node_summary(node, fields=HEALTH_FIELDS):
+    """The facts a rollout reads of one Node (API JSON form), the one reader of them: ``fields`` of ``{"name",
+    "provider_id", "instance_id", "az", "ready", "not_ready_reason", "schedulable", "deleting", "taints", "labels",
+    "annotations"}`` (``HEALTH_FIELDS`` for cluster_validate, ``INSTANCE_NODE_FIELDS`` for node_group_info)."""
     metadata = node.get("metadata") or {}
     spec = node.get("spec") or {}
     az, instance_id = parse_provider_id(spec.get("providerID"))
@@ -59,9 +65,21 @@ def node_summary(node):
             az = labels[label]
             break
     ready, reason = node_ready(node)
-    return {"name": metadata.get("name"), "instance_id": instance_id, "az": az, "ready": ready,
-            "not_ready_reason": reason, "schedulable": not spec.get("unschedulable"),
-            "deleting": bool(metadata.get("deletionTimestamp"))}
+    facts = {
+        "name": metadata.get("name"),
+        "provider_id": spec.get("providerID"),
+        "instance_id": instance_id,
+        "az": az,
+        "ready": ready,
+        "not_ready_reason": reason,
+        "schedulable": not spec.get("unschedulable"),
+        "deleting": bool(metadata.get("deletionTimestamp")),
+        "taints": [{"key": taint.get("key"), "value": taint.get("value"), "effect": taint.get("effect")}
+                   for taint in spec.get("taints") or []],
+        "labels": dict(labels),
+        "annotations": dict(metadata.get("annotations") or {}),
+    }
+    return {field: facts[field] for field in fields}
 
 
 def failed_to_join(instances, up_to_date_ids, now, join_timeout):

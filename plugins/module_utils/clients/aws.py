@@ -15,8 +15,8 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ERRORS, aws_connection, describe_aws_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import TAG_INSTANCE_DETACHED_FROM, tags_to_dict
 

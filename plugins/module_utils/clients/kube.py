@@ -18,9 +18,10 @@ import time
 import traceback
 from contextlib import contextmanager
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, node_summary
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
 
 try:
@@ -234,33 +235,12 @@ class KubeApi:
 # Nodes by instance
 # ---------------------------------------------------------------------------------------------------------
 
-def node_summary(node):
-    """The facts about a Node (API JSON form) that a rollout reads."""
-    metadata = node.get("metadata") or {}
-    spec = node.get("spec") or {}
-    ready = False
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            ready = condition.get("status") == "True"
-    taints = [{"key": taint.get("key"), "value": taint.get("value"), "effect": taint.get("effect")}
-              for taint in spec.get("taints") or []]
-    return {
-        "name": metadata.get("name"),
-        "provider_id": spec.get("providerID"),
-        "ready": ready,
-        "schedulable": not spec.get("unschedulable", False),
-        "taints": taints,
-        "labels": dict(metadata.get("labels") or {}),
-        "annotations": dict(metadata.get("annotations") or {}),
-    }
-
-
 def nodes_by_instance(nodes):
     """``{instance id: node summary}`` for every node (API JSON form, as KubeApi.list_nodes returns them) whose
     providerID names an EC2 instance."""
     found = {}
     for node in nodes:
-        summary = node_summary(node)
+        summary = node_summary(node, INSTANCE_NODE_FIELDS)
         instance_id = instance_id_of(summary["provider_id"])
         if instance_id:
             found[instance_id] = summary

@@ -8,8 +8,9 @@ a pod, how many disruptions it allows, which pods count as healthy. Pure.
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import retry_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import pod_is_ready, pod_is_terminating, pod_key, pod_owner_key
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PERCENT_RE, PlanError, ceil_percent, int_at_least, is_int
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, ceil_percent, int_at_least, int_or_percent, is_int
 
 
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -69,17 +70,18 @@ def pdb_selects(pdb, pod):
     return label_selector_matches(selector, pod_meta.get("labels"), "PodDisruptionBudget %s: spec.selector" % pdb_key(pdb))
 
 
+def pdbs_selecting(pod, pdbs):
+    """The PodDisruptionBudgets that cover the pod."""
+    return [pdb for pdb in pdbs if pdb_selects(pdb, pod)]
+
+
 def _pdb_value(value, field):
     """A PDB's minAvailable/maxUnavailable: an integer >= 0 or a percentage 0%..100% (as API validation)."""
-    error = PlanError("%s: %r is not allowed; use an integer >= 0 or a percentage between 0%% and 100%%" % (field, value))
-    if is_int(value):
-        if value < 0:
-            raise error
-        return ("int", value)
-    match = PERCENT_RE.match(value.strip()) if isinstance(value, str) else None
-    if not match or int(match.group(1)) > 100:
-        raise error
-    return ("percent", int(match.group(1)))
+    parsed = int_or_percent(value)
+    # a string must be a percentage (an IntOrString holding "3" is refused by API validation)
+    if parsed is None or parsed[1] < 0 or (parsed[0] == "percent") != isinstance(value, str) or (parsed[0] == "percent" and parsed[1] > 100):
+        raise PlanError("%s: %r is not allowed; use an integer >= 0 or a percentage between 0%% and 100%%" % (field, value))
+    return parsed
 
 
 def pdb_desired_healthy(pdb, expected_pods):
@@ -186,3 +188,94 @@ def expected_pods_from_owners(pods, replicas_by_owner):
         else:
             total += 1
     return total
+
+
+def paced_by_budget(pod):
+    """Whether an eviction of ``pod`` waits at its budget's gate (:class:`BudgetGates`).
+
+    Only a Ready pod surely takes one of the budget's disruptions. A running pod that is not Ready takes none
+    when the budget is healthy or its ``unhealthyPodEvictionPolicy`` is AlwaysAllow (``eviction_needs_budget``),
+    so a budget at 0 disruptions can still let it go: the Eviction API is asked, and a refusal closes the gate
+    as any other does.
+    """
+    return pod_is_ready(pod)
+
+
+class BudgetGates:
+    """How many evictions each PodDisruptionBudget can take now, so that a budget is not hammered with evictions
+    it will refuse.
+
+    A budget with no gate is open. A refusal (429) closes it for a backoff delay (:func:`retry_delay`, growing with
+    each refusal in a row). Once the delay is over the caller reads the budget's ``status.disruptionsAllowed`` (one
+    request instead of one refused eviction per pod), and the gate lets that many evictions through before the
+    budget is read again. While a read finds 0, the budget is read again every ``check_interval`` seconds (the
+    drain's poll interval: a replacement becoming Ready frees a disruption at any moment, and a read costs one
+    request whatever the number of pods waiting); without ``check_interval`` the backoff applies to reads too.
+    Pure bookkeeping: the caller supplies the clock and does the reading.
+    """
+
+    def __init__(self, cap=16.0, jitter=None, check_interval=None):
+        self.cap = cap
+        self.jitter = jitter
+        self.check_interval = check_interval
+        self.gates = {}
+
+    def seed(self, pdb, disruptions_allowed):
+        """Start with what the budget's status said when the drain began (a hint; the Eviction API decides)."""
+        if isinstance(disruptions_allowed, int) and not isinstance(disruptions_allowed, bool) and disruptions_allowed >= 0:
+            self.gates[pdb] = {"until": 0.0, "attempts": 0, "tokens": disruptions_allowed}
+
+    def decide(self, pdb, now):
+        """``("go", None)``: send one eviction now; ``("wait", t)``: not before ``t``; ``("check", None)``: read the budget first."""
+        gate = self.gates.get(pdb) if pdb else None
+        if gate is None:
+            return "go", None
+        if now < gate["until"]:
+            return "wait", gate["until"]
+        if gate["tokens"] > 0:
+            return "go", None
+        return "check", None
+
+    def forget(self, pdb):
+        """The budget is gone: its pods are free to go."""
+        self.gates.pop(pdb, None)
+
+    def sent(self, pdb):
+        """One eviction of the budget's pods is on its way: it uses one of the disruptions counted."""
+        gate = self.gates.get(pdb) if pdb else None
+        if gate is not None and gate["tokens"] > 0:
+            gate["tokens"] -= 1
+
+    def accepted(self, pdb):
+        """The budget took an eviction: the backoff starts over."""
+        gate = self.gates.get(pdb) if pdb else None
+        if gate is not None:
+            gate["attempts"] = 0
+
+    def refused(self, pdb, now, retry_after=None):
+        """The budget refused an eviction (429): closed until the backoff delay is over; returns that time."""
+        gate = self.gates.setdefault(pdb, {"until": 0.0, "attempts": 0, "tokens": 0})
+        gate["attempts"] += 1
+        gate["tokens"] = 0
+        gate["until"] = max(gate["until"], now + retry_delay(gate["attempts"], retry_after, self.cap, self.jitter))
+        return gate["until"]
+
+    def checked(self, pdb, disruptions_allowed, now):
+        """The budget was read: let ``disruptions_allowed`` evictions through, or wait again when it is 0.
+
+        ``None`` (unknown) lets one eviction through to ask the Eviction API itself.
+        """
+        gate = self.gates.setdefault(pdb, {"until": 0.0, "attempts": 0, "tokens": 0})
+        if disruptions_allowed is None:  # the budget could not be read, or has no status yet: let one eviction probe it
+            gate["tokens"] = 1
+            return "go", None
+        if isinstance(disruptions_allowed, int) and not isinstance(disruptions_allowed, bool) and disruptions_allowed > 0:
+            gate["tokens"] = disruptions_allowed
+            return "go", None
+        gate["attempts"] += 1
+        gate["tokens"] = 0
+        if self.check_interval:
+            gate["until"] = now + self.check_interval
+        else:
+            gate["until"] = now + retry_delay(gate["attempts"], None, self.cap, self.jitter)
+        return "wait", gate["until"]

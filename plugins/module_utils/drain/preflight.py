@@ -15,6 +15,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets impo
     pdb_key,
     pdb_selects,
     pdb_status,
+    pdbs_selecting,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import (
     REPLICATED_OWNER_KINDS,
@@ -27,6 +28,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import 
     pod_owner_key,
     tolerates_every_taint,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import eviction_reason
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least
 
 
@@ -70,6 +72,22 @@ def _live_owner_counts(pods):
         if key is not None:
             counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def multiple_pdbs_reason(names):
+    """Why a pod selected by several PodDisruptionBudgets (``names``, their keys) cannot be evicted."""
+    return ("selected by %d PodDisruptionBudgets (%s); the Eviction API refuses such pods (HTTP 500) until one of them "
+            "is removed" % (len(names), ", ".join(names)))
+
+
+def predicted(blockers):
+    """How a node's drain is predicted to end from its blockers: "blocked" when one is an error, "downtime" when a
+    single-replica workload goes down while its pod moves, else "ok"."""
+    if any(blocker["severity"] == "error" for blocker in blockers):
+        return "blocked"
+    if any(blocker["kind"] == "single_replica" for blocker in blockers):
+        return "downtime"
+    return "ok"
 
 
 def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas_by_owner=None):
@@ -149,10 +167,8 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
 
             matching = [pdb for pdb in pdbs if pdb_selects(pdb, pod)]
             if len(matching) > 1 and not bypassed and not eviction_skips_pdbs(pod):
-                names = ", ".join(pdb_key(pdb) for pdb in matching)
-                node_report["blockers"].append(_blocker(
-                    key, "multiple_pdbs", "selected by %d PodDisruptionBudgets (%s); the Eviction API refuses such "
-                    "pods with HTTP 500" % (len(matching), names), "error", names))
+                names = [pdb_key(pdb) for pdb in matching]
+                node_report["blockers"].append(_blocker(key, "multiple_pdbs", multiple_pdbs_reason(names), "error", ", ".join(names)))
             elif len(matching) == 1 or (matching and bypassed):
                 for pdb in matching:
                     if eviction_needs_budget(pod, statuses[pdb_key(pdb)], pdb):
@@ -189,9 +205,102 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
             report[node_name]["blockers"].append(_blocker(key, kind, reason, severity, key_of_pdb))
 
     for node_report in report.values():
-        severities = [blocker["severity"] for blocker in node_report["blockers"]]
-        if "error" in severities:
-            node_report["predicted"] = "blocked"
-        elif any(blocker["kind"] == "single_replica" for blocker in node_report["blockers"]):
-            node_report["predicted"] = "downtime"
+        node_report["predicted"] = predicted(node_report["blockers"])
+    return report
+
+
+def static_blockers(pod, decision, pdbs, disable_eviction=False, restarted=False):
+    """Why the pod can never leave the node under the options given: ``[{"kind", "reason", "pdb"}]``.
+
+    ``decision`` is ``classify_pod``'s answer. Besides the option blockers (emptyDir, naked pods,
+    do-not-disrupt), a pod selected by more than one PodDisruptionBudget is refused by the Eviction API (HTTP 500),
+    unless it leaves through its Deployment's rolling update (``restarted``) or is deleted (``disable_eviction``).
+    """
+    result = [{"kind": block["kind"], "reason": block["reason"], "pdb": None} for block in decision.get("blocks") or []]
+    if decision.get("action") == "evict" and not disable_eviction and not restarted:
+        matching = pdbs_selecting(pod, pdbs)
+        if len(matching) > 1:
+            names = [pdb_key(pdb) for pdb in matching]
+            result.append({"kind": "multiple_pdbs", "pdb": ", ".join(names), "reason": multiple_pdbs_reason(names)})
+    return result
+
+
+def predicted_outcome(node_report, timeout_action, timeout_seconds):
+    """One sentence predicting how the drain of a node ends, from its pre-flight report."""
+    errors = [blocker for blocker in node_report["blockers"] if blocker["severity"] == "error"]
+    moved = len(node_report["would_evict"]) + len(node_report["would_delete"]) + len(node_report.get("would_restart") or [])
+    if errors:
+        pods = sorted(set(blocker["pod"] for blocker in errors))
+        if timeout_action == "skip":
+            return ("blocked by %d pod(s) (%s): the node would be left cordoned and skipped"
+                    % (len(pods), ", ".join(pods)))
+        if timeout_action == "force":
+            return ("blocked by %d pod(s) (%s): they would be deleted without eviction once the rest is drained or "
+                    "after %ds" % (len(pods), ", ".join(pods), timeout_seconds))
+        return "blocked by %d pod(s) (%s): the drain would fail" % (len(pods), ", ".join(pods))
+    if node_report["predicted"] == "downtime":
+        owners = sorted(set(blocker.get("owner") or blocker["pod"] for blocker in node_report["blockers"]
+                            if blocker["kind"] == "single_replica"))
+        return "drained, with downtime for single-replica workload(s) %s until their replacement is Ready" % ", ".join(owners)
+    waits = [blocker for blocker in node_report["blockers"] if blocker["kind"] == "pdb_insufficient"]
+    if waits:
+        return ("drained: %d pod(s) moved, evictions waiting for replacements to become Ready within their "
+                "PodDisruptionBudgets" % moved)
+    return "drained: %d pod(s) moved" % moved
+
+
+def _explain_eviction(node_report, key, entry, pod, pdbs):
+    """Name the Deployment, its maxUnavailable/maxSurge and the budget in the findings of a single-replica pod that
+    is evicted because a restart could take the workload down."""
+    reason = eviction_reason(entry, pod, pdbs)
+    owner = "Deployment/%s" % entry["deployment"].split("/", 1)[1]
+    found = False
+    for blocker in node_report["blockers"]:
+        if blocker["pod"] != key:
+            continue
+        if blocker["kind"] == "single_replica":
+            blocker.update(reason=reason, owner=owner, deployment=entry["deployment"])
+            found = True
+        elif blocker["kind"] in ("pdb_zero", "pdb_insufficient"):
+            blocker["reason"] = "%s; %s" % (blocker["reason"], entry["reason"])
+            blocker["deployment"] = entry["deployment"]
+    if not found:
+        node_report["blockers"].append({"pod": key, "kind": "single_replica", "reason": reason, "pdb": None,
+                                        "severity": "warning", "owner": owner, "deployment": entry["deployment"]})
+
+
+def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, restarts, timeout_action="fail",
+                    timeout_seconds=900):
+    """``eviction_preflight`` with what :func:`restart_plan` decided for the pods of Deployments.
+
+    ``restarts`` maps pod keys to :func:`restart_plan` results. A pod whose entry has ``restart`` True appears
+    under ``would_restart`` (``{"pod", "deployment", "reason", "zero_downtime"}``) and its budget and
+    single-replica findings are dropped: the rolling update keeps the workload up and does not go through the
+    Eviction API. A single-replica pod whose entry has ``restart`` False stays under ``would_evict``: its
+    ``single_replica`` finding (and its budget's ``pdb_zero``/``pdb_insufficient``, if any) names the Deployment,
+    its maxUnavailable/maxSurge and the budget that decides. Each node also gets ``outcome``, one sentence
+    predicting the end of its drain under ``timeout_action``.
+    """
+    report = eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner)
+    dropped = ("pdb_zero", "pdb_insufficient", "single_replica", "multiple_pdbs")
+    pods_by_key = dict((pod_key(pod), pod) for pods in node_pods_by_node.values() for pod in pods)
+    for node_report in report.values():
+        node_report["would_restart"] = []
+        for key in list(node_report["would_evict"]) + list(node_report["would_delete"]):
+            entry = restarts.get(key)
+            if not entry:
+                continue
+            if not entry.get("restart"):
+                if entry.get("replicas") == 1 and key in node_report["would_evict"]:
+                    _explain_eviction(node_report, key, entry, pods_by_key[key], pdbs or [])
+                continue
+            for bucket in ("would_evict", "would_delete"):
+                if key in node_report[bucket]:
+                    node_report[bucket].remove(key)
+            node_report["would_restart"].append({"pod": key, "deployment": entry["deployment"], "reason": entry["reason"],
+                                                 "zero_downtime": entry["zero_downtime"]})
+            node_report["blockers"] = [blocker for blocker in node_report["blockers"]
+                                       if not (blocker["pod"] == key and blocker["kind"] in dropped)]
+        node_report["predicted"] = predicted(node_report["blockers"])
+        node_report["outcome"] = predicted_outcome(node_report, timeout_action, timeout_seconds)
     return report

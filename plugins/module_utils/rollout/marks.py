@@ -4,7 +4,7 @@
 
 """What a rollout leaves on nodes, and the end check that refuses to call a group replaced while any is left.
 
-Pure: nodes in ``clients.kube.node_summary``'s shape, instances in ``clients.aws.instance_record``'s shape with their node joined.
+Pure: nodes in ``node_health.node_summary``'s shape (``INSTANCE_NODE_FIELDS``), instances in ``clients.aws.instance_record``'s shape with their node joined.
 
 A rollout marks nodes in three ways: its taint (``nodeops.rollout/outdated`` by default) on outdated nodes; a
 cordon, which ``node_drain`` records with the annotation ``nodeops.rollout/cordoned`` when it is the one that

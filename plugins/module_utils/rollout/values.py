@@ -60,6 +60,34 @@ INT_RE = re.compile(r"^[0-9]+$")
 PERCENT_RE = re.compile(r"^([0-9]+)%$")
 
 
+def int_or_percent(value):
+    """``("int", n)`` for ``3`` or ``"3"``, ``("percent", p)`` for ``"25%"`` (spaces around allowed); None for anything else.
+
+    The one reader of Kubernetes' IntOrString counts: the user's max_unavailable/max_surge (checked by
+    :func:`parse_int_or_percent`), a Deployment's rolling update and a PodDisruptionBudget's numbers.
+    """
+    if is_int(value):
+        return ("int", value)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if INT_RE.match(text):
+        return ("int", int(text))
+    match = PERCENT_RE.match(text)
+    if match:
+        return ("percent", int(match.group(1)))
+    return None
+
+
+def scaled_value(value, total, round_up):
+    """A count read by :func:`int_or_percent` as a number of ``total``: a percentage rounds up or down, as Kubernetes'
+    GetScaledValueFromIntOrPercent."""
+    kind, number = value
+    if kind == "int":
+        return number
+    return ceil_percent(number, total) if round_up else floor_percent(number, total)
+
+
 def parse_int_or_percent(value, field, allow_zero=False):
     """Read a count written as an integer (``3``, ``"3"``) or a percentage (``"25%"``).
 
@@ -68,27 +96,11 @@ def parse_int_or_percent(value, field, allow_zero=False):
     are refused with a message naming ``field``.
     """
     low = 0 if allow_zero else 1
-    error = PlanError("%s: %r is not allowed; use an integer >= %d or a percentage between %d%% and 100%%"
-                      % (field, value, low, low))
-    if is_int(value):
-        if value < low:
-            raise error
-        return ("int", value)
-    if not isinstance(value, str):
-        raise error
-    text = value.strip()
-    if INT_RE.match(text):
-        number = int(text)
-        if number < low:
-            raise error
-        return ("int", number)
-    match = PERCENT_RE.match(text)
-    if match:
-        number = int(match.group(1))
-        if number < low or number > 100:
-            raise error
-        return ("percent", number)
-    raise error
+    parsed = int_or_percent(value)
+    if parsed is None or parsed[1] < low or (parsed[0] == "percent" and parsed[1] > 100):
+        raise PlanError("%s: %r is not allowed; use an integer >= %d or a percentage between %d%% and 100%%"
+                        % (field, value, low, low))
+    return parsed
 
 
 _TIME_RE = re.compile(

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import retry_after_seconds, retry_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetGates, paced_by_budget
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, static_blockers
 
 
 def deployment(name="worker", replicas=1, strategy=None, paused=False, restarted_at=None, namespace="shop"):
@@ -215,33 +218,33 @@ def test_every_other_answer(code, status, kind):
 
 
 def test_retry_after_header():
-    assert drain_rules.retry_after_seconds({"Retry-After": "5"}) == 5.0
-    assert drain_rules.retry_after_seconds({"retry-after": "soon"}) is None
-    assert drain_rules.retry_after_seconds({}) is None
+    assert retry_after_seconds({"Retry-After": "5"}) == 5.0
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
 
 
 # ---- retry delay ---------------------------------------------------------------------------------
 
 def test_retry_delay_grows_is_capped_and_never_zero():
-    lows = [drain_rules.retry_delay(attempt, cap=16.0, jitter=lambda: 0.0) for attempt in range(1, 10)]
-    highs = [drain_rules.retry_delay(attempt, cap=16.0, jitter=lambda: 1.0) for attempt in range(1, 10)]
+    lows = [retry_delay(attempt, cap=16.0, jitter=lambda: 0.0) for attempt in range(1, 10)]
+    highs = [retry_delay(attempt, cap=16.0, jitter=lambda: 1.0) for attempt in range(1, 10)]
     assert all(delay >= 0.5 for delay in lows)
     assert highs[:5] == [1.0, 2.0, 4.0, 8.0, 16.0]
     assert max(highs) == 16.0
 
 
 def test_retry_after_is_a_floor():
-    assert drain_rules.retry_delay(1, retry_after=7, cap=4.0, jitter=lambda: 1.0) == 7.0
-    assert drain_rules.retry_delay(3, retry_after=0, cap=16.0, jitter=lambda: 1.0) == 4.0
+    assert retry_delay(1, retry_after=7, cap=4.0, jitter=lambda: 1.0) == 7.0
+    assert retry_delay(3, retry_after=0, cap=16.0, jitter=lambda: 1.0) == 4.0
 
 
 def test_the_cap_scales_the_whole_curve():
-    assert [drain_rules.retry_delay(a, cap=1.6, jitter=lambda: 1.0) for a in (1, 2, 3, 4, 5, 6)] == \
+    assert [retry_delay(a, cap=1.6, jitter=lambda: 1.0) for a in (1, 2, 3, 4, 5, 6)] == \
         pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 1.6])
 
 
 def test_tiny_caps_still_wait():
-    assert drain_rules.retry_delay(1, cap=0.01, jitter=lambda: 0.0) >= 0.05
+    assert retry_delay(1, cap=0.01, jitter=lambda: 0.0) >= 0.05
 
 
 # ---- blockers ------------------------------------------------------------------------------------
@@ -255,16 +258,16 @@ def test_two_budgets_on_one_pod_block_eviction_but_not_a_restart_or_a_delete():
     web = pod(labels={"app": "web"})
     budgets = [pdb("a", {"app": "web"}, minAvailable=1), pdb("b", {"app": "web"}, maxUnavailable=1)]
     decision = {"action": "evict", "blocks": []}
-    blockers = drain_rules.static_blockers(web, decision, budgets)
+    blockers = static_blockers(web, decision, budgets)
     assert [b["kind"] for b in blockers] == ["multiple_pdbs"]
     assert blockers[0]["pdb"] == "shop/a, shop/b" and "HTTP 500" in blockers[0]["reason"]
-    assert drain_rules.static_blockers(web, decision, budgets, restarted=True) == []
-    assert drain_rules.static_blockers(web, decision, budgets, disable_eviction=True) == []
+    assert static_blockers(web, decision, budgets, restarted=True) == []
+    assert static_blockers(web, decision, budgets, disable_eviction=True) == []
 
 
 def test_option_blockers_are_passed_through():
     decision = {"action": "block", "blocks": [{"kind": "naked_pod", "reason": "not managed by a controller; set force"}]}
-    assert drain_rules.static_blockers(pod(owner_kind=None), decision, []) == [
+    assert static_blockers(pod(owner_kind=None), decision, []) == [
         {"kind": "naked_pod", "reason": "not managed by a controller; set force", "pdb": None}]
 
 
@@ -282,7 +285,7 @@ def test_preflight_moves_restartable_pods_out_of_the_budget_and_downtime_finding
     budgets = [pdb("worker", {"app": "worker"}, minAvailable=1), pdb("web", {"app": "web"}, minAvailable=2)]
     rs, deps = maps(deployment())
     restarts = {"shop/worker-abc-1": drain_rules.restart_plan(worker, rs, deps)}
-    report = drain_rules.drain_preflight({"n1": [worker] + web}, [worker] + web, budgets, {}, {}, restarts)["n1"]
+    report = drain_preflight({"n1": [worker] + web}, [worker] + web, budgets, {}, {}, restarts)["n1"]
     assert report["would_restart"] == [{"pod": "shop/worker-abc-1", "deployment": "shop/worker",
                                         "reason": restarts["shop/worker-abc-1"]["reason"], "zero_downtime": True}]
     assert "shop/worker-abc-1" not in report["would_evict"]
@@ -294,15 +297,15 @@ def test_preflight_moves_restartable_pods_out_of_the_budget_and_downtime_finding
 
 def test_preflight_outcome_follows_timeout_action():
     naked = pod("naked", owner_kind=None)
-    skip = drain_rules.drain_preflight({"n1": [naked]}, [naked], [], {}, {}, {}, timeout_action="skip")["n1"]
+    skip = drain_preflight({"n1": [naked]}, [naked], [], {}, {}, {}, timeout_action="skip")["n1"]
     assert "left cordoned and skipped" in skip["outcome"]
-    force = drain_rules.drain_preflight({"n1": [naked]}, [naked], [], {}, {}, {}, timeout_action="force", timeout_seconds=60)["n1"]
+    force = drain_preflight({"n1": [naked]}, [naked], [], {}, {}, {}, timeout_action="force", timeout_seconds=60)["n1"]
     assert "deleted without eviction" in force["outcome"] and "60s" in force["outcome"]
 
 
 def test_preflight_flags_single_replica_without_restart_as_downtime():
     worker = pod("worker-abc-1", labels={"app": "worker"})
-    report = drain_rules.drain_preflight({"n1": [worker]}, [worker], [], {}, {"shop/ReplicaSet/worker-abc": 1}, {})["n1"]
+    report = drain_preflight({"n1": [worker]}, [worker], [], {}, {"shop/ReplicaSet/worker-abc": 1}, {})["n1"]
     assert report["predicted"] == "downtime"
     assert report["outcome"].startswith("drained, with downtime for single-replica workload(s) ReplicaSet/worker-abc")
 
@@ -312,8 +315,8 @@ def single_replica_preflight(strategy, budget_spec, timeout_action="fail"):
     budgets = [pdb("worker", {"app": "worker"}, **budget_spec)] if budget_spec else []
     rs, deps = maps(deployment(strategy=strategy))
     restarts = {"shop/worker-abc-1": drain_rules.restart_plan(worker, rs, deps)}
-    return drain_rules.drain_preflight({"n1": [worker]}, [worker], budgets, {}, {"shop/ReplicaSet/worker-abc": 1}, restarts,
-                                       timeout_action=timeout_action)["n1"]
+    return drain_preflight({"n1": [worker]}, [worker], budgets, {}, {"shop/ReplicaSet/worker-abc": 1}, restarts,
+                           timeout_action=timeout_action)["n1"]
 
 
 @pytest.mark.parametrize("strategy", [rolling(1, 0), rolling(1, 1), rolling("100%", 1), {"type": "Recreate"}])
@@ -372,7 +375,7 @@ def test_preflight_restarts_a_single_replica_that_keeps_its_old_pod_whatever_its
 
 def test_preflight_of_a_clean_node():
     web = pod("web-1", owner="web-rs", labels={"app": "web"})
-    report = drain_rules.drain_preflight({"n1": [web]}, [web], [], {}, {"shop/ReplicaSet/web-rs": 3}, {})["n1"]
+    report = drain_preflight({"n1": [web]}, [web], [], {}, {"shop/ReplicaSet/web-rs": 3}, {})["n1"]
     assert report["predicted"] == "ok" and report["outcome"] == "drained: 1 pod(s) moved"
 
 
@@ -386,13 +389,13 @@ def test_not_drained_message_names_every_pod_and_why():
 # ---- budget gates --------------------------------------------------------------------------------
 
 def test_an_unknown_budget_is_open():
-    gates = drain_rules.BudgetGates()
+    gates = BudgetGates()
     assert gates.decide("shop/web", 0.0) == ("go", None)
     assert gates.decide(None, 0.0) == ("go", None)
 
 
 def test_seeded_tokens_let_that_many_through_then_ask_for_a_read():
-    gates = drain_rules.BudgetGates()
+    gates = BudgetGates()
     gates.seed("shop/web", 2)
     for _attempt in range(2):
         assert gates.decide("shop/web", 0.0) == ("go", None)
@@ -401,7 +404,7 @@ def test_seeded_tokens_let_that_many_through_then_ask_for_a_read():
 
 
 def test_a_refusal_closes_the_budget_with_growing_backoff():
-    gates = drain_rules.BudgetGates(cap=16.0, jitter=lambda: 1.0)
+    gates = BudgetGates(cap=16.0, jitter=lambda: 1.0)
     assert gates.refused("shop/web", 10.0) == 11.0
     assert gates.decide("shop/web", 10.5) == ("wait", 11.0)
     assert gates.decide("shop/web", 11.0) == ("check", None)
@@ -416,12 +419,12 @@ def test_a_refusal_closes_the_budget_with_growing_backoff():
 
 
 def test_retry_after_holds_the_gate_longer():
-    gates = drain_rules.BudgetGates(cap=1.0, jitter=lambda: 1.0)
+    gates = BudgetGates(cap=1.0, jitter=lambda: 1.0)
     assert gates.refused("shop/web", 0.0, retry_after=5) == 5.0
 
 
 def test_an_unreadable_budget_gets_one_probe_and_a_deleted_one_is_forgotten():
-    gates = drain_rules.BudgetGates()
+    gates = BudgetGates()
     gates.refused("shop/web", 0.0)
     assert gates.checked("shop/web", None, 100.0) == ("go", None)
     gates.sent("shop/web")
@@ -431,7 +434,7 @@ def test_an_unreadable_budget_gets_one_probe_and_a_deleted_one_is_forgotten():
 
 
 def test_bad_seeds_are_ignored():
-    gates = drain_rules.BudgetGates()
+    gates = BudgetGates()
     gates.seed("shop/web", None)
     gates.seed("shop/api", -1)
     gates.seed("shop/db", True)
@@ -439,7 +442,7 @@ def test_bad_seeds_are_ignored():
 
 
 def test_reads_finding_zero_repeat_at_the_check_interval_not_the_backoff():
-    gates = drain_rules.BudgetGates(cap=16.0, jitter=lambda: 1.0, check_interval=2.0)
+    gates = BudgetGates(cap=16.0, jitter=lambda: 1.0, check_interval=2.0)
     gates.refused("shop/web", 0.0)
     assert [gates.checked("shop/web", 0, t)[1] for t in (1.0, 3.0, 5.0, 7.0)] == [3.0, 5.0, 7.0, 9.0]
 
@@ -452,4 +455,4 @@ def test_reads_finding_zero_repeat_at_the_check_interval_not_the_backoff():
 def test_only_ready_pods_wait_at_their_budgets_gate(conditions, paced):
     # a pod that is not Ready may leave under a budget at 0 disruptions (healthy budget, or AlwaysAllow): the API decides
     pod = {"metadata": {"name": "p", "namespace": "n"}, "status": {"phase": "Running", "conditions": conditions}}
-    assert drain_rules.paced_by_budget(pod) is paced
+    assert paced_by_budget(pod) is paced

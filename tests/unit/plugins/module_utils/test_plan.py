@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, assume
 from hypothesis import strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.retry import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_desired_healthy, pdb_disruptions_allowed, pdb_selects, pdb_status
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import classify_pods
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import BLOCKER_KINDS, eviction_preflight

@@ -2,15 +2,14 @@
 # Copyright: nodeops.rollout maintainers
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""clients/kube.py: KubeApi's retry policy (a few attempts on 429/5xx and on a server never reached; an outage of a
-server that answered before is waited out for up to unreachable_seconds) and the nodes it reads."""
+"""clients/kube.py: KubeApi's retry policy: a few attempts on 429/5xx and on a server never reached; an outage of a
+server that answered before is waited out for up to unreachable_seconds."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, node_summary
-from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi
 
 
 class Response:
@@ -73,29 +72,3 @@ def test_an_outage_longer_than_the_budget_is_reported():
     with pytest.raises(ConnectionResetError):
         api._call(method)  # pylint: disable=protected-access
     assert 30 <= clock.now < 40 and len(calls) > 5
-
-
-@pytest.mark.parametrize("provider_id, expected", [
-    ("aws:///us-east-1a/i-0123456789abcdef0", "i-0123456789abcdef0"),
-    ("aws:///us-east-1a/i-0123456789abcdef0/", "i-0123456789abcdef0"),
-    ("aws://us-east-1a/i-0abc12345", "i-0abc12345"),
-    ("gce://project/zone/vm-1", None),
-    ("aws:///us-east-1a/fargate-ip-10-0-0-1", None),
-    ("", None),
-    (None, None),
-])
-def test_instance_id_of(provider_id, expected):
-    assert instance_id_of(provider_id) == expected
-
-
-def test_node_summary():
-    node = {"metadata": {"name": "ip-10-0-0-1.ec2.internal", "labels": {"a": "b"}, "annotations": {"x": "y"}},
-            "spec": {"providerID": "aws:///us-east-1a/i-0abc12345", "unschedulable": True,
-                     "taints": [{"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule", "timeAdded": "t"}]},
-            "status": {"conditions": [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "True"}]}}
-    summary = node_summary(node)
-    assert summary["name"] == "ip-10-0-0-1.ec2.internal" and summary["ready"] is True and summary["schedulable"] is False
-    assert summary["taints"] == [{"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}]
-    assert summary["labels"] == {"a": "b"} and summary["annotations"] == {"x": "y"}
-    bare = node_summary({"metadata": {"name": "n"}})
-    assert bare["ready"] is False and bare["schedulable"] is True and bare["taints"] == []

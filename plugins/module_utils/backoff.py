@@ -2,7 +2,8 @@
 # Copyright: nodeops.rollout maintainers
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""How long a client waits before trying a call again: capped exponential backoff with jitter."""
+"""How long a client waits before trying a call again: capped exponential backoff with jitter, and a refused
+eviction's delay (which honours the server's Retry-After)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,31 @@ def backoff_delay(attempt, base=1.0, cap=30.0, jitter=None):
     if not is_number(draw) or not 0 <= draw <= 1:
         raise PlanError("jitter: returned %r, which is not allowed; it must return a number between 0 and 1" % (draw,))
     return floor + (ceiling - floor) * draw
+
+
+def retry_after_seconds(headers):
+    """The Retry-After header as seconds (None when absent or not a number of seconds)."""
+    if not headers:
+        return None
+    for name in headers:
+        if str(name).lower() == "retry-after":
+            try:
+                value = float(str(headers[name]).strip())
+            except ValueError:
+                return None
+            return value if value >= 0 else None
+    return None
+
+
+def retry_delay(attempt, retry_after=None, cap=16.0, jitter=None):
+    """Seconds before retry number ``attempt`` (>= 1) of a refused eviction.
+
+    Capped exponential backoff with jitter (``backoff_delay``): the delay starts at 1/16 of the cap (1 s with
+    the default cap of 16 s) and doubles up to the cap; a Retry-After from the server is honoured as a lower bound.
+    Never 0, so a refused eviction is never retried in a hot loop.
+    """
+    cap = float(cap)
+    delay = backoff_delay(max(1, attempt), base=cap / 16.0, cap=cap, jitter=jitter)
+    if retry_after is not None:
+        delay = max(delay, float(retry_after))
+    return max(delay, 0.05)
