@@ -1,16 +1,21 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Group sizes during a rollout: surge, pay back, restore (with the cluster-autoscaler rule), and the decrement option."""
+"""rollout/sizes.py: how many nodes at once and how many extra, then the group sizes during a rollout: surge, pay back,
+restore (with the cluster-autoscaler rule), and the decrement option."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import sizes as gs
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, surge_count, surge_fits
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import assert_plan_error
 
 
 def _sizes(low, high, desired):
@@ -219,3 +224,140 @@ def test_group_settled():
     assert not gs.group_settled(instances("InService", "InService", "Terminating"), 2)
     assert not gs.group_settled(instances("InService"), 2)
     assert gs.group_settled([], 0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# max_unavailable_count
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, group, expected", [
+    (None, 10, 1),          # EKS default
+    (3, 10, 3),
+    ("3", 10, 3),
+    (50, 10, 50),           # larger than the group: allowed, means everything
+    (150, 500, 100),        # EKS quota
+    ("25%", 10, 2),         # 2.5 rounds down
+    ("10%", 5, 1),          # 0.5 rounds down to 0, at least 1
+    ("100%", 1000, 100),    # quota
+    ("33%", 3, 1),          # 0.99 -> 0 -> 1
+    ("34%", 3, 1),          # 1.02 -> 1
+    ("50%", 0, 1),          # empty group: still 1
+    ("100%", 7, 7),
+])
+def test_max_unavailable_count(value, group, expected):
+    assert max_unavailable_count(value, group) == expected
+
+
+@given(st.integers(min_value=1, max_value=100), st.integers(min_value=0, max_value=5000))
+def test_max_unavailable_percent_rounds_down_at_least_one_at_most_quota(percent, group):
+    count = max_unavailable_count("%d%%" % percent, group)
+    exact = Fraction(percent * group, 100)
+    assert 1 <= count <= 100
+    if count == 1:
+        assert exact < 2
+    elif count == 100:
+        assert exact >= 100
+    else:
+        assert count <= exact < count + 1  # rounded down, never up
+
+
+@given(st.integers(min_value=1, max_value=10 ** 5), st.integers(min_value=0, max_value=1000))
+def test_max_unavailable_integer_is_kept_up_to_the_quota(number, group):
+    assert max_unavailable_count(number, group) == min(number, 100)
+
+
+def test_max_unavailable_bad_input_names_the_field():
+    assert_plan_error(lambda: max_unavailable_count("150%", 10), "max_unavailable", "'150%'")
+    assert_plan_error(lambda: max_unavailable_count(0, 10, field="rolling_update_max_unavailable"),
+                      "rolling_update_max_unavailable")
+    assert_plan_error(lambda: max_unavailable_count(1, -1), "group_size", "integer >= 0")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# surge_count and surge_fits
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, azs, unavailable, group, expected", [
+    (None, 5, 1, 20, 10),    # EKS doc: five AZs, maxUnavailable 1 -> up to 10
+    (None, 5, 20, 40, 20),   # EKS doc: maxUnavailable 20 -> 20
+    (None, 3, 1, 6, 6),
+    (None, 0, 4, 0, 4),
+    (0, 3, 1, 6, 0),         # no surge
+    ("0", 3, 1, 6, 0),
+    ("0%", 3, 1, 6, 0),
+    (4, 3, 1, 6, 4),
+    ("10%", 3, 1, 15, 2),    # 1.5 rounds up
+    ("1%", 3, 1, 1, 1),      # 0.01 rounds up
+    ("34%", 1, 1, 3, 2),     # 1.02 rounds up
+    ("100%", 1, 1, 30, 30),
+])
+def test_surge_count(value, azs, unavailable, group, expected):
+    assert surge_count(value, azs, unavailable, group) == expected
+
+
+@given(st.integers(min_value=1, max_value=100), st.integers(min_value=0, max_value=5000))
+def test_surge_percent_rounds_up(percent, group):
+    count = surge_count("%d%%" % percent, 3, 1, group)
+    exact = Fraction(percent * group, 100)
+    assert count - 1 < exact <= count
+
+
+@given(st.integers(min_value=0, max_value=50), st.integers(min_value=1, max_value=100))
+def test_surge_default_is_the_eks_rule(azs, unavailable):
+    count = surge_count(None, azs, unavailable, 10)
+    assert count >= 2 * azs and count >= unavailable and count in (2 * azs, unavailable)
+
+
+@pytest.mark.parametrize("value", [-1, "abc", "101%", True, 2.5, "-1"])
+def test_surge_bad_input_names_the_field(value):
+    assert_plan_error(lambda: surge_count(value, 3, 1, 6), "max_surge", "use an integer >= 0")
+    assert_plan_error(lambda: surge_count(value, 3, 1, 6, field="rolling_update_max_surge"),
+                      "rolling_update_max_surge")
+
+
+def test_surge_other_inputs_are_checked():
+    assert_plan_error(lambda: surge_count(None, -1, 1, 6), "az_count")
+    assert_plan_error(lambda: surge_count(None, 3, 0, 6), "max_unavailable")
+
+
+def test_surge_fits_raises_max_and_desired_by_the_surge():
+    assert surge_fits(10, 6, 3) == {"max_size": 13, "desired_capacity": 9, "max_size_needed": 9, "surge": 3}
+    assert surge_fits(6, 6, 0) == {"max_size": 6, "desired_capacity": 6, "max_size_needed": 6, "surge": 0}
+
+
+def test_surge_fits_caps_max_at_the_limit_when_the_desired_size_fits():
+    sizes = surge_fits(10, 6, 4, hard_limit=12)
+    assert sizes["desired_capacity"] == 10
+    assert sizes["max_size"] == 12
+
+
+def test_surge_fits_explains_the_maximum_needed_and_the_surge_that_would_fit():
+    message = assert_plan_error(lambda: surge_fits(8, 6, 3, hard_limit=8), "max_surge",
+                                "needs a maximum size of at least 9", "max_size_limit 8", "lower max_surge to 2",
+                                "raise max_size_limit to 9")
+    assert "desired capacity of 6" in message
+
+
+def test_surge_fits_refuses_an_inconsistent_group():
+    assert_plan_error(lambda: surge_fits(3, 5, 1), "desired_capacity", "max_size (3)")
+    assert_plan_error(lambda: surge_fits(3, 2, -1), "max_surge")
+    assert_plan_error(lambda: surge_fits(-3, 2, 1), "max_size")
+
+
+@given(st.integers(min_value=0, max_value=1000), st.integers(min_value=0, max_value=1000),
+       st.integers(min_value=0, max_value=200), st.one_of(st.none(), st.integers(min_value=0, max_value=1500)))
+def test_surge_fits_properties(original_max, desired, surge, limit):
+    assume(desired <= original_max)
+    try:
+        sizes = surge_fits(original_max, desired, surge, hard_limit=limit)
+    except PlanError as error:
+        assert limit is not None and desired + surge > limit
+        assert "at least %d" % (desired + surge) in str(error)
+        return
+    assert sizes["desired_capacity"] == desired + surge
+    assert sizes["desired_capacity"] <= sizes["max_size"]
+    assert sizes["max_size"] >= original_max  # the maximum is never lowered
+    if limit is None:
+        assert sizes["max_size"] == original_max + surge
+    else:
+        assert sizes["max_size"] <= max(limit, original_max)

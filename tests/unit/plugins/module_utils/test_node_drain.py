@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""drain.Drain against an in-memory API: what gets evicted, retried, restarted, skipped, forced, and reported."""
+"""node_drain.Drain against an in-memory API: what gets evicted, retried, restarted, skipped, forced, and reported."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""drain_rules: restart instead of evict, what eviction answers mean, retry delays, blockers and the pre-flight."""
+"""drain/rules.py: restart instead of evict and what eviction answers mean; with the pre-flight of a drain (drain/preflight.py),
+the budget gates (drain/budgets.py) and the retry delays (backoff.py) as node_drain uses them."""
 
 from __future__ import annotations
 
