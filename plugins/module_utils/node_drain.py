@@ -134,6 +134,15 @@ class Survey:
         self.namespace_pods = []
 
 
+def node_result(status, **fields):
+    """The one shape of a node in node_drain's result: ``status`` and what was done, as ``fields`` say (a drain that
+    ran adds ``message``; the pre-flight of check mode adds ``predicted`` and ``outcome``)."""
+    result = {"status": status, "cordoned": False, "evicted": [], "deleted": [], "restarted": [], "skipped": [],
+              "blocking": [], "remaining": [], "downtime": [], "eviction_retries": 0, "forced": False, "seconds": 0.0}
+    result.update(fields)
+    return result
+
+
 class Drain:
     """One drain run over ``names``; ``run()`` returns the module result (without exiting)."""
 
@@ -480,11 +489,6 @@ class Drain:
             result["restarted"].append(entry)
 
     # ---- one node -----------------------------------------------------------------------------
-    def _new_result(self, name):
-        return {"status": "draining", "cordoned": False, "evicted": [], "deleted": [], "restarted": [], "skipped": [],
-                "blocking": [], "remaining": [], "downtime": [], "eviction_retries": 0, "forced": False, "seconds": 0.0,
-                "message": ""}
-
     def drain_node(self, name, result):
         started = self.clock()
         try:
@@ -610,13 +614,12 @@ class Drain:
             unschedulable = bool((self.survey.nodes[name].get("spec") or {}).get("unschedulable"))
             blocking = [{"pod": blocker["pod"], "kind": blocker["kind"], "pdb": blocker["pdb"], "message": blocker["reason"],
                          "severity": blocker["severity"]} for blocker in entry["blockers"]]
-            nodes[name] = {"status": "would be cordoned and drained" if not unschedulable else "would be drained",
-                           "predicted": entry["predicted"], "outcome": entry["outcome"], "cordoned": not unschedulable,
-                           "evicted": entry["would_evict"], "deleted": entry["would_delete"],
-                           "restarted": entry["would_restart"], "skipped": entry["skipped"], "blocking": blocking,
-                           "remaining": [], "downtime": [{"pod": blocker["pod"], "reason": blocker["reason"]}
-                                                         for blocker in entry["blockers"] if blocker["kind"] == "single_replica"],
-                           "eviction_retries": 0, "forced": False, "seconds": 0.0}
+            nodes[name] = node_result("would be cordoned and drained" if not unschedulable else "would be drained",
+                                      predicted=entry["predicted"], outcome=entry["outcome"], cordoned=not unschedulable,
+                                      evicted=entry["would_evict"], deleted=entry["would_delete"],
+                                      restarted=entry["would_restart"], skipped=entry["skipped"], blocking=blocking,
+                                      downtime=[{"pod": blocker["pod"], "reason": blocker["reason"]}
+                                                for blocker in entry["blockers"] if blocker["kind"] == "single_replica"])
         changed = any(node["cordoned"] or node["evicted"] or node["deleted"] or node["restarted"] for node in nodes.values())
         blocked = sorted(name for name, node in nodes.items() if node["predicted"] == "blocked")
         if blocked:
@@ -645,15 +648,15 @@ class Drain:
                 for name in self.names:
                     for blocking in problems.get(name, []):
                         lines.append("%s on %s: %s" % (blocking["pod"], name, blocking["message"]))
-                nodes = {name: dict(self._new_result(name), status="not started", blocking=problems.get(name, []),
-                                    remaining=[blocking["pod"] for blocking in problems.get(name, [])])
+                nodes = {name: node_result("not started", message="", blocking=problems.get(name, []),
+                                           remaining=[blocking["pod"] for blocking in problems.get(name, [])])
                          for name in self.names}
                 return {"failed": True, "changed": False, "nodes": nodes, "drained": [], "skipped_nodes": [],
                         "failed_nodes": sorted(problems),
                         "msg": "cannot drain: %d pod(s) cannot be evicted under the options given, nothing was changed: %s"
                                % (len(lines), "; ".join(lines))}
         cordoned = cordon_nodes(self.api, self.names)
-        results = {name: self._new_result(name) for name in self.names}
+        results = {name: node_result("draining", message="") for name in self.names}
         for name in self.names:
             results[name]["cordoned"] = cordoned[name]
         node_workers = min(len(self.names), self.opts.max_concurrent_nodes or len(self.names))
