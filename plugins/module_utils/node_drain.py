@@ -41,7 +41,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import 
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, static_blockers
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
 
 # Upper bound of threads sending evictions, all nodes together.
@@ -695,16 +695,8 @@ class Drain:
 @reports_errors
 def run_node_drain(module, make_client):
     """node_drain: validate the options, build the client (``make_client(module)``), drain, exit the module."""
-    params = module.params
-    names = []
-    for index, name in enumerate(params["nodes"] or []):
-        if not isinstance(name, str) or not name.strip():
-            module.fail_json(msg="nodes[%d]: %r is not allowed; use a node name" % (index, name))
-        if name.strip() not in names:
-            names.append(name.strip())
-    if not names:
-        module.fail_json(msg="nodes: an empty list is not allowed; name at least one node")
-    options = DrainOptions(params)
+    names = node_names(module)
+    options = DrainOptions(module.params)
     workers = min(len(names), options.max_concurrent_nodes or len(names))
     api_client = with_pool_size(make_client(module), min(MAX_EVICTION_THREADS, workers * options.max_concurrent_evictions) + workers + 4)
     drain = Drain(KubeApi(api_client), names, options, check_mode=module.check_mode, diff=module._diff)

@@ -116,7 +116,7 @@ def _node_result(result):
 def run_node_taint(module, make_client):
     """node_taint: validate, build the client (``make_client(module)``), change every node; exits the module."""
     params = module.params
-    names = _node_names(module)
+    names = node_names(module)
     taints = node_edits.normalize_taints(params["taints"], params["state"])
     labels = node_edits.normalize_map(params["labels"], "labels")
     annotations = node_edits.normalize_map(params["annotations"], "annotations", check_values=False)
@@ -140,7 +140,8 @@ def run_node_taint(module, make_client):
     module.exit_json(**output)
 
 
-def _node_names(module):
+def node_names(module):
+    """The module's ``nodes`` option, stripped and without repeats; fails the module on an empty or blank name."""
     names = module.params["nodes"]
     cleaned = []
     for index, name in enumerate(names or []):
