@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """AWS connection options shared by every module (plugins/module_utils/aws.py: AWS_ARGUMENT_SPEC)."""
+    """AWS connection options shared by every module (plugins/module_utils/clients/aws_connection.py: AWS_ARGUMENT_SPEC)."""
 
     DOCUMENTATION = r"""
 options:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """Kubernetes connection options shared by every module (plugins/module_utils/k8s.py: K8S_ARGUMENT_SPEC)."""
+    """Kubernetes connection options shared by every module (plugins/module_utils/clients/kube_connection.py: K8S_ARGUMENT_SPEC)."""
 
     DOCUMENTATION = r"""
 options:

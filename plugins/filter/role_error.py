@@ -41,7 +41,7 @@ _value:
   type: str
 """
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_settings import role_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import role_error
 
 
 class FilterModule:

@@ -40,8 +40,8 @@ _value:
   type: dict
 """
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_settings import check_role_settings
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_role_settings
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
 
 
 def rollout_settings(values):

@@ -11,15 +11,9 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
-    AWS_ERRORS,
-    RolloutError,
-    aws_clients,
-    error_code,
-    require_group,
-)
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import StateError, group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import AWS_ERRORS, aws_clients, aws_errors, error_code, require_group
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
 
 AMI_ID_RE = re.compile(r"^ami-[0-9a-f]{8,17}$")
 SYMBOLIC_VERSIONS = ("$Latest", "$Default")
@@ -199,59 +193,50 @@ def check_target_options(params):
         raise RolloutError("version_description: %d characters is not allowed; use at most %d" % (len(description), _DESCRIPTION_LIMIT))
 
 
+@reports_errors
 def run_launch_template_version(module):
     """Resolve the target, create a version with the new AMI when needed, point the group at it by number."""
     params = module.params
-    try:
-        check_target_options(params)
-    except RolloutError as exc:
-        module.fail_json(msg=exc.msg)
+    check_target_options(params)
     connection, autoscaling, ec2, ssm = aws_clients(module, "autoscaling", "ec2", "ssm")
     region = connection.region
     name = params["asg_name"]
-    operation = "DescribeAutoScalingGroups"
-    try:
+    resource = "Auto Scaling group '%s'" % name
+    with aws_errors("DescribeAutoScalingGroups", resource, params):
         group = require_group(autoscaling, name, region, field="asg_name")
-        spec = template_spec(group)
-        if spec is None:
-            raise RolloutError("asg_name: Auto Scaling group '%s' uses a launch configuration; only groups with a launch "
-                               "template (or a MixedInstancesPolicy with one) can be rolled" % name)
-        operation = "DescribeLaunchTemplates"
+    spec = template_spec(group)
+    if spec is None:
+        raise RolloutError("asg_name: Auto Scaling group '%s' uses a launch configuration; only groups with a launch "
+                           "template (or a MixedInstancesPolicy with one) can be rolled" % name)
+    with aws_errors("DescribeLaunchTemplates", resource, params):
         template = describe_template(ec2, spec)
         source_number = resolve_version(template, spec["version"])
         source = describe_version(ec2, template, source_number)
-        source_image = (source.get("LaunchTemplateData") or {}).get("ImageId")
+    source_image = (source.get("LaunchTemplateData") or {}).get("ImageId")
 
-        image_id = None
-        image_source = None
-        operation = "DescribeImages"
-        if params.get("ssm_parameter"):
-            operation = "GetParameter"
+    image_id = None
+    if params.get("ssm_parameter"):
+        with aws_errors("GetParameter", resource, params):
             image_id = image_from_ssm(ssm, params["ssm_parameter"], region)
-            image_source = "SSM parameter %s" % params["ssm_parameter"]
-            operation = "DescribeImages"
-            check_image(ec2, image_id, region, field="ssm_parameter", source=image_source)
-        elif params.get("image_id"):
-            image_id = params["image_id"]
+        with aws_errors("DescribeImages", resource, params):
+            check_image(ec2, image_id, region, field="ssm_parameter", source="SSM parameter %s" % params["ssm_parameter"])
+    elif params.get("image_id"):
+        image_id = params["image_id"]
+        with aws_errors("DescribeImages", resource, params):
             check_image(ec2, image_id, region)
 
-        target = None
-        reused = None
-        if params.get("version") is not None:
-            number = resolve_version(template, params["version"])
-            target = describe_version(ec2, template, number)
-        elif image_id is None or image_id == source_image:
-            target = source
-        else:
+    target = None
+    reused = None
+    if params.get("version") is not None:
+        with aws_errors("DescribeImages", resource, params):
+            target = describe_version(ec2, template, resolve_version(template, params["version"]))
+    elif image_id is None or image_id == source_image:
+        target = source
+    else:
+        with aws_errors("DescribeImages", resource, params):
             reused = _reusable_version(ec2, template, source_number, image_id)
-            target = reused
-        state = group_state(group)
-    except StateError as exc:
-        module.fail_json(msg=str(exc))
-    except RolloutError as exc:
-        module.fail_json(msg=exc.msg, **exc.details)
-    except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, operation, "Auto Scaling group '%s'" % name, module.params))
+        target = reused
+    state = group_state(group)
 
     create = target is None
     target_number = int(target["VersionNumber"]) if target else int(template["LatestVersionNumber"]) + 1
@@ -291,14 +276,15 @@ def run_launch_template_version(module):
     if module.check_mode or not changed:
         module.exit_json(**result)
 
-    operation = "CreateLaunchTemplateVersion"
-    try:
+    applied = "%s launch template %s" % (resource, template["LaunchTemplateId"])
+    with reporting(result):
         if create:
             description = params.get("version_description") or "nodeops.rollout: %s from version %d" % (image_id, source_number)
-            created = ec2.create_launch_template_version(
-                LaunchTemplateId=template["LaunchTemplateId"], SourceVersion=str(source_number),
-                VersionDescription=description[:_DESCRIPTION_LIMIT], LaunchTemplateData={"ImageId": image_id},
-            )["LaunchTemplateVersion"]
+            with aws_errors("CreateLaunchTemplateVersion", applied, params):
+                created = ec2.create_launch_template_version(
+                    LaunchTemplateId=template["LaunchTemplateId"], SourceVersion=str(source_number),
+                    VersionDescription=description[:_DESCRIPTION_LIMIT], LaunchTemplateData={"ImageId": image_id},
+                )["LaunchTemplateVersion"]
             target_number = int(created["VersionNumber"])
             result["version"] = target_number
             result["target"]["version"] = target_number
@@ -308,13 +294,9 @@ def run_launch_template_version(module):
                 result["diff"]["after"]["launch_template_version"] = str(target_number)
                 result["diff"]["after"]["default_version"] = result["default_version"]
         if params["set_default"] and int(template["DefaultVersionNumber"]) != target_number:
-            operation = "ModifyLaunchTemplate"
-            ec2.modify_launch_template(LaunchTemplateId=template["LaunchTemplateId"], DefaultVersion=str(target_number))
+            with aws_errors("ModifyLaunchTemplate", applied, params):
+                ec2.modify_launch_template(LaunchTemplateId=template["LaunchTemplateId"], DefaultVersion=str(target_number))
         if spec["version"] != str(target_number):
-            operation = "UpdateAutoScalingGroup"
-            _point_group(autoscaling, group, spec, template["LaunchTemplateId"], target_number)
-    except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, operation, "Auto Scaling group '%s' launch template %s" % (name, template["LaunchTemplateId"]),
-                                                module.params),
-                         **result)
+            with aws_errors("UpdateAutoScalingGroup", applied, params):
+                _point_group(autoscaling, group, spec, template["LaunchTemplateId"], target_number)
     module.exit_json(**result)

@@ -29,6 +29,8 @@ import datetime
 import hashlib
 import re
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+
 LEASE_PREFIX = "nodeops-rollout-"
 # A DNS-1123 label, short enough to be a label value and readable in `kubectl get leases`.
 MAX_NAME_LENGTH = 63
@@ -43,7 +45,7 @@ _DNS_LABEL_CHARS = re.compile(r"[^a-z0-9]+")
 _RFC3339 = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$")
 
 
-class LockError(ValueError):
+class LockError(RolloutError, ValueError):
     """Bad input; the message names the field and what is allowed."""
 
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock, plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import fail_k8s_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import ApiException, KubeApi
+from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi, kube_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import parse_duration
 
 # Reads and writes of one decision before a run of 409s is reported.
 CONFLICT_ATTEMPTS = 5
@@ -23,15 +25,17 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "nodeops.rollout"}
 GROUP_ANNOTATION = "nodeops.rollout/node-group"
 
 
-class LockHeld(Exception):
-    """Another run holds the Lease; the message names it and says until when."""
+class LockHeld(RolloutError):
+    """Another run holds the Lease; the message names it and says until when, the details say who and the Lease."""
 
-    def __init__(self, message, state):
-        super().__init__(message)
+    def __init__(self, message, state, namespace, name):
+        super().__init__(message, action="refuse", holder=state["holder"],
+                         lease={"name": name, "namespace": namespace, "holder": state["holder"],
+                                "expires_at": lease_lock.micro_time(state["expires"]) if state["expires"] else None})
         self.state = state
 
 
-class LockContended(Exception):
+class LockContended(RolloutError):
     """Every write met a concurrent writer (409) until the attempts ran out."""
 
 
@@ -93,7 +97,8 @@ def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now,
         moment = now()
         decision = lease_lock.decide_acquire(lease, holder, moment, duration)
         if decision["action"] == "refuse":
-            raise LockHeld(lease_lock.refusal_message(group, namespace, name, decision["state"], moment), decision["state"])
+            raise LockHeld(lease_lock.refusal_message(group, namespace, name, decision["state"], moment), decision["state"],
+                           namespace, name)
         body = _body(lease, namespace, name, group, decision["spec"])
         if check_mode:
             return _outcome(decision["action"], namespace, name, body, decision, moment)
@@ -101,7 +106,7 @@ def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now,
         if written is not None:
             return _outcome(decision["action"], namespace, name, written, decision, moment)
         if sleep is not None:
-            sleep(plan.backoff_delay(attempt + 1, base=0.1, cap=1.0))
+            sleep(backoff_delay(attempt + 1, base=0.1, cap=1.0))
     raise LockContended("Lease %s/%s of node group %s: %d writes in a row met a concurrent change (409); giving up"
                         % (namespace, name, group, attempts))
 
@@ -124,43 +129,28 @@ def release(api, group, namespace, holder, check_mode=False, now=utc_now, attemp
         if written is not None:
             return _outcome("release", namespace, name, written, decision, moment)
         if sleep is not None:
-            sleep(plan.backoff_delay(attempt + 1, base=0.1, cap=1.0))
+            sleep(backoff_delay(attempt + 1, base=0.1, cap=1.0))
     raise LockContended("Lease %s/%s of node group %s: %d releases in a row met a concurrent change (409); giving up"
                         % (namespace, name, group, attempts))
 
 
+@reports_errors
 def run_rollout_lock(module, make_client, now=utc_now):
     """rollout_lock: validate, build the client (``make_client(module)``), hold or release; exits the module."""
     params = module.params
-    try:
-        holder = lease_lock.check_holder(params["holder"])
-        name = lease_lock.lease_name(params["name"])
-        duration = None
-        if params["state"] == "acquired":
-            duration = lease_lock.check_duration(_duration_seconds(params["duration"]))
-    except (lease_lock.LockError, plan.PlanError) as exc:
-        module.fail_json(msg=str(exc))
-        return
+    holder = lease_lock.check_holder(params["holder"])
+    name = lease_lock.lease_name(params["name"])
+    duration = None
+    if params["state"] == "acquired":
+        duration = lease_lock.check_duration(_duration_seconds(params["duration"]))
     namespace = params["namespace"]
     api = KubeApi(make_client(module))
-    try:
+    verb = "take" if params["state"] == "acquired" else "release"
+    with kube_errors(verb, "Lease %s/%s of node group %s" % (namespace, name, params["name"]), detailed=True):
         if params["state"] == "acquired":
             result = hold(api, params["name"], namespace, holder, duration, module.check_mode, now=now, sleep=api.sleep)
         else:
             result = release(api, params["name"], namespace, holder, module.check_mode, now=now, sleep=api.sleep)
-    except LockHeld as exc:
-        state = exc.state
-        module.fail_json(msg=str(exc), action="refuse", holder=state["holder"],
-                         lease={"name": name, "namespace": namespace, "holder": state["holder"],
-                                "expires_at": lease_lock.micro_time(state["expires"]) if state["expires"] else None})
-        return
-    except LockContended as exc:
-        module.fail_json(msg=str(exc))
-        return
-    except ApiException as exc:
-        verb = "take" if params["state"] == "acquired" else "release"
-        fail_k8s_error(module, exc, verb, "Lease %s/%s of node group %s" % (namespace, name, params["name"]))
-        return
     module.exit_json(**result)
 
 
@@ -169,4 +159,4 @@ def _duration_seconds(value):
     values = value if isinstance(value, list) else [value]
     if not values:
         raise lease_lock.LockError("duration: an empty list is not allowed; use a duration such as '30m'")
-    return sum(plan.parse_duration(item, "duration") for item in values)
+    return sum(parse_duration(item, "duration") for item in values)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 STATES = ("present", "absent")
 
@@ -26,7 +28,7 @@ _QUALIFIED_NAME_HELP = "a name of at most 63 characters (letters, digits, '-', '
 _LABEL_VALUE_HELP = "at most 63 characters (letters, digits, '-', '_', '.'; starting and ending alphanumeric), or empty"
 
 
-class NodeEditError(ValueError):
+class NodeEditError(RolloutError, ValueError):
     """Bad input; the message names the field and what is allowed."""
 
 

@@ -9,31 +9,28 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
-    AWS_ERRORS,
-    K8S_ERRORS,
-    RolloutError,
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
     aws_clients,
+    aws_errors,
     detached_instances,
     find_groups,
     group_azs,
     group_instances,
     group_tags,
-    list_nodes,
     members,
-    node_summary,
-    nodes_by_instance,
     require_group,
     suspended_processes,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import payback_choice, sizes_of, surge_owed_now
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import failed_to_join
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_duration, parse_int_or_percent, rollout_plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import StateError, group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, failed_to_join, node_summary
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch, instance_id_of
 
 _PUBLIC_INSTANCE_KEYS = ("instance_id", "az", "lifecycle_state", "health_status", "launch_template", "image_id",
@@ -93,7 +90,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
     records = group_instances(ec2, group)
     if nodes is not None:
         # by providerID; failing that by name, as EKS names a node after its instance's private DNS name
-        by_name = {node["name"]: node for node in (node_summary(raw) for raw in raw_nodes or [])
+        by_name = {node["name"]: node for node in (node_summary(raw, INSTANCE_NODE_FIELDS) for raw in raw_nodes or [])
                    if instance_id_of(node["provider_id"]) is None}
         for record in records:
             record["node"] = nodes.get(record["instance_id"]) or by_name.get(record.get("private_dns_name"))
@@ -151,17 +148,14 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
     }
 
 
+@reports_errors
 def run_node_group_info(module):
     params = module.params
-    try:
-        check_settings(params)
-    except PlanError as exc:
-        module.fail_json(msg=str(exc))
+    check_settings(params)
     connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
-    api_client = k8s_client(module) if params["include_nodes"] else None
+    api = KubeApi(k8s_client(module)) if params["include_nodes"] else None
     where = "Auto Scaling group '%s'" % params["name"] if params.get("name") else "Auto Scaling groups tagged %s" % params.get("tags")
-    operation = "DescribeAutoScalingGroups"
-    try:
+    with aws_errors("DescribeAutoScalingGroups", where, params):
         if params.get("name"):
             groups = [require_group(autoscaling, params["name"], connection.region)]
             if not groups[0].get("Instances") and not detached_instances(ec2, params["name"]):
@@ -171,17 +165,11 @@ def run_node_group_info(module):
             groups = find_groups(autoscaling, params["tags"])
             if not groups:
                 raise RolloutError("tags: no Auto Scaling group in region %s has the tags %s" % (connection.region, params["tags"]))
-        nodes = raw_nodes = None
-        if api_client is not None:
-            operation = "list nodes"
-            raw_nodes = list_nodes(api_client)
-            nodes = nodes_by_instance(api_client, raw_nodes)
-        operation = "DescribeInstances"
+    nodes = raw_nodes = None
+    if api is not None:
+        with kube_errors("list", "nodes", params):
+            raw_nodes = api.list_nodes()
+        nodes = nodes_by_instance(raw_nodes)
+    with aws_errors("DescribeInstances", where, params):
         node_groups = [describe_node_group(ec2, group, nodes, params, raw_nodes if nodes is not None else None) for group in groups]
-    except (RolloutError, PlanError, StateError) as exc:
-        module.fail_json(msg=str(exc), **getattr(exc, "details", {}))
-    except K8S_ERRORS as exc:
-        module.fail_json(msg=describe_k8s_error(exc, "list", "nodes", params))
-    except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, operation, where, params))
     module.exit_json(changed=False, node_groups=node_groups)

@@ -13,16 +13,21 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import pod_is_finished, pod_is_ready, pod_is_terminating, pod_key
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+
+# What cluster_validate reports of a node, and what node_group_info reports of an instance's node.
+HEALTH_FIELDS = ("name", "instance_id", "az", "ready", "not_ready_reason", "schedulable", "deleting")
+INSTANCE_NODE_FIELDS = ("name", "provider_id", "ready", "schedulable", "taints", "labels", "annotations")
 
 _PROVIDER_ID_RE = re.compile(r"^aws://(?:/(?P<az>[^/]*))?/(?P<id>i-[0-9a-zA-Z]+)$")
 _INSTANCE_ID_RE = re.compile(r"^i-[0-9a-zA-Z]+$")
 
 
-class HealthError(ValueError):
+class HealthError(RolloutError, ValueError):
     """Bad input; the message names the field and what is allowed."""
 
 
@@ -47,8 +52,10 @@ def node_ready(node):
     return False, "no Ready condition reported yet"
 
 
-def node_summary(node):
-    """``{"name", "instance_id", "az", "ready", "not_ready_reason", "schedulable"}`` of one node."""
+def node_summary(node, fields=HEALTH_FIELDS):
+    """The facts a rollout reads of one Node (API JSON form), the one reader of them: ``fields`` of ``{"name",
+    "provider_id", "instance_id", "az", "ready", "not_ready_reason", "schedulable", "deleting", "taints", "labels",
+    "annotations"}`` (``HEALTH_FIELDS`` for cluster_validate, ``INSTANCE_NODE_FIELDS`` for node_group_info)."""
     metadata = node.get("metadata") or {}
     spec = node.get("spec") or {}
     az, instance_id = parse_provider_id(spec.get("providerID"))
@@ -58,16 +65,28 @@ def node_summary(node):
             az = labels[label]
             break
     ready, reason = node_ready(node)
-    return {"name": metadata.get("name"), "instance_id": instance_id, "az": az, "ready": ready,
-            "not_ready_reason": reason, "schedulable": not spec.get("unschedulable"),
-            "deleting": bool(metadata.get("deletionTimestamp"))}
+    facts = {
+        "name": metadata.get("name"),
+        "provider_id": spec.get("providerID"),
+        "instance_id": instance_id,
+        "az": az,
+        "ready": ready,
+        "not_ready_reason": reason,
+        "schedulable": not spec.get("unschedulable"),
+        "deleting": bool(metadata.get("deletionTimestamp")),
+        "taints": [{"key": taint.get("key"), "value": taint.get("value"), "effect": taint.get("effect")}
+                   for taint in spec.get("taints") or []],
+        "labels": dict(labels),
+        "annotations": dict(metadata.get("annotations") or {}),
+    }
+    return {field: facts[field] for field in fields}
 
 
 def failed_to_join(instances, up_to_date_ids, now, join_timeout):
     """The up-to-date instances in service that have had ``join_timeout`` seconds since launch and still are no Ready
     node: ``[{"instance_id", "az", "node", "launch_time", "reason"}]``, oldest first.
 
-    ``instances``: ``asg.instance_record`` shape with the node joined (``{"name", "ready"}`` or None); ``now``: an aware
+    ``instances``: ``clients.aws.instance_record`` shape with the node joined (``{"name", "ready"}`` or None); ``now``: an aware
     datetime. A run that launched them has waited that long and stopped with NodeCreationFailure; the next run replaces
     them once (a broken image fails again, and stops again) instead of waiting for nodes that will never come."""
     wanted = set(up_to_date_ids)
@@ -128,13 +147,13 @@ def critical_pods_not_ready(pods, node_names):
         priority = spec.get("priorityClassName")
         if priority not in CRITICAL_PRIORITY_CLASSES:
             continue
-        if plan.pod_is_terminating(pod) or plan.pod_is_finished(pod):
+        if pod_is_terminating(pod) or pod_is_finished(pod):
             continue
         if priority == "system-node-critical" and spec.get("nodeName") not in names:
             continue
-        if plan.pod_is_ready(pod):
+        if pod_is_ready(pod):
             continue
-        result.append({"pod": plan.pod_key(pod), "priority_class": priority, "node": spec.get("nodeName"),
+        result.append({"pod": pod_key(pod), "priority_class": priority, "node": spec.get("nodeName"),
                        "problem": _pod_problem(pod)})
     return sorted(result, key=lambda entry: entry["pod"])
 

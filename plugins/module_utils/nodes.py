@@ -14,10 +14,11 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import fail_k8s_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import ApiException, KubeApi
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_marks import ANNOTATION_CORDONED
+from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi, kube_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_CORDONED
 
 # Attempts of one node's read-modify-write before a run of conflicts is reported.
 CONFLICT_ATTEMPTS = 8
@@ -25,7 +26,7 @@ CONFLICT_ATTEMPTS = 8
 NODE_WORKERS = 8
 
 
-class NodeNotFound(Exception):
+class NodeNotFound(RolloutError):
     """A node named in the request does not exist (``while_writing``: it disappeared between our read and our write)."""
 
     def __init__(self, name, while_writing=False):
@@ -34,7 +35,7 @@ class NodeNotFound(Exception):
         self.while_writing = while_writing
 
 
-class NodeConflict(Exception):
+class NodeConflict(RolloutError):
     """Every attempt of a read-modify-write met a concurrent writer."""
 
 
@@ -69,7 +70,7 @@ def update_node(api, name, decide, check_mode=False, attempts=CONFLICT_ATTEMPTS,
             if exc.status != 409:
                 raise
             conflicts += 1
-            sleep(plan.backoff_delay(attempt + 1, base=0.05, cap=1.0))
+            sleep(backoff_delay(attempt + 1, base=0.05, cap=1.0))
     raise NodeConflict("node %s: %d writes in a row met a concurrent change (409 Conflict); giving up" % (name, conflicts))
 
 
@@ -111,17 +112,14 @@ def _node_result(result):
             "conflicts": result["conflicts"]}
 
 
+@reports_errors
 def run_node_taint(module, make_client):
     """node_taint: validate, build the client (``make_client(module)``), change every node; exits the module."""
     params = module.params
-    names = _node_names(module)
-    try:
-        taints = node_edits.normalize_taints(params["taints"], params["state"])
-        labels = node_edits.normalize_map(params["labels"], "labels")
-        annotations = node_edits.normalize_map(params["annotations"], "annotations", check_values=False)
-    except node_edits.NodeEditError as exc:
-        module.fail_json(msg=str(exc))
-        return
+    names = node_names(module)
+    taints = node_edits.normalize_taints(params["taints"], params["state"])
+    labels = node_edits.normalize_map(params["labels"], "labels")
+    annotations = node_edits.normalize_map(params["annotations"], "annotations", check_values=False)
 
     def decide(node):
         return node_edits.node_edit(node, taints=taints, state=params["state"], cordon=params["cordon"],
@@ -129,16 +127,10 @@ def run_node_taint(module, make_client):
 
     api = KubeApi(make_client(module))
     try:
-        results = update_nodes(api, names, decide, module.check_mode)
+        with kube_errors("change", "nodes %s" % ", ".join(names), detailed=True):
+            results = update_nodes(api, names, decide, module.check_mode)
     except NodeNotFound as exc:
-        module.fail_json(msg="%s; %s" % (exc, "other nodes may have been changed" if exc.while_writing else "no node was changed"))
-        return
-    except NodeConflict as exc:
-        module.fail_json(msg=str(exc))
-        return
-    except ApiException as exc:
-        fail_k8s_error(module, exc, "change", "nodes %s" % ", ".join(names))
-        return
+        raise RolloutError("%s; %s" % (exc, "other nodes may have been changed" if exc.while_writing else "no node was changed")) from None
 
     changed = any(result["changed"] for result in results)
     output = {"changed": changed, "nodes": {result["name"]: _node_result(result) for result in results}}
@@ -148,7 +140,8 @@ def run_node_taint(module, make_client):
     module.exit_json(**output)
 
 
-def _node_names(module):
+def node_names(module):
+    """The module's ``nodes`` option, stripped and without repeats; fails the module on an empty or blank name."""
     names = module.params["nodes"]
     cleaned = []
     for index, name in enumerate(names or []):

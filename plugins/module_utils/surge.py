@@ -17,11 +17,10 @@ from __future__ import annotations
 import secrets
 from datetime import datetime, timezone
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
-    AWS_ERRORS,
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
     INSTANCE_ID_RE,
-    RolloutError,
     aws_clients,
+    aws_errors,
     detached_instances,
     group_azs,
     group_instances,
@@ -31,8 +30,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
     suspended_processes,
     wait_for,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import outdated_instances
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import (
     check_surge_syntax,
     detach_candidates,
     group_settled,
@@ -43,13 +44,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import
     surge_applied,
     surged_sizes,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, outdated_instances, parse_duration, parse_int_or_percent
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
     TAG_INSTANCE_DETACHED,
     TAG_INSTANCE_DETACHED_FROM,
     TAG_RESTORE_SIZES,
-    StateError,
     clear_state,
     format_sizes,
     format_time,
@@ -60,6 +58,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state impo
     valid_rollout_id,
     write_state,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
 
 # DetachInstances takes at most 20 instance ids per call.
 _DETACH_CHUNK = 20
@@ -345,18 +344,15 @@ def _wait_settled(autoscaling, name, region, timeout):
     return wait_for(check, timeout, "Auto Scaling group '%s' to have exactly its desired capacity in service" % name)
 
 
+@reports_errors
 def run_asg_surge(module):
     params = module.params
-    try:
-        check_options(params)
-    except PlanError as exc:
-        module.fail_json(msg=str(exc))
+    check_options(params)
     connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
     region = connection.region
     name = params["name"]
     resource = "Auto Scaling group '%s'" % name
-    operation = "DescribeAutoScalingGroups"
-    try:
+    with aws_errors("DescribeAutoScalingGroups", resource):
         group = require_group(autoscaling, name, region)
         if params["state"] == "surged":
             decision = _Surge(params, group, ec2)
@@ -364,10 +360,6 @@ def run_asg_surge(module):
             decision = _Hold(group)
         else:
             decision = _Restore(group, ec2)
-    except (RolloutError, PlanError, StateError) as exc:
-        module.fail_json(msg=str(exc), **getattr(exc, "details", {}))
-    except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, operation, resource))
 
     result = {"changed": decision.changed, "name": name, "state": params["state"]}
     if params["state"] == "surged":
@@ -385,31 +377,25 @@ def run_asg_surge(module):
                         "(node_group_info lists them as outdated)" % (name, ", ".join(decision.detached_remaining)))
     if module._diff:  # pylint: disable=protected-access
         result["diff"] = decision.diff()
-    if module.check_mode or not decision.changed:
-        if params["wait"] and not module.check_mode and decision.state is not None and params["state"] != "held":
-            _finish_wait(module, autoscaling, name, region, params, result)
-        module.exit_json(**result)
+    with reporting(result):
+        if module.check_mode or not decision.changed:
+            if params["wait"] and not module.check_mode and decision.state is not None and params["state"] != "held":
+                _finish_wait(autoscaling, name, region, params, result)
+            module.exit_json(**result)
 
-    operation = "UpdateAutoScalingGroup"
-    try:
-        if params["state"] == "surged":
-            result["steps"] = decision.apply(autoscaling, ec2)
-        else:
-            result["steps"] = decision.apply(autoscaling)
-    except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, operation, resource), **result)
-    if params["wait"] and params["state"] != "held":
-        _finish_wait(module, autoscaling, name, region, params, result)
+        with aws_errors("UpdateAutoScalingGroup", resource):
+            if params["state"] == "surged":
+                result["steps"] = decision.apply(autoscaling, ec2)
+            else:
+                result["steps"] = decision.apply(autoscaling)
+        if params["wait"] and params["state"] != "held":
+            _finish_wait(autoscaling, name, region, params, result)
     module.exit_json(**result)
 
 
-def _finish_wait(module, autoscaling, name, region, params, result):
-    try:
+def _finish_wait(autoscaling, name, region, params, result):
+    with aws_errors("DescribeAutoScalingGroups", "Auto Scaling group '%s'" % name):
         group = _wait_settled(autoscaling, name, region, params["wait_timeout"])
-    except RolloutError as exc:
-        module.fail_json(msg=exc.msg, **dict(result, **exc.details))
-    except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, "DescribeAutoScalingGroups", "Auto Scaling group '%s'" % name), **result)
     result["in_service_instances"] = sorted(instance["InstanceId"] for instance in group.get("Instances") or []
                                             if instance.get("LifecycleState") == "InService")
 

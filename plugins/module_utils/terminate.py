@@ -10,30 +10,29 @@ terminated. Members go through the Auto Scaling group (decrementing desired only
 says, so the group never scales in a node that was not drained); instances detached for surge go through EC2
 (they no longer count toward the group). The surge still owed by a recorded rollout goes down with each
 decrement, one tag write after each; it is recomputed from the group's desired capacity as well
-(``group_sizes.surge_owed_now``), so a run interrupted before its tag write never pays the surge back twice.
+(``rollout.sizes.surge_owed_now``), so a run interrupted before its tag write never pays the surge back twice.
 """
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.asg import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
     AWS_ERRORS,
     GONE_EC2_STATES,
     INSTANCE_ID_RE,
-    K8S_ERRORS,
     LEAVING_STATES,
-    RolloutError,
     aws_clients,
+    aws_errors,
     describe_instances,
     ec2_state,
     error_code,
     members,
-    nodes_by_instance,
-    delete_node,
     require_group,
     wait_for,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import describe_aws_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import (
     DECREMENT_OWED,
     check_decrement,
     decrement_count,
@@ -41,23 +40,15 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.group_sizes import
     sizes_of,
     surge_owed_now,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error, k8s_client
-from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import KubeApi
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import PlanError, parse_duration
-from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import (
-    node_index,
-    node_of,
-    refusal_message,
-    termination_refusals,
-)
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout_state import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
     TAG_INSTANCE_DETACHED_FROM,
     TAG_SURGE_OWED,
-    StateError,
     group_state,
     tags_to_dict,
     write_state,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import node_index, node_of, refusal_message, termination_refusals
 
 _EC2_TERMINATE_CHUNK = 1000
 
@@ -153,11 +144,11 @@ class _Termination:
         return self.current["desired_capacity"] - len(self.decrement)
 
 
-def _terminate(autoscaling, ec2, plan, result):
+def _terminate(autoscaling, ec2, termination, result):
     """Terminate every member (one call each, desired decremented as decided) then the detached instances."""
-    owed = plan.owed_before()
-    for instance_id in plan.members:
-        decrement = instance_id in plan.decrement
+    owed = termination.owed_before()
+    for instance_id in termination.members:
+        decrement = instance_id in termination.decrement
         try:
             autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=instance_id, ShouldDecrementDesiredCapacity=decrement)
         except AWS_ERRORS as exc:
@@ -169,11 +160,11 @@ def _terminate(autoscaling, ec2, plan, result):
         result["terminated"].append(instance_id)
         if decrement:
             result["decremented"].append(instance_id)
-            if plan.state is not None and plan.state["method"] == "scale":
+            if termination.state is not None and termination.state["method"] == "scale":
                 owed = max(0, owed - 1)
-                write_state(autoscaling, plan.name, {TAG_SURGE_OWED: owed})
-    for start in range(0, len(plan.detached), _EC2_TERMINATE_CHUNK):
-        chunk = plan.detached[start:start + _EC2_TERMINATE_CHUNK]
+                write_state(autoscaling, termination.name, {TAG_SURGE_OWED: owed})
+    for start in range(0, len(termination.detached), _EC2_TERMINATE_CHUNK):
+        chunk = termination.detached[start:start + _EC2_TERMINATE_CHUNK]
         ec2.terminate_instances(InstanceIds=chunk)
         result["terminated_detached"].extend(chunk)
     if owed is not None:
@@ -219,12 +210,12 @@ def _wait_replacements(autoscaling, ec2, name, region, before, timeout):
     return group, replacements
 
 
-def _delete_lingering_nodes(api_client, ec2, instance_ids, result):
+def _delete_lingering_nodes(api, ec2, instance_ids, result):
     """Delete the Node objects of instances EC2 reports terminated (a kubelet still running would register again)."""
     listed = describe_instances(ec2, instance_ids)
     terminated = [instance_id for instance_id in instance_ids
                   if instance_id not in listed or ec2_state(listed[instance_id]) == "terminated"]
-    nodes = nodes_by_instance(api_client)
+    nodes = nodes_by_instance(api.list_nodes())
     for instance_id in instance_ids:
         node = nodes.get(instance_id)
         if node is None:
@@ -232,82 +223,69 @@ def _delete_lingering_nodes(api_client, ec2, instance_ids, result):
         if instance_id not in terminated:
             result["nodes_left"].append(node["name"])
             continue
-        if delete_node(api_client, node["name"]):
+        if api.delete_node(node["name"]):
             result["nodes_deleted"].append(node["name"])
 
 
+@reports_errors
 def run_instance_terminate(module):
     params = module.params
-    try:
-        count = check_options(params)
-    except PlanError as exc:
-        module.fail_json(msg=str(exc))
+    count = check_options(params)
     connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
     # The gate reads every node it lets go, so the Kubernetes connection is needed whether or not nodes are deleted.
-    api_client = k8s_client(module)
+    api = KubeApi(k8s_client(module))
     region = connection.region
     name = params["asg_name"]
     resource = "Auto Scaling group '%s'" % name
-    try:
+    instances = ", ".join(params["instance_ids"])
+    with aws_errors("DescribeInstances", resource):
         group = require_group(autoscaling, name, region, field="asg_name")
-        plan = _Termination(group, ec2, params["instance_ids"], count)
-        plan.check_gate(KubeApi(api_client), ec2)
-    except (RolloutError, PlanError, StateError) as exc:
-        module.fail_json(msg=str(exc), **getattr(exc, "details", {}))
-    except K8S_ERRORS as exc:
-        module.fail_json(msg=describe_k8s_error(exc, "list", "the nodes and pods of instances %s (the termination gate)"
-                                                % ", ".join(params["instance_ids"])))
-    except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, "DescribeInstances", resource))
-    if plan.refusals:
-        module.fail_json(msg=refusal_message(plan.refusals, name), refused=plan.refusals, changed=False)
+        termination = _Termination(group, ec2, params["instance_ids"], count)
+        with kube_errors("list", "the nodes and pods of instances %s (the termination gate)" % instances):
+            termination.check_gate(api, ec2)
+    if termination.refusals:
+        raise RolloutError(refusal_message(termination.refusals, name), refused=termination.refusals, changed=False)
 
     result = {
-        "changed": plan.changed,
+        "changed": termination.changed,
         "asg_name": name,
-        "rollout_id": plan.state["rollout_id"] if plan.state else None,
-        "members": list(plan.members),
-        "detached": list(plan.detached),
+        "rollout_id": termination.state["rollout_id"] if termination.state else None,
+        "members": list(termination.members),
+        "detached": list(termination.detached),
         "terminated": [],
         "terminated_detached": [],
-        "already_gone": list(plan.gone),
+        "already_gone": list(termination.gone),
         "decremented": [],
-        "desired_capacity": {"before": plan.current["desired_capacity"], "after": plan.predicted_desired()},
-        "surge_owed": {"before": plan.owed_before(), "after": plan.owed_after()},
+        "desired_capacity": {"before": termination.current["desired_capacity"], "after": termination.predicted_desired()},
+        "surge_owed": {"before": termination.owed_before(), "after": termination.owed_after()},
         "refused": [],
         "nodes_deleted": [],
         "nodes_left": [],
         "replacements": [],
     }
     if module.check_mode:
-        result["terminated"] = list(plan.members)
-        result["terminated_detached"] = list(plan.detached)
-        result["decremented"] = list(plan.decrement)
+        result["terminated"] = list(termination.members)
+        result["terminated_detached"] = list(termination.detached)
+        result["decremented"] = list(termination.decrement)
         module.exit_json(**result)
 
-    operation = "TerminateInstanceInAutoScalingGroup"
-    try:
-        _terminate(autoscaling, ec2, plan, result)
+    with reporting(result):
+        with aws_errors("TerminateInstanceInAutoScalingGroup", resource):
+            _terminate(autoscaling, ec2, termination, result)
         result["changed"] = bool(result["terminated"] or result["terminated_detached"])
         ended = result["terminated"] + result["terminated_detached"]
         if params["wait"] and ended:
-            operation = "DescribeInstances"
-            _wait_terminated(ec2, ended, params["wait_timeout"])
+            with aws_errors("DescribeInstances", resource):
+                _wait_terminated(ec2, ended, params["wait_timeout"])
         if params["delete_node"]:
-            operation = "delete nodes"
-            _delete_lingering_nodes(api_client, ec2, ended + list(plan.gone), result)
+            with aws_errors("delete nodes", resource), kube_errors("delete", "nodes of instances %s" % instances):
+                _delete_lingering_nodes(api, ec2, ended + list(termination.gone), result)
             if result["nodes_left"]:
                 module.warn("Node objects %s were left in place: their instances are not terminated yet (set wait: true to wait)"
                             % ", ".join(result["nodes_left"]))
         if params["wait_for_replacement"]:
-            operation = "DescribeAutoScalingGroups"
             before = set(instance["InstanceId"] for instance in group.get("Instances") or [])
-            group_after, result["replacements"] = _wait_replacements(autoscaling, ec2, name, region, before, params["wait_timeout"])
+            with aws_errors("DescribeAutoScalingGroups", resource):
+                group_after, result["replacements"] = _wait_replacements(autoscaling, ec2, name, region, before, params["wait_timeout"])
             result["desired_capacity"]["after"] = group_after["DesiredCapacity"]
-    except RolloutError as exc:
-        module.fail_json(msg=exc.msg, **dict(result, **exc.details))
-    except K8S_ERRORS as exc:
-        module.fail_json(msg=describe_k8s_error(exc, "delete", "nodes of instances %s" % ", ".join(params["instance_ids"])), **result)
-    except AWS_ERRORS as exc:
-        module.fail_json(msg=describe_aws_error(exc, operation, resource), **result)
     module.exit_json(**result)

@@ -4,7 +4,7 @@
 
 """The termination gate: whether an instance may be terminated (or scaled in) without hurting a workload.
 
-Pure: nodes and pods as the Kubernetes API returns them (JSON dicts), instances in ``asg.instance_record``'s
+Pure: nodes and pods as the Kubernetes API returns them (JSON dicts), instances in ``clients.aws.instance_record``'s
 shape. ``instance_terminate`` asks it before every termination, so no path of the collection ends an instance
 that still serves pods.
 
@@ -23,12 +23,7 @@ nodes' providerIDs are not AWS ones): nothing is terminated, and the message nam
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.plan import (
-    ANNOTATION_MIRROR,
-    controller_of,
-    pod_is_finished,
-    pod_key,
-)
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import ANNOTATION_MIRROR, controller_of, pod_is_finished, pod_key
 
 _SHOWN = 5
 

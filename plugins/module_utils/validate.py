@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import node_health, plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import describe_k8s_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import TRANSPORT_ERRORS, ApiException, KubeApi
+from ansible_collections.nodeops.rollout.plugins.module_utils import node_health
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import parse_duration
 
 
 class ValidateOptions:
-    """The module's options, validated (raises node_health.HealthError or plan.PlanError naming the field)."""
+    """The module's options, validated (raises node_health.HealthError or PlanError naming the field)."""
 
     def __init__(self, params):
         self.instance_ids = None
@@ -38,8 +39,8 @@ class ValidateOptions:
         self.passes = params.get("passes") if params.get("passes") is not None else 1
         if isinstance(self.passes, bool) or not isinstance(self.passes, int) or self.passes < 1:
             raise node_health.HealthError("passes: %r is not allowed; use an integer >= 1" % (self.passes,))
-        self.interval = plan.parse_duration(params.get("interval", "10s"), "interval")
-        self.timeout = plan.parse_duration(params.get("timeout", "10m"), "timeout")
+        self.interval = parse_duration(params.get("interval", "10s"), "interval")
+        self.timeout = parse_duration(params.get("timeout", "10m"), "timeout")
 
 
 class Validation:
@@ -111,19 +112,13 @@ class Validation:
         return result
 
 
+@reports_errors
 def run_cluster_validate(module, make_client):
     """cluster_validate: validate the options, build the client (``make_client(module)``), wait, exit the module."""
-    try:
-        options = ValidateOptions(module.params)
-    except (node_health.HealthError, plan.PlanError) as exc:
-        module.fail_json(msg=str(exc))
-        return
+    options = ValidateOptions(module.params)
     validation = Validation(KubeApi(make_client(module)), options, check_mode=module.check_mode)
-    try:
+    with kube_errors("validate", "nodes"):
         output = validation.run()
-    except (ApiException,) + TRANSPORT_ERRORS as exc:
-        module.fail_json(msg=describe_k8s_error(exc, "validate", "nodes"))
-        return
     if output.pop("failed", False):
         module.fail_json(**output)
     module.exit_json(**output)

@@ -261,8 +261,8 @@ detached_remaining:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.surge import run_asg_surge
 
 SUSPENDABLE = ["AZRebalance", "AddToLoadBalancer", "AlarmNotification", "HealthCheck", "InstanceRefresh", "ReplaceUnhealthy",

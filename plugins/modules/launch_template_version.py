@@ -161,8 +161,8 @@ target:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import run_launch_template_version
 
 

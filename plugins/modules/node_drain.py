@@ -292,9 +292,9 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.aws import AWS_ARGUMENT_SPEC
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain import run_node_drain
-from ansible_collections.nodeops.rollout.plugins.module_utils.k8s import K8S_ARGUMENT_SPEC, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_drain import run_node_drain
 
 
 def argument_spec():

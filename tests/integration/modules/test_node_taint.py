@@ -105,7 +105,7 @@ def test_a_concurrent_writer_between_read_and_write_is_not_overwritten(sandbox, 
     install_collection_loader()
     # pylint: disable=import-outside-toplevel
     from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, nodes
-    from ansible_collections.nodeops.rollout.plugins.module_utils.kube_api import KubeApi
+    from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi
 
     name = names[1]
     api = KubeApi(sandbox.kube("nodeops.rollout/0.1.0 node_taint"))

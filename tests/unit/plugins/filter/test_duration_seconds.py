@@ -17,7 +17,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodeops.rollout.plugins.filter import duration_seconds as filter_plugin
 from ansible_collections.nodeops.rollout.plugins.filter.duration_seconds import FilterModule, duration_seconds
-from ansible_collections.nodeops.rollout.plugins.module_utils import plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import parse_duration
 
 # Importing controller code (ansible.errors, for this controller-side plugin) marks the whole process as the
 # controller, and module_utils then sends AnsibleModule.warn() to the controller's display instead of the module's
@@ -32,7 +32,7 @@ def test_the_filter_is_registered_under_its_documented_name():
 
 
 def test_the_filter_uses_the_modules_parser():
-    assert filter_plugin.parse_duration is plan.parse_duration
+    assert filter_plugin.parse_duration is parse_duration
 
 
 @pytest.mark.parametrize("value, seconds", [

@@ -71,3 +71,12 @@ def run_module(capsys):
 
     runner.ModuleExit = ModuleExit
     return runner
+
+
+# The AWS world of the runner tests (test_node_group, test_launch_template, test_surge, test_terminate).
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import (  # noqa: E402 pylint: disable=unused-import,wrong-import-position
+    api_calls,
+    cluster,
+    run,
+    world,
+)

@@ -142,3 +142,16 @@ def test_failed_to_join_lists_up_to_date_instances_that_had_their_time_and_are_n
     assert found[0]["node"] == "n-2" and found[0]["reason"] == "node n-2 not Ready 660s after launch"
     assert found[1]["node"] is None and found[1]["reason"] == "no node registered 600s after launch"
     assert node_health.failed_to_join(instances, up_to_date, now, 3600) == []
+
+
+def test_node_summary_of_an_instance_node():
+    node = {"metadata": {"name": "ip-10-0-0-1.ec2.internal", "labels": {"a": "b"}, "annotations": {"x": "y"}},
+            "spec": {"providerID": "aws:///us-east-1a/i-0abc12345", "unschedulable": True,
+                     "taints": [{"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule", "timeAdded": "t"}]},
+            "status": {"conditions": [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "True"}]}}
+    summary = node_health.node_summary(node, node_health.INSTANCE_NODE_FIELDS)
+    assert summary["name"] == "ip-10-0-0-1.ec2.internal" and summary["ready"] is True and summary["schedulable"] is False
+    assert summary["taints"] == [{"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}]
+    assert summary["labels"] == {"a": "b"} and summary["annotations"] == {"x": "y"}
+    bare = node_health.node_summary({"metadata": {"name": "n"}}, node_health.INSTANCE_NODE_FIELDS)
+    assert bare["ready"] is False and bare["schedulable"] is True and bare["taints"] == []

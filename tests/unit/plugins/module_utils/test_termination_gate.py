@@ -99,3 +99,16 @@ def test_refusal_message_lists_each_instance():
 ])
 def test_instance_id_of(provider_id, expected):
     assert gate.instance_id_of(provider_id) == expected
+
+
+@pytest.mark.parametrize("provider_id, expected", [
+    ("aws:///us-east-1a/i-0123456789abcdef0", "i-0123456789abcdef0"),
+    ("aws:///us-east-1a/i-0123456789abcdef0/", "i-0123456789abcdef0"),
+    ("aws://us-east-1a/i-0abc12345", "i-0abc12345"),
+    ("gce://project/zone/vm-1", None),
+    ("aws:///us-east-1a/fargate-ip-10-0-0-1", None),
+    ("", None),
+    (None, None),
+])
+def test_instance_id_of_more_provider_id_forms(provider_id, expected):
+    assert gate.instance_id_of(provider_id) == expected

@@ -1,0 +1,234 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Reading Auto Scaling groups, their EC2 instances and their Kubernetes nodes, and waiting on them.
+
+Every function takes clients the caller built (``aws_client``/``k8s_client``), so each request carries the
+calling module's user agent. Instances are returned in the shape ``rollout.outdated`` reads (see its docstring).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ERRORS, aws_connection, describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import TAG_INSTANCE_DETACHED_FROM, tags_to_dict
+
+INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
+# Auto Scaling lifecycle states of an instance that is leaving or has left the group.
+LEAVING_STATES = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Terminated", "Detaching", "Detached")
+# EC2 states of an instance that is gone or going.
+GONE_EC2_STATES = ("shutting-down", "terminated")
+ALIVE_EC2_STATES = ("pending", "running", "stopping", "stopped")
+_FILTER_CHUNK = 199
+
+
+def aws_clients(module, *services):
+    """``(connection, client, ...)``: one AWS connection from the module's options and a client per service."""
+    connection = aws_connection(module)
+    return (connection,) + tuple(connection.client(service) for service in services)
+
+
+def error_code(exc):
+    """AWS's error code of a botocore ClientError, else None."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        return (response.get("Error") or {}).get("Code")
+    return None
+
+
+def iso_time(value):
+    """A datetime (or None) as ``2024-05-01T12:00:00Z``."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Groups
+# ---------------------------------------------------------------------------------------------------------
+
+def describe_group(client, name):
+    """The group named ``name`` as DescribeAutoScalingGroups returns it, or None."""
+    groups = client.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"]
+    return groups[0] if groups else None
+
+
+def require_group(client, name, region, field="name"):
+    group = describe_group(client, name)
+    if group is None:
+        raise RolloutError("%s: Auto Scaling group '%s' not found in region %s" % (field, name, region))
+    return group
+
+
+def tag_filters(tags):
+    """DescribeAutoScalingGroups filters for ``{key: value}``; a null or empty value matches the key alone."""
+    filters = []
+    for key, value in sorted((tags or {}).items()):
+        if value is None or value == "":
+            filters.append({"Name": "tag-key", "Values": [key]})
+        else:
+            filters.append({"Name": "tag:%s" % key, "Values": [str(value)]})
+    return filters
+
+
+def find_groups(client, tags):
+    """Every group carrying all of ``tags``, sorted by name.
+
+    AWS combines filters on different tags with AND; the result is checked again here so that a filter an
+    endpoint ignores never widens the match.
+    """
+    groups = []
+    paginator = client.get_paginator("describe_auto_scaling_groups")
+    for page in paginator.paginate(Filters=tag_filters(tags)):
+        groups.extend(page["AutoScalingGroups"])
+    matched = []
+    for group in groups:
+        present = tags_to_dict(group.get("Tags"))
+        if all(key in present and (value in (None, "") or present[key] == str(value)) for key, value in tags.items()):
+            matched.append(group)
+    return sorted(matched, key=lambda group: group["AutoScalingGroupName"])
+
+
+def group_tags(group):
+    return tags_to_dict(group.get("Tags"))
+
+
+def group_azs(group):
+    return sorted(group.get("AvailabilityZones") or [])
+
+
+def suspended_processes(group):
+    return sorted(process["ProcessName"] for process in group.get("SuspendedProcesses") or [])
+
+
+def members(group):
+    """The group's instances that belong to its capacity (not leaving), as DescribeAutoScalingGroups lists them."""
+    return [instance for instance in group.get("Instances") or [] if instance.get("LifecycleState") not in LEAVING_STATES]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# EC2 instances
+# ---------------------------------------------------------------------------------------------------------
+
+def describe_instances(ec2, instance_ids):
+    """``{instance id: EC2 instance}`` for the ids that EC2 knows (unknown ids are simply absent)."""
+    found = {}
+    ids = list(dict.fromkeys(instance_ids))
+    paginator = ec2.get_paginator("describe_instances")
+    for start in range(0, len(ids), _FILTER_CHUNK):
+        chunk = ids[start:start + _FILTER_CHUNK]
+        for page in paginator.paginate(Filters=[{"Name": "instance-id", "Values": chunk}]):
+            for reservation in page["Reservations"]:
+                for instance in reservation["Instances"]:
+                    found[instance["InstanceId"]] = instance
+    return found
+
+
+def detached_instances(ec2, group_name):
+    """Instances detached from ``group_name`` for surge by a rollout and still alive (EC2 tag detached-from)."""
+    found = []
+    paginator = ec2.get_paginator("describe_instances")
+    filters = [{"Name": "tag:%s" % TAG_INSTANCE_DETACHED_FROM, "Values": [group_name]},
+               {"Name": "instance-state-name", "Values": list(ALIVE_EC2_STATES)}]
+    for page in paginator.paginate(Filters=filters):
+        for reservation in page["Reservations"]:
+            found.extend(reservation["Instances"])
+    return sorted(found, key=lambda instance: instance["InstanceId"])
+
+
+def ec2_state(instance):
+    return ((instance or {}).get("State") or {}).get("Name")
+
+
+def _template_of(asg_instance, tags):
+    template = (asg_instance or {}).get("LaunchTemplate")
+    if template:
+        return {"id": template.get("LaunchTemplateId"), "name": template.get("LaunchTemplateName"),
+                "version": template.get("Version")}
+    if tags.get("aws:ec2launchtemplate:id"):
+        return {"id": tags["aws:ec2launchtemplate:id"], "name": None, "version": tags.get("aws:ec2launchtemplate:version")}
+    return None
+
+
+def instance_record(asg_instance, ec2_instance, detached=False):
+    """One instance in rollout.outdated's shape, from the group's view and EC2's view (either may be missing)."""
+    ec2_instance = ec2_instance or {}
+    tags = tags_to_dict(ec2_instance.get("Tags"))
+    instance_id = (asg_instance or {}).get("InstanceId") or ec2_instance.get("InstanceId")
+    if detached:
+        lifecycle = "Detached"
+    else:
+        lifecycle = (asg_instance or {}).get("LifecycleState")
+    return {
+        "instance_id": instance_id,
+        "az": (asg_instance or {}).get("AvailabilityZone") or (ec2_instance.get("Placement") or {}).get("AvailabilityZone"),
+        "lifecycle_state": lifecycle,
+        "health_status": (asg_instance or {}).get("HealthStatus"),
+        "launch_template": _template_of(asg_instance, tags),
+        "image_id": ec2_instance.get("ImageId"),
+        "instance_type": (asg_instance or {}).get("InstanceType") or ec2_instance.get("InstanceType"),
+        "launch_time": iso_time(ec2_instance.get("LaunchTime")),
+        "private_dns_name": ec2_instance.get("PrivateDnsName") or None,
+        "ec2_state": ec2_state(ec2_instance),
+        "protected_from_scale_in": bool((asg_instance or {}).get("ProtectedFromScaleIn")),
+        "detached": detached,
+        "tags": tags,
+        "node": None,
+    }
+
+
+def group_instances(ec2, group, include_detached=True):
+    """Every member of ``group`` plus (optionally) the alive instances detached from it for surge, in rollout.outdated's shape."""
+    listed = group.get("Instances") or []
+    detached = detached_instances(ec2, group["AutoScalingGroupName"]) if include_detached else []
+    in_group = set(instance["InstanceId"] for instance in listed)
+    detached = [instance for instance in detached if instance["InstanceId"] not in in_group]
+    details = describe_instances(ec2, sorted(in_group)) if in_group else {}
+    records = [instance_record(instance, details.get(instance["InstanceId"])) for instance in listed]
+    records.extend(instance_record(None, instance, detached=True) for instance in detached)
+    return records
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Waiting
+# ---------------------------------------------------------------------------------------------------------
+
+def wait_for(check, timeout, what, sleep=time.sleep, clock=time.monotonic, poll_cap=10.0):
+    """Call ``check()`` -> ``(done, detail, value)`` until done; poll with capped backoff; give up after ``timeout`` s.
+
+    Returns the last value. On timeout raises RolloutError naming ``what`` and the last detail (text).
+    """
+    started = clock()
+    attempt = 0
+    while True:
+        done, detail, value = check()
+        if done:
+            return value
+        elapsed = clock() - started
+        if elapsed >= timeout:
+            raise RolloutError("timed out after %ds waiting for %s: %s" % (timeout, what, detail), waited_seconds=round(elapsed, 1))
+        attempt += 1
+        sleep(min(backoff_delay(attempt, base=1.0, cap=poll_cap), max(0.1, timeout - elapsed)))
+
+
+@contextmanager
+def aws_errors(operation, resource=None, params=None):
+    """Turn an AWS error raised inside into a RolloutError whose message is describe_aws_error's line.
+
+    ``with aws_errors("SetDesiredCapacity", "Auto Scaling group 'web'"): ...``: the text is written where the call is made.
+    """
+    try:
+        yield
+    except AWS_ERRORS as exc:
+        raise RolloutError(describe_aws_error(exc, operation, resource, params)) from exc

@@ -1,0 +1,344 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""AWS connection options shared by every module, one way to build boto3 clients, and AWS errors as one line.
+
+Options resolve in this order: the module option, then the environment variables listed in ``AWS_ENV``
+(first one set wins), then the default. ``profile`` and the static keys are mutually exclusive; when one
+side is given as an option, the other side is not taken from the environment (explicit beats environment).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+from ansible.module_utils.basic import missing_required_lib
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.version import user_agent
+
+try:
+    import boto3
+    import botocore
+    from botocore.config import Config
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        ConnectionError as BotoConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        ProfileNotFound,
+    )
+except ImportError:
+    HAS_BOTO3 = False
+    BOTO3_IMPORT_ERROR = traceback.format_exc()
+    AWS_ERRORS = ()
+else:
+    HAS_BOTO3 = True
+    BOTO3_IMPORT_ERROR = None
+    # an answer of an AWS API, or none (unreachable, no credentials)
+    AWS_ERRORS = (BotoCoreError, ClientError)
+
+
+RETRY_MODES = ("standard", "adaptive")
+DEFAULT_RETRY_MODE = "standard"
+DEFAULT_MAX_ATTEMPTS = 10
+
+# Environment variables consulted, in order, when an option is not set.
+AWS_ENV = {
+    "region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    "profile": ("AWS_PROFILE", "AWS_DEFAULT_PROFILE"),
+    "access_key": ("AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY"),
+    "secret_key": ("AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY"),
+    "session_token": ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"),
+    "endpoint_url": ("AWS_ENDPOINT_URL", "AWS_URL"),
+}
+
+# Merge into a module's argument spec: dict(AWS_ARGUMENT_SPEC, **own_options).
+# Environment fallbacks are applied by aws_connection(), not by the argument spec, so that an option given
+# explicitly for one credential kind (profile or keys) is never contradicted by the environment of the other.
+AWS_ARGUMENT_SPEC = dict(
+    region=dict(type="str"),
+    profile=dict(type="str"),
+    access_key=dict(type="str", no_log=False),
+    secret_key=dict(type="str", no_log=True),
+    session_token=dict(type="str", no_log=True),
+    endpoint_url=dict(type="str"),
+    retry_mode=dict(type="str", choices=list(RETRY_MODES), default=DEFAULT_RETRY_MODE),
+    max_attempts=dict(type="int", default=DEFAULT_MAX_ATTEMPTS),
+)
+
+_KEY_OPTIONS = ("access_key", "secret_key", "session_token")
+_SECRET_OPTIONS = ("secret_key", "session_token")
+
+REGION_REQUIRED_MSG = "region is required: set region, or AWS_REGION / AWS_DEFAULT_REGION"
+
+
+class AWSConfigurationError(RolloutError):
+    """The AWS options cannot be turned into a working session (the message says which option and why)."""
+
+
+def _is_module(module_or_params):
+    return hasattr(module_or_params, "fail_json") and hasattr(module_or_params, "params")
+
+
+def _params_of(module_or_params):
+    if _is_module(module_or_params):
+        return module_or_params.params
+    return module_or_params or {}
+
+
+def _module_name_of(module_or_params, module_name):
+    if module_name:
+        return module_name
+    if _is_module(module_or_params):
+        return getattr(module_or_params, "_name", None)
+    return None
+
+
+def _unset(value):
+    return value is None or value == ""
+
+
+def _first_env(names, environ):
+    for name in names:
+        value = environ.get(name)
+        if not _unset(value):
+            return value, name
+    return None, None
+
+
+def resolve_aws_options(params, environ=None):
+    """Resolve the AWS options: option, then environment, then default.
+
+    Returns ``(options, sources)``; ``sources[name]`` is ``"option"``, the environment variable that supplied
+    the value, ``"default"`` or ``None`` (unset). Raises AWSConfigurationError for invalid combinations.
+    """
+    environ = os.environ if environ is None else environ
+    params = params or {}
+    options = {}
+    sources = {}
+
+    for name in AWS_ARGUMENT_SPEC:
+        value = params.get(name)
+        if not _unset(value):
+            options[name], sources[name] = value, "option"
+            continue
+        value, var = _first_env(AWS_ENV.get(name, ()), environ)
+        if var:
+            options[name], sources[name] = value, var
+        else:
+            options[name], sources[name] = None, None
+
+    explicit_profile = sources["profile"] == "option"
+    explicit_keys = [k for k in _KEY_OPTIONS if sources[k] == "option"]
+    if explicit_profile and explicit_keys:
+        raise AWSConfigurationError(
+            "profile and %s are mutually exclusive: use a named profile or static keys, not both" % "/".join(explicit_keys))
+    if explicit_profile:
+        for key in _KEY_OPTIONS:
+            options[key], sources[key] = None, None
+    elif explicit_keys:
+        options["profile"], sources["profile"] = None, None
+    elif options["profile"] and any(options[k] for k in _KEY_OPTIONS):
+        env_keys = [sources[k] for k in _KEY_OPTIONS if options[k]]
+        raise AWSConfigurationError(
+            "profile and static keys are mutually exclusive, but the environment sets both (%s and %s): "
+            "unset one, or pass profile or access_key/secret_key as options" % (sources["profile"], ", ".join(env_keys)))
+
+    if bool(options["access_key"]) != bool(options["secret_key"]):
+        missing = "secret_key" if options["access_key"] else "access_key"
+        raise AWSConfigurationError(
+            "access_key and secret_key must be given together: %s is missing (option or %s)" % (missing, " / ".join(AWS_ENV[missing])))
+    if options["session_token"] and not options["access_key"]:
+        raise AWSConfigurationError("session_token needs access_key and secret_key")
+
+    retry_mode = options["retry_mode"] or DEFAULT_RETRY_MODE
+    if retry_mode not in RETRY_MODES:
+        raise AWSConfigurationError("retry_mode must be one of %s, got %r" % (", ".join(RETRY_MODES), retry_mode))
+    options["retry_mode"] = retry_mode
+    sources["retry_mode"] = sources["retry_mode"] or "default"
+
+    max_attempts = options["max_attempts"]
+    if max_attempts is None:
+        max_attempts, sources["max_attempts"] = DEFAULT_MAX_ATTEMPTS, "default"
+    try:
+        max_attempts = int(max_attempts)
+    except (TypeError, ValueError):
+        max_attempts = 0
+    if max_attempts < 1:
+        raise AWSConfigurationError("max_attempts must be an integer of at least 1, got %r" % (options["max_attempts"],))
+    options["max_attempts"] = max_attempts
+
+    return options, sources
+
+
+class AWSConnection:
+    """A boto3 Session plus everything needed to make clients that identify the calling module."""
+
+    def __init__(self, params, module_name=None, environ=None):
+        if not HAS_BOTO3:
+            raise AWSConfigurationError(missing_required_lib("boto3 and botocore"))
+        self.options, self.sources = resolve_aws_options(params, environ)
+        self.module_name = module_name
+        opts = self.options
+        try:
+            self.session = boto3.Session(
+                profile_name=opts["profile"],
+                aws_access_key_id=opts["access_key"],
+                aws_secret_access_key=opts["secret_key"],
+                aws_session_token=opts["session_token"],
+                region_name=opts["region"],
+            )
+        except ProfileNotFound:
+            raise AWSConfigurationError(
+                "profile %r (from %s) is not defined in the AWS config or credentials files" % (opts["profile"], self._source("profile"))) from None
+        # An unset region may still come from the profile's entry in the AWS config file.
+        self.region = opts["region"] or self.session.region_name
+        if not self.region:
+            raise AWSConfigurationError(REGION_REQUIRED_MSG)
+        self.endpoint_url = opts["endpoint_url"] or None
+        self.config = Config(
+            retries={"mode": opts["retry_mode"], "total_max_attempts": opts["max_attempts"]},
+            user_agent_extra=user_agent(module_name),
+        )
+
+    def _source(self, name):
+        source = self.sources.get(name)
+        return "option %s" % name if source == "option" else source
+
+    def client(self, service):
+        """Return a boto3 client for ``service`` with the retry policy and user agent of this connection."""
+        try:
+            return self.session.client(service, region_name=self.region, endpoint_url=self.endpoint_url, config=self.config)
+        except NoRegionError:
+            raise AWSConfigurationError(REGION_REQUIRED_MSG) from None
+        except ValueError as exc:
+            # botocore rejects a malformed endpoint_url with ValueError("Invalid endpoint: ...").
+            raise AWSConfigurationError("endpoint_url %r (from %s) is not usable: %s" % (self.endpoint_url, self._source("endpoint_url"), exc)) from None
+
+
+def register_aws_secrets(module, options):
+    """Add the resolved secret values (including those read from the environment) to the module's no_log values."""
+    for name in _SECRET_OPTIONS:
+        if options.get(name):
+            module.no_log_values.add(options[name])
+
+
+def aws_connection(module_or_params, module_name=None):
+    """Return an AWSConnection for a module (failing it with a clear message on bad options) or a params dict (raising)."""
+    name = _module_name_of(module_or_params, module_name)
+    if not _is_module(module_or_params):
+        return AWSConnection(_params_of(module_or_params), name)
+    module = module_or_params
+    if not HAS_BOTO3:
+        module.fail_json(msg=missing_required_lib("boto3 and botocore"), exception=BOTO3_IMPORT_ERROR)
+    try:
+        connection = AWSConnection(module.params, name)
+    except AWSConfigurationError as exc:
+        module.fail_json(msg=str(exc))
+    register_aws_secrets(module, connection.options)
+    return connection
+
+
+def aws_client(module_or_params, service, module_name=None):
+    """Return a boto3 client for ``service`` built from the shared AWS options.
+
+    ``module_or_params`` is an AnsibleModule (errors fail the module) or a dict of options (errors raise
+    AWSConfigurationError). The client retries with botocore's ``retry_mode`` up to ``max_attempts`` attempts in
+    total and sends the user agent ``nodeops.rollout/<version> <module-name>``.
+    """
+    connection = aws_connection(module_or_params, module_name)
+    if not _is_module(module_or_params):
+        return connection.client(service)
+    try:
+        return connection.client(service)
+    except AWSConfigurationError as exc:
+        module_or_params.fail_json(msg=str(exc))
+
+
+def _one_line(text):
+    return " ".join(str(text).split())
+
+
+def aws_error_parts(exc):
+    """Return ``(code, message)`` for an exception raised by boto3/botocore (or anything else)."""
+    if HAS_BOTO3 and isinstance(exc, ClientError):
+        error = exc.response.get("Error", {}) or {}
+        metadata = exc.response.get("ResponseMetadata", {}) or {}
+        code = error.get("Code") or "HTTP %s" % metadata.get("HTTPStatusCode", "error")
+        message = error.get("Message") or ""
+        retries = metadata.get("RetryAttempts") or 0
+        if retries:
+            message = "%s (gave up after %d attempts)" % (message, retries + 1) if message else "gave up after %d attempts" % (retries + 1)
+        return code, message
+    if HAS_BOTO3 and isinstance(exc, NoCredentialsError):
+        return "NoCredentialsError", (
+            "Unable to locate credentials: set access_key and secret_key, or profile, "
+            "or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE")
+    # EndpointConnectionError, ParamValidationError and every other error: botocore's text is already the message.
+    return type(exc).__name__, str(exc)
+
+
+_CREDENTIAL_CODES = ("UnrecognizedClientException", "InvalidClientTokenId", "AuthFailure", "SignatureDoesNotMatch",
+                     "ExpiredToken", "ExpiredTokenException", "InvalidAccessKeyId")
+
+
+def connection_option(exc, params):
+    """The connection option an error is about, for a message that names what to fix: ``endpoint_url`` (or
+    ``region``) when the endpoint cannot be reached, ``access_key`` (or ``profile``) when the credentials are refused;
+    None for any other error, or without ``params``."""
+    if params is None:
+        return None
+    if HAS_BOTO3 and isinstance(exc, BotoConnectionError):
+        return "endpoint_url" if params.get("endpoint_url") else "region"
+    if HAS_BOTO3 and (isinstance(exc, NoCredentialsError) or aws_error_parts(exc)[0] in _CREDENTIAL_CODES):
+        return "profile" if params.get("profile") else "access_key"
+    return None
+
+
+def describe_aws_error(exc, operation, resource=None, params=None):
+    """One line naming the operation, the resource, AWS's error code and message.
+
+    With the module's ``params``, an error about the connection itself begins with the option to fix
+    (``endpoint_url: DescribeAutoScalingGroups on ...: EndpointConnectionError: ...``), as errors about options do.
+
+    ``describe_aws_error(exc, "SetDesiredCapacity", "Auto Scaling group 'web'")`` gives
+    "SetDesiredCapacity on Auto Scaling group 'web': ValidationError: New SetDesiredCapacity value 99 is above max value 3 ...".
+    """
+    code, message = aws_error_parts(exc)
+    where = "%s on %s" % (operation, resource) if resource else str(operation)
+    text = "%s: %s: %s" % (where, code, message) if message else "%s: %s" % (where, code)
+    option = connection_option(exc, params)
+    return _one_line("%s: %s" % (option, text) if option else text)
+
+
+def aws_error_details(exc):
+    """Structured facts about an AWS error, for fail_json: code, message, HTTP status and request id when known."""
+    code, message = aws_error_parts(exc)
+    details = dict(code=code, message=_one_line(message))
+    if HAS_BOTO3 and isinstance(exc, ClientError):
+        metadata = exc.response.get("ResponseMetadata", {}) or {}
+        details["http_status"] = metadata.get("HTTPStatusCode")
+        details["request_id"] = metadata.get("RequestId")
+        details["attempts"] = (metadata.get("RetryAttempts") or 0) + 1
+    return details
+
+
+def fail_aws_error(module, exc, operation, resource=None, **extra):
+    """Fail the module with describe_aws_error's line first, the error's details and the traceback."""
+    module.fail_json(
+        msg=describe_aws_error(exc, operation, resource),
+        error=aws_error_details(exc),
+        exception=traceback.format_exc(),
+        **extra
+    )
+
+
+def boto3_versions():
+    """The installed boto3/botocore versions (None when missing), for results and error reports."""
+    if not HAS_BOTO3:
+        return dict(boto3=None, botocore=None)
+    return dict(boto3=boto3.__version__, botocore=botocore.__version__)

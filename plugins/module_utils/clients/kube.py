@@ -1,0 +1,261 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The few Kubernetes API calls the node modules make, answering plain dicts in the API's JSON form.
+
+Objects are read as raw JSON (no model deserialisation): the pure layer reads camelCase dicts, and listing
+hundreds of pods stays cheap. Reads and idempotent writes are retried with capped exponential backoff: a few times on
+throttling (429) and server errors (5xx), and for up to ``UNREACHABLE_SECONDS`` while a server that answered before cannot be
+reached at all; evictions are not, because what a refused eviction
+means is the drain's decision (``drain.rules.eviction_answer``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from contextlib import contextmanager
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, node_summary
+from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
+
+try:
+    from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api
+    from kubernetes.client.exceptions import ApiException
+except ImportError:
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+    class ApiException(Exception):  # pylint: disable=function-redefined
+        """Stand-in so that ``except ApiException`` works where the kubernetes package is missing."""
+
+        status = None
+        body = None
+        headers = None
+else:
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+
+try:
+    import urllib3.exceptions
+    TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
+except ImportError:
+    TRANSPORT_ERRORS = (OSError,)
+
+# an answer of the API server, or none (unreachable, timed out)
+K8S_ERRORS = (ApiException,) + TRANSPORT_ERRORS
+
+# Seconds before one API request is abandoned (connect, read).
+REQUEST_TIMEOUT = (10, 60)
+# Attempts of a read or an idempotent write answered 429 or 5xx before its error is reported.
+READ_ATTEMPTS = 5
+# Seconds a read or an idempotent write keeps trying while the API server cannot be reached at all (connection refused
+# or cut): a control-plane upgrade or failover takes tens of seconds, and a drain should ride it out, not stop.
+UNREACHABLE_SECONDS = 90.0
+RETRIED_STATUSES = (429, 500, 502, 503, 504)
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+def error_status(exc):
+    """``(code, status dict, headers)`` of a client exception; code None when no HTTP answer came back."""
+    if isinstance(exc, ApiException):
+        body = exc.body
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", "replace")
+        try:
+            status = json.loads(body) if body else {}
+        except ValueError:
+            status = {"message": str(body)}
+        if not isinstance(status, dict):
+            status = {"message": str(status)}
+        return (exc.status or None), status, dict(exc.headers or {})
+    return None, {"message": str(exc)}, {}
+
+
+def with_pool_size(api_client, size):
+    """A client like ``api_client`` (same configuration and user agent) able to hold ``size`` connections.
+
+    urllib3 keeps 10 connections by default; concurrent drains need one per thread, or it opens and drops
+    connections (and logs a warning for each).
+    """
+    configuration = api_client.configuration
+    if (configuration.connection_pool_maxsize or 0) >= size:
+        return api_client
+    configuration.connection_pool_maxsize = size
+    resized = ApiClient(configuration=configuration)
+    resized.user_agent = api_client.user_agent
+    try:
+        api_client.close()
+    except Exception:  # pylint: disable=broad-except
+        pass  # the old client has no open connection worth reporting
+    return resized
+
+
+class KubeApi:
+    """Thin JSON-in, JSON-out wrapper over the kubernetes client for nodes, pods, budgets, workloads and leases."""
+
+    def __init__(self, api_client, sleep=time.sleep, attempts=READ_ATTEMPTS, request_timeout=REQUEST_TIMEOUT,
+                 unreachable_seconds=UNREACHABLE_SECONDS, clock=time.monotonic):
+        self.client = api_client
+        self.core = CoreV1Api(api_client)
+        self.apps = AppsV1Api(api_client)
+        self.policy = PolicyV1Api(api_client)
+        self.coordination = CoordinationV1Api(api_client)
+        self.sleep = sleep
+        self.attempts = attempts
+        self.request_timeout = request_timeout
+        self.unreachable_seconds = unreachable_seconds
+        self.clock = clock
+        self.reached = False   # whether the server ever answered: only then is a lost connection an outage to wait out
+
+    def _raw(self, method, *args, **kwargs):
+        response = method(*args, _preload_content=False, _request_timeout=self.request_timeout, **kwargs)
+        self.reached = True
+        data = response.data
+        return json.loads(data) if data else {}
+
+    def _call(self, method, *args, **kwargs):
+        attempt = 0
+        unreachable_since = None
+        while True:
+            try:
+                return self._raw(method, *args, **kwargs)
+            except ApiException as exc:
+                self.reached = True
+                attempt += 1
+                if exc.status not in RETRIED_STATUSES or attempt >= self.attempts:
+                    raise
+            except TRANSPORT_ERRORS:
+                # A server never reached is a wrong address or a dead cluster: a few attempts. One that answered before
+                # and now cannot be reached is an outage: waited out for up to unreachable_seconds.
+                attempt += 1
+                now = self.clock()
+                unreachable_since = now if unreachable_since is None else unreachable_since
+                if (attempt >= self.attempts if not self.reached
+                        else now - unreachable_since >= self.unreachable_seconds):
+                    raise
+            self.sleep(backoff_delay(attempt, base=0.5, cap=5.0))
+
+    # ---- nodes ---------------------------------------------------------------------------------
+    def get_node(self, name):
+        return self._call(self.core.read_node, name)
+
+    def patch_node(self, name, patch):
+        """JSON merge patch; a ``metadata.resourceVersion`` in it makes a stale write fail with 409."""
+        return self._call(self.core.patch_node, name, patch, _content_type=MERGE_PATCH)
+
+    def delete_node(self, name):
+        """Delete a Node object; True when deleted, False when it was already gone."""
+        try:
+            self._call(self.core.delete_node, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def list_nodes(self, label_selector=None):
+        kwargs = {"label_selector": label_selector} if label_selector else {}
+        return self._call(self.core.list_node, **kwargs).get("items") or []
+
+    # ---- pods ----------------------------------------------------------------------------------
+    def list_pods(self, node=None, namespace=None, label_selector=None):
+        kwargs = {}
+        if node:
+            kwargs["field_selector"] = "spec.nodeName=%s" % node
+        if label_selector:
+            kwargs["label_selector"] = label_selector
+        if namespace:
+            return self._call(self.core.list_namespaced_pod, namespace, **kwargs).get("items") or []
+        return self._call(self.core.list_pod_for_all_namespaces, **kwargs).get("items") or []
+
+    def evict_pod(self, namespace, name, uid=None, grace_period=None):
+        """POST a policy/v1 Eviction (once; the caller decides about retries). Raises ApiException."""
+        delete_options = {}
+        if grace_period is not None:
+            delete_options["gracePeriodSeconds"] = grace_period
+        if uid:
+            delete_options["preconditions"] = {"uid": uid}
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        if delete_options:
+            body["deleteOptions"] = delete_options
+        return self._raw(self.core.create_namespaced_pod_eviction, name, namespace, body)
+
+    def delete_pod(self, namespace, name, uid=None, grace_period=None):
+        """DELETE a pod (no budget consulted), guarded by its UID so a new pod of the same name is left alone."""
+        body = {}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        return self._raw(self.core.delete_namespaced_pod, name, namespace, body=body or None)
+
+    # ---- budgets and workloads -------------------------------------------------------------------
+    def list_pdbs(self, namespace=None):
+        if namespace:
+            return self._call(self.policy.list_namespaced_pod_disruption_budget, namespace).get("items") or []
+        return self._call(self.policy.list_pod_disruption_budget_for_all_namespaces).get("items") or []
+
+    def get_pdb(self, namespace, name):
+        return self._call(self.policy.read_namespaced_pod_disruption_budget, name, namespace)
+
+    def list_replicasets(self, namespace):
+        return self._call(self.apps.list_namespaced_replica_set, namespace).get("items") or []
+
+    def list_deployments(self, namespace):
+        return self._call(self.apps.list_namespaced_deployment, namespace).get("items") or []
+
+    def get_deployment(self, namespace, name):
+        return self._call(self.apps.read_namespaced_deployment, name, namespace)
+
+    def patch_deployment(self, namespace, name, patch):
+        return self._call(self.apps.patch_namespaced_deployment, name, namespace, patch, _content_type=STRATEGIC_MERGE_PATCH)
+
+    # ---- leases (the rollout lock) ----------------------------------------------------------------
+    # Retrying the writes is safe: a create or update that succeeded before its answer was lost comes back as 409
+    # (AlreadyExists, or Conflict on the resourceVersion it carried), and the caller reads the lease again.
+    def get_lease(self, namespace, name):
+        return self._call(self.coordination.read_namespaced_lease, name, namespace)
+
+    def create_lease(self, namespace, body):
+        return self._call(self.coordination.create_namespaced_lease, namespace, body)
+
+    def replace_lease(self, namespace, name, body):
+        """PUT the whole lease; the ``metadata.resourceVersion`` in ``body`` makes a stale write fail with 409."""
+        return self._call(self.coordination.replace_namespaced_lease, name, namespace, body)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Nodes by instance
+# ---------------------------------------------------------------------------------------------------------
+
+def nodes_by_instance(nodes):
+    """``{instance id: node summary}`` for every node (API JSON form, as KubeApi.list_nodes returns them) whose
+    providerID names an EC2 instance."""
+    found = {}
+    for node in nodes:
+        summary = node_summary(node, INSTANCE_NODE_FIELDS)
+        instance_id = instance_id_of(summary["provider_id"])
+        if instance_id:
+            found[instance_id] = summary
+    return found
+
+
+@contextmanager
+def kube_errors(verb, obj=None, params=None, detailed=False):
+    """Turn a Kubernetes API error raised inside into a RolloutError whose message is describe_k8s_error's line.
+
+    ``with kube_errors("evict", "pod default/web-1"): ...``: the text is written where the call is made. ``detailed``
+    adds the error's details (``error``) and the traceback (``exception``) to the failed result.
+    """
+    try:
+        yield
+    except K8S_ERRORS as exc:
+        details = dict(error=k8s_error_details(exc), exception=traceback.format_exc()) if detailed else {}
+        raise RolloutError(describe_k8s_error(exc, verb, obj, params), **details) from exc

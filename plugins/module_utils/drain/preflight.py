@@ -1,0 +1,306 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The pre-flight of a drain: every blocker of a batch (budgets at zero, naked pods, emptyDir, do-not-disrupt, ...)
+found before anything is tainted or drained, with the predicted outcome. Pure.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import (
+    eviction_needs_budget,
+    eviction_skips_pdbs,
+    expected_pods_from_owners,
+    pdb_key,
+    pdb_selects,
+    pdb_status,
+    pdbs_selecting,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import (
+    REPLICATED_OWNER_KINDS,
+    classify_pod,
+    controller_of,
+    drain_options,
+    pod_is_finished,
+    pod_is_terminating,
+    pod_key,
+    pod_owner_key,
+    tolerates_every_taint,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import eviction_reason
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least
+
+
+# Blocker kinds reported by eviction_preflight and their severity: an "error" stops the drain under the
+# current options, a "warning" lets it finish with a cost (downtime, slower progress, a budget bypassed).
+BLOCKER_KINDS = ("pdb_zero", "pdb_insufficient", "multiple_pdbs", "naked_pod", "emptydir", "do_not_disrupt",
+                 "single_replica", "tolerates_all")
+
+
+def _blocker(pod, kind, reason, severity, pdb=None, **extra):
+    entry = {"pod": pod, "kind": kind, "reason": reason, "pdb": pdb, "severity": severity}
+    entry.update(extra)
+    return entry
+
+
+def _pdb_zero_reason(status, bypassed):
+    text = ("PodDisruptionBudget %s allows 0 disruptions: it needs %d healthy pods and has %d"
+            % (status["pdb"], status["desired_healthy"], status["current_healthy"]))
+    if 0 < status["expected_pods"] <= status["desired_healthy"]:
+        text += ("; with %d expected pods it can never allow one (relax minAvailable/maxUnavailable or add replicas)"
+                 % status["expected_pods"])
+    if bypassed:
+        text += "; disable_eviction deletes the pod anyway and breaks the budget"
+    return text
+
+
+def _pdb_insufficient_reason(status, needed, bypassed):
+    text = ("PodDisruptionBudget %s allows %d disruption(s) but %d of its pods are on the nodes drained together"
+            % (status["pdb"], status["disruptions_allowed"], needed))
+    if bypassed:
+        return text + "; disable_eviction deletes them all anyway and breaks the budget"
+    return text + "; the drain waits for replacements to become Ready between evictions"
+
+
+def _live_owner_counts(pods):
+    counts = {}
+    for pod in pods:
+        if pod_is_terminating(pod) or pod_is_finished(pod):
+            continue
+        key = pod_owner_key(pod)
+        if key is not None:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def multiple_pdbs_reason(names):
+    """Why a pod selected by several PodDisruptionBudgets (``names``, their keys) cannot be evicted."""
+    return ("selected by %d PodDisruptionBudgets (%s); the Eviction API refuses such pods (HTTP 500) until one of them "
+            "is removed" % (len(names), ", ".join(names)))
+
+
+def predicted(blockers):
+    """How a node's drain is predicted to end from its blockers: "blocked" when one is an error, "downtime" when a
+    single-replica workload goes down while its pod moves, else "ok"."""
+    if any(blocker["severity"] == "error" for blocker in blockers):
+        return "blocked"
+    if any(blocker["kind"] == "single_replica" for blocker in blockers):
+        return "downtime"
+    return "ok"
+
+
+def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas_by_owner=None):
+    """Everything that would stop or hurt draining a batch of nodes together, found before touching them.
+
+    ``node_pods_by_node`` maps each node of the batch to its pods; ``all_pods`` holds the pods of the
+    cluster (or at least of the namespaces involved), used for the budgets' healthy counts and replica counts;
+    ``pdbs`` the PodDisruptionBudgets; ``options`` the drain options (see :func:`drain_options`);
+    ``replicas_by_owner`` optionally maps ``namespace/Kind/name`` of pod controllers (see :func:`owner_key`) to
+    the workload's desired replicas, which makes ``single_replica`` and the budgets' expected pods exact
+    (without it, live pods are counted).
+
+    Returns, per node, ``{"would_evict": [pod], "would_delete": [pod], "skipped": [{"pod", "reason"}],
+    "blockers": [{"pod", "kind", "reason", "pdb", "severity"}], "predicted": "ok" | "blocked" | "downtime"}``.
+
+    Blocker kinds (severity ``error`` stops the drain, ``warning`` lets it finish at a cost):
+
+    - ``pdb_zero`` (error): a budget selecting the pod allows 0 disruptions now;
+    - ``pdb_insufficient`` (warning): the budget allows fewer disruptions than the batch has of its pods, so
+      evictions wait for replacements to become Ready;
+    - ``multiple_pdbs`` (error): more than one budget selects the pod; the Eviction API answers 500;
+    - ``naked_pod``, ``emptydir``, ``do_not_disrupt`` (error): the pod is blocked under the current options;
+    - ``single_replica`` (warning): the pod's workload has one replica, so it is down until the replacement
+      is Ready (it carries ``owner``);
+    - ``tolerates_all`` (warning): the pod tolerates every taint and may be scheduled back onto a tainted node.
+
+    With ``disable_eviction`` budgets are not enforced: ``pdb_zero`` and ``pdb_insufficient`` become warnings
+    and ``multiple_pdbs`` does not apply. ``predicted`` is "blocked" when a node has an error, "downtime"
+    when it has a ``single_replica`` warning, else "ok".
+    """
+    if not isinstance(node_pods_by_node, dict):
+        raise PlanError("node_pods_by_node: %r is not allowed; use a dict of node name -> list of pods" % (node_pods_by_node,))
+    opts = drain_options(options)
+    if replicas_by_owner is not None and not isinstance(replicas_by_owner, dict):
+        raise PlanError("replicas_by_owner: %r is not allowed; use a dict of namespace/Kind/name -> replicas" % (replicas_by_owner,))
+    bypassed = opts["disable_eviction"]
+    pool = list(all_pods or [])
+    known = set(pod_key(pod) for pod in pool)
+    for node_name, pods in node_pods_by_node.items():
+        if not isinstance(pods, (list, tuple)):
+            raise PlanError("node_pods_by_node[%s]: %r is not allowed; use a list of pods" % (node_name, pods))
+        for pod in pods:
+            if pod_key(pod) not in known:
+                known.add(pod_key(pod))
+                pool.append(pod)
+
+    pdbs = list(pdbs or [])
+    statuses = {}
+    for pdb in pdbs:
+        expected = None
+        if replicas_by_owner:
+            expected = expected_pods_from_owners([pod for pod in pool if pdb_selects(pdb, pod)], replicas_by_owner)
+        statuses[pdb_key(pdb)] = pdb_status(pdb, pool, expected)
+    live_counts = _live_owner_counts(pool)
+
+    report = {}
+    needs = {}  # pdb key -> [(node, pod key)]
+    for node_name, pods in node_pods_by_node.items():
+        node_report = {"would_evict": [], "would_delete": [], "skipped": [], "blockers": [], "predicted": "ok"}
+        report[node_name] = node_report
+        for pod in pods:
+            decision = classify_pod(pod, opts)
+            key = decision["pod"]
+            action = decision["action"]
+            if action == "skip":
+                node_report["skipped"].append({"pod": key, "reason": decision["reason"]})
+                continue
+            if action == "delete" and pod_is_finished(pod):
+                node_report["would_delete"].append(key)
+                continue
+            if action == "evict":
+                node_report["would_evict"].append(key)
+            elif action == "delete":
+                node_report["would_delete"].append(key)
+            for block in decision["blocks"]:
+                node_report["blockers"].append(_blocker(key, block["kind"], block["reason"], "error"))
+
+            matching = [pdb for pdb in pdbs if pdb_selects(pdb, pod)]
+            if len(matching) > 1 and not bypassed and not eviction_skips_pdbs(pod):
+                names = [pdb_key(pdb) for pdb in matching]
+                node_report["blockers"].append(_blocker(key, "multiple_pdbs", multiple_pdbs_reason(names), "error", ", ".join(names)))
+            elif len(matching) == 1 or (matching and bypassed):
+                for pdb in matching:
+                    if eviction_needs_budget(pod, statuses[pdb_key(pdb)], pdb):
+                        needs.setdefault(pdb_key(pdb), []).append((node_name, key))
+
+            owner = controller_of(pod)
+            if owner is not None and owner.get("kind") in REPLICATED_OWNER_KINDS:
+                okey = pod_owner_key(pod)
+                if replicas_by_owner and okey in replicas_by_owner:
+                    replicas = replicas_by_owner[okey]
+                else:
+                    replicas = live_counts.get(okey, 1)
+                replicas = int_at_least(replicas, "replicas_by_owner[%s]" % okey, 0)
+                if replicas <= 1:
+                    node_report["blockers"].append(_blocker(
+                        key, "single_replica", "%s %s/%s has %d replica; the workload has no Ready pod until the "
+                        "replacement is Ready" % (owner.get("kind"), decision["namespace"], owner.get("name"), replicas),
+                        "warning", owner="%s/%s" % (owner.get("kind"), owner.get("name"))))
+            if tolerates_every_taint(pod, opts["taint_effect"]):
+                node_report["blockers"].append(_blocker(
+                    key, "tolerates_all", "tolerates every taint (operator Exists without a key); its replacement may "
+                    "be scheduled back onto a tainted node", "warning"))
+
+    for key_of_pdb, entries in needs.items():
+        status = statuses[key_of_pdb]
+        allowed = status["disruptions_allowed"]
+        if allowed == 0:
+            kind, severity, reason = "pdb_zero", "warning" if bypassed else "error", _pdb_zero_reason(status, bypassed)
+        elif allowed < len(entries):
+            kind, severity, reason = "pdb_insufficient", "warning", _pdb_insufficient_reason(status, len(entries), bypassed)
+        else:
+            continue
+        for node_name, key in entries:
+            report[node_name]["blockers"].append(_blocker(key, kind, reason, severity, key_of_pdb))
+
+    for node_report in report.values():
+        node_report["predicted"] = predicted(node_report["blockers"])
+    return report
+
+
+def static_blockers(pod, decision, pdbs, disable_eviction=False, restarted=False):
+    """Why the pod can never leave the node under the options given: ``[{"kind", "reason", "pdb"}]``.
+
+    ``decision`` is ``classify_pod``'s answer. Besides the option blockers (emptyDir, naked pods,
+    do-not-disrupt), a pod selected by more than one PodDisruptionBudget is refused by the Eviction API (HTTP 500),
+    unless it leaves through its Deployment's rolling update (``restarted``) or is deleted (``disable_eviction``).
+    """
+    result = [{"kind": block["kind"], "reason": block["reason"], "pdb": None} for block in decision.get("blocks") or []]
+    if decision.get("action") == "evict" and not disable_eviction and not restarted:
+        matching = pdbs_selecting(pod, pdbs)
+        if len(matching) > 1:
+            names = [pdb_key(pdb) for pdb in matching]
+            result.append({"kind": "multiple_pdbs", "pdb": ", ".join(names), "reason": multiple_pdbs_reason(names)})
+    return result
+
+
+def predicted_outcome(node_report, timeout_action, timeout_seconds):
+    """One sentence predicting how the drain of a node ends, from its pre-flight report."""
+    errors = [blocker for blocker in node_report["blockers"] if blocker["severity"] == "error"]
+    moved = len(node_report["would_evict"]) + len(node_report["would_delete"]) + len(node_report.get("would_restart") or [])
+    if errors:
+        pods = sorted(set(blocker["pod"] for blocker in errors))
+        if timeout_action == "skip":
+            return ("blocked by %d pod(s) (%s): the node would be left cordoned and skipped"
+                    % (len(pods), ", ".join(pods)))
+        if timeout_action == "force":
+            return ("blocked by %d pod(s) (%s): they would be deleted without eviction once the rest is drained or "
+                    "after %ds" % (len(pods), ", ".join(pods), timeout_seconds))
+        return "blocked by %d pod(s) (%s): the drain would fail" % (len(pods), ", ".join(pods))
+    if node_report["predicted"] == "downtime":
+        owners = sorted(set(blocker.get("owner") or blocker["pod"] for blocker in node_report["blockers"]
+                            if blocker["kind"] == "single_replica"))
+        return "drained, with downtime for single-replica workload(s) %s until their replacement is Ready" % ", ".join(owners)
+    waits = [blocker for blocker in node_report["blockers"] if blocker["kind"] == "pdb_insufficient"]
+    if waits:
+        return ("drained: %d pod(s) moved, evictions waiting for replacements to become Ready within their "
+                "PodDisruptionBudgets" % moved)
+    return "drained: %d pod(s) moved" % moved
+
+
+def _explain_eviction(node_report, key, entry, pod, pdbs):
+    """Name the Deployment, its maxUnavailable/maxSurge and the budget in the findings of a single-replica pod that
+    is evicted because a restart could take the workload down."""
+    reason = eviction_reason(entry, pod, pdbs)
+    owner = "Deployment/%s" % entry["deployment"].split("/", 1)[1]
+    found = False
+    for blocker in node_report["blockers"]:
+        if blocker["pod"] != key:
+            continue
+        if blocker["kind"] == "single_replica":
+            blocker.update(reason=reason, owner=owner, deployment=entry["deployment"])
+            found = True
+        elif blocker["kind"] in ("pdb_zero", "pdb_insufficient"):
+            blocker["reason"] = "%s; %s" % (blocker["reason"], entry["reason"])
+            blocker["deployment"] = entry["deployment"]
+    if not found:
+        node_report["blockers"].append({"pod": key, "kind": "single_replica", "reason": reason, "pdb": None,
+                                        "severity": "warning", "owner": owner, "deployment": entry["deployment"]})
+
+
+def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, restarts, timeout_action="fail",
+                    timeout_seconds=900):
+    """``eviction_preflight`` with what :func:`restart_plan` decided for the pods of Deployments.
+
+    ``restarts`` maps pod keys to :func:`restart_plan` results. A pod whose entry has ``restart`` True appears
+    under ``would_restart`` (``{"pod", "deployment", "reason", "zero_downtime"}``) and its budget and
+    single-replica findings are dropped: the rolling update keeps the workload up and does not go through the
+    Eviction API. A single-replica pod whose entry has ``restart`` False stays under ``would_evict``: its
+    ``single_replica`` finding (and its budget's ``pdb_zero``/``pdb_insufficient``, if any) names the Deployment,
+    its maxUnavailable/maxSurge and the budget that decides. Each node also gets ``outcome``, one sentence
+    predicting the end of its drain under ``timeout_action``.
+    """
+    report = eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner)
+    dropped = ("pdb_zero", "pdb_insufficient", "single_replica", "multiple_pdbs")
+    pods_by_key = dict((pod_key(pod), pod) for pods in node_pods_by_node.values() for pod in pods)
+    for node_report in report.values():
+        node_report["would_restart"] = []
+        for key in list(node_report["would_evict"]) + list(node_report["would_delete"]):
+            entry = restarts.get(key)
+            if not entry:
+                continue
+            if not entry.get("restart"):
+                if entry.get("replicas") == 1 and key in node_report["would_evict"]:
+                    _explain_eviction(node_report, key, entry, pods_by_key[key], pdbs or [])
+                continue
+            for bucket in ("would_evict", "would_delete"):
+                if key in node_report[bucket]:
+                    node_report[bucket].remove(key)
+            node_report["would_restart"].append({"pod": key, "deployment": entry["deployment"], "reason": entry["reason"],
+                                                 "zero_downtime": entry["zero_downtime"]})
+            node_report["blockers"] = [blocker for blocker in node_report["blockers"]
+                                       if not (blocker["pod"] == key and blocker["kind"] in dropped)]
+        node_report["predicted"] = predicted(node_report["blockers"])
+        node_report["outcome"] = predicted_outcome(node_report, timeout_action, timeout_seconds)
+    return report

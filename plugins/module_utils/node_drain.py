@@ -1,0 +1,710 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Drain nodes: cordon them all, then move every pod off each node concurrently, within the pods' budgets.
+
+Per node, one thread runs a loop: act on the pods that are due (evict, delete, or restart a single-replica
+Deployment through its rolling update), then look at the node's pods (one list call every poll interval for the
+whole node, not one call per pod) to see which are gone, until none is left, the timeout is reached, or only
+pods that can never be evicted remain. Evictions of one node run concurrently (bounded); a refused eviction
+(429) is retried after a capped exponential backoff. The decisions are made by the pure ``drain`` package.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from datetime import datetime, timezone
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import retry_after_seconds, retry_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import (
+    TRANSPORT_ERRORS,
+    ApiException,
+    KubeApi,
+    error_status,
+    kube_errors,
+    with_pool_size,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetGates, paced_by_budget, pdb_key, pdbs_selecting
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import (
+    classify_pod,
+    controller_of,
+    drain_options,
+    owner_key,
+    pod_is_finished,
+    pod_is_terminating,
+    pod_key,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, static_blockers
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
+
+# Upper bound of threads sending evictions, all nodes together.
+MAX_EVICTION_THREADS = 64
+# Extra seconds allowed, beyond the longest grace period, for pods deleted by timeout_action=force to go.
+FORCE_SLACK_SECONDS = 30
+
+
+def utc_now_text():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class DrainOptions:
+    """The module's drain options, validated (raises PlanError naming the field)."""
+
+    def __init__(self, params):
+        self.timeout = parse_duration(params.get("timeout", "15m"), "timeout")
+        self.timeout_action = params.get("timeout_action") or "fail"
+        if self.timeout_action not in drain_rules.TIMEOUT_ACTIONS:
+            raise PlanError("timeout_action: %r is not allowed; use one of %s"
+                            % (self.timeout_action, ", ".join(drain_rules.TIMEOUT_ACTIONS)))
+        self.force = bool(params.get("force"))
+        self.delete_emptydir_data = bool(params.get("delete_emptydir_data"))
+        self.disable_eviction = bool(params.get("disable_eviction"))
+        self.pod_selector = params.get("pod_selector") or None
+        self.restart_single_replica = params.get("restart_single_replica", True) is not False
+        # unset (or empty, as a survey sends it) keeps each pod's own terminationGracePeriodSeconds; 0 is immediate
+        grace_period = params.get("grace_period")
+        if grace_period is None or (isinstance(grace_period, str) and not grace_period.strip()):
+            self.grace_period = None
+        else:
+            self.grace_period = parse_duration(grace_period, "grace_period")
+        self.max_concurrent_nodes = self._positive(params, "max_concurrent_nodes", None)
+        self.max_concurrent_evictions = self._positive(params, "max_concurrent_evictions", 10)
+        self.poll_interval = self._seconds(params, "poll_interval", 2.0)
+        self.retry_max_delay = self._seconds(params, "retry_max_delay", 16.0)
+        self.classify = drain_options({"force": self.force, "delete_emptydir_data": self.delete_emptydir_data,
+                                       "disable_eviction": self.disable_eviction})
+
+    @staticmethod
+    def _positive(params, name, default):
+        value = params.get(name)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise PlanError("%s: %r is not allowed; use an integer >= 1" % (name, value))
+        return value
+
+    @staticmethod
+    def _seconds(params, name, default):
+        value = params.get(name)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise PlanError("%s: %r is not allowed; use a number of seconds > 0" % (name, value))
+        return float(value)
+
+
+class PodWork:
+    """One pod the drain has to see gone, and where its removal stands."""
+
+    # mode: evict | delete | restart | wait | ignore; state: todo | sent | blocked | gone | ignored
+    def __init__(self, pod, mode, restart=None):
+        metadata = pod.get("metadata") or {}
+        self.pod = pod
+        self.key = pod_key(pod)
+        self.namespace = metadata.get("namespace") or "default"
+        self.name = metadata.get("name")
+        self.uid = metadata.get("uid")
+        self.mode = mode
+        self.state = {"wait": "sent", "ignore": "ignored"}.get(mode, "todo")
+        self.restart = restart
+        self.pdb = None  # the one PodDisruptionBudget covering the pod, when it is evicted
+        self.attempts = 0
+        self.next_try = 0.0
+        self.blocking = None
+        self.why = None
+        self.note = None  # why a single-replica Deployment's pod is evicted rather than restarted
+
+
+class Survey:
+    """What the drain reads before it changes anything."""
+
+    def __init__(self):
+        self.nodes = {}
+        self.pods_by_node = {}
+        self.pdbs = []
+        self.replicasets = {}
+        self.deployments = {}
+        self.namespace_pods = []
+
+
+def node_result(status, **fields):
+    """The one shape of a node in node_drain's result: ``status`` and what was done, as ``fields`` say (a drain that
+    ran adds ``message``; the pre-flight of check mode adds ``predicted`` and ``outcome``)."""
+    result = {"status": status, "cordoned": False, "evicted": [], "deleted": [], "restarted": [], "skipped": [],
+              "blocking": [], "remaining": [], "downtime": [], "eviction_retries": 0, "forced": False, "seconds": 0.0}
+    result.update(fields)
+    return result
+
+
+class Drain:
+    """One drain run over ``names``; ``run()`` returns the module result (without exiting)."""
+
+    def __init__(self, api, names, options, check_mode=False, diff=False, clock=time.monotonic, sleep=time.sleep,
+                 now_text=utc_now_text):
+        self.api = api
+        self.names = names
+        self.opts = options
+        self.check_mode = check_mode
+        self.diff = diff
+        self.clock = clock
+        self.sleep = sleep
+        self.now_text = now_text
+        self.survey = None
+        self.pool = None
+        self._lock = threading.Lock()
+        self._restarted = {}
+        self._budget_status = {}
+        self.gates = BudgetGates(cap=options.retry_max_delay, check_interval=options.poll_interval)
+
+    # ---- reading ------------------------------------------------------------------------------
+    def _owned_namespaces(self, pods, kinds):
+        return sorted(set((pod.get("metadata") or {}).get("namespace") or "default" for pod in pods
+                          if (controller_of(pod) or {}).get("kind") in kinds))
+
+    def read(self, full=False):
+        """Nodes (each must exist), their pods, the budgets, and the workloads behind single-replica pods."""
+        survey = Survey()
+        for name in self.names:
+            try:
+                survey.nodes[name] = self.api.get_node(name)
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise NodeNotFound(name) from None
+                raise
+            survey.pods_by_node[name] = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
+        survey.pdbs = self.api.list_pdbs()
+        for pdb in survey.pdbs:
+            self.gates.seed(pdb_key(pdb), (pdb.get("status") or {}).get("disruptionsAllowed"))
+            self._budget_status[pdb_key(pdb)] = pdb.get("status") or {}
+        every_pod = [pod for pods in survey.pods_by_node.values() for pod in pods]
+        if full or self.opts.restart_single_replica:
+            for namespace in self._owned_namespaces(every_pod, ("ReplicaSet",)):
+                survey.replicasets.update((pod_key(obj), obj) for obj in self.api.list_replicasets(namespace))
+                survey.deployments.update((pod_key(obj), obj) for obj in self.api.list_deployments(namespace))
+        if full:
+            namespaces = sorted(set((pod.get("metadata") or {}).get("namespace") or "default" for pod in every_pod))
+            for namespace in namespaces:
+                survey.namespace_pods.extend(self.api.list_pods(namespace=namespace))
+        self.survey = survey
+        return survey
+
+    # ---- deciding -----------------------------------------------------------------------------
+    def restart_for(self, pod):
+        if not self.opts.restart_single_replica:
+            return None
+        return drain_rules.restart_plan(pod, self.survey.replicasets, self.survey.deployments)
+
+    def work_for(self, pod, result):
+        """A PodWork for the pod (mode ``ignore`` when the drain leaves it alone, recorded under ``skipped``)."""
+        decision = classify_pod(pod, self.opts.classify)
+        action = decision["action"]
+        if action == "skip":
+            if pod_is_terminating(pod):
+                result["skipped"].append({"pod": decision["pod"], "reason": "already terminating; waited for until gone"})
+                return PodWork(pod, "wait")
+            result["skipped"].append({"pod": decision["pod"], "reason": decision["reason"]})
+            return PodWork(pod, "ignore")
+        if action == "delete" and pod_is_finished(pod):
+            return PodWork(pod, "delete")
+        restart = self.restart_for(pod) if action in ("evict", "delete") else None
+        restarting = bool(restart and restart["restart"])
+        blockers = static_blockers(pod, decision, self.survey.pdbs, self.opts.disable_eviction, restarting)
+        if blockers:
+            work = PodWork(pod, "evict" if action != "delete" else "delete")
+            work.state = "blocked"
+            work.blocking = {"pod": work.key, "kind": blockers[0]["kind"], "pdb": blockers[0]["pdb"],
+                             "message": "; ".join(blocker["reason"] for blocker in blockers)}
+            work.why = work.blocking["message"]
+            return work
+        if restarting:
+            return PodWork(pod, "restart", restart)
+        work = PodWork(pod, "evict" if action == "evict" else "delete")
+        if restart and restart["replicas"] == 1:
+            # not restarted (its rolling update could stop the pod before the new one is Ready): the pod goes through
+            # the Eviction API like any other, so its budget decides, and the result says why and which budget
+            reason = drain_rules.eviction_reason(restart, pod, self.survey.pdbs) if work.mode == "evict" else restart["reason"]
+            result["downtime"].append({"pod": decision["pod"], "deployment": restart["deployment"], "reason": reason})
+            work.note = restart["reason"]
+        if work.mode == "evict":
+            budgets = pdbs_selecting(pod, self.survey.pdbs)
+            if len(budgets) == 1:
+                work.pdb = pdb_key(budgets[0])
+        return work
+
+    def preflight(self):
+        """Check mode: per node what would be evicted, deleted, restarted, what would block and why."""
+        survey = self.survey
+        replicas = {}
+        for key, replicaset in survey.replicasets.items():
+            namespace, name = key.split("/", 1)
+            parent = controller_of(replicaset)
+            count = (replicaset.get("spec") or {}).get("replicas")
+            if parent and parent.get("kind") == "Deployment" and "%s/%s" % (namespace, parent.get("name")) in survey.deployments:
+                count = (survey.deployments["%s/%s" % (namespace, parent.get("name"))].get("spec") or {}).get("replicas")
+            replicas[owner_key(namespace, "ReplicaSet", name)] = 1 if count is None else count
+        restarts = {}
+        for pods in survey.pods_by_node.values():
+            for pod in pods:
+                entry = self.restart_for(pod)
+                if entry:
+                    restarts[pod_key(pod)] = entry
+        options = dict(self.opts.classify)
+        return drain_preflight(survey.pods_by_node, survey.namespace_pods, survey.pdbs, options, replicas,
+                               restarts, self.opts.timeout_action, self.opts.timeout)
+
+    def static_problems(self):
+        """Pods that can never be evicted under the options given, per node: ``{node: [blocking]}``."""
+        problems = {}
+        for name, pods in self.survey.pods_by_node.items():
+            scratch = {"skipped": [], "downtime": []}
+            for pod in pods:
+                work = self.work_for(pod, scratch)
+                if work.state == "blocked":
+                    problems.setdefault(name, []).append(work.blocking)
+        return problems
+
+    # ---- acting -------------------------------------------------------------------------------
+    def _send(self, work):
+        """Make one request for the pod; returns ``(answer, retry_after)`` (answer from drain_rules.eviction_answer)."""
+        try:
+            if work.mode == "evict":
+                self.api.evict_pod(work.namespace, work.name, work.uid, self.opts.grace_period)
+            elif work.mode == "delete":
+                self.api.delete_pod(work.namespace, work.name, work.uid, self.opts.grace_period)
+            elif work.mode == "restart":
+                self._restart(work)
+            return {"kind": "done", "message": "", "pdb": None}, None
+        except ApiException as exc:
+            code, status, headers = error_status(exc)
+            if work.mode == "restart" and code == 404:
+                return {"kind": "fallback", "message": status.get("message") or "", "pdb": None}, None
+            return drain_rules.eviction_answer(code, status), retry_after_seconds(headers)
+        except TRANSPORT_ERRORS as exc:
+            return {"kind": "retry", "message": describe_k8s_error(exc, "send"), "pdb": None}, None
+
+    def _restart(self, work):
+        deployment = work.restart["deployment"]
+        with self._lock:
+            if deployment in self._restarted or work.restart.get("pending"):
+                self._restarted.setdefault(deployment, None)
+                return
+            self._restarted[deployment] = self.now_text()
+            stamp = self._restarted[deployment]
+        namespace, name = deployment.split("/", 1)
+        try:
+            self.api.patch_deployment(namespace, name, drain_rules.restart_patch(stamp))
+        except Exception:
+            with self._lock:
+                self._restarted.pop(deployment, None)
+            raise
+
+    def _run_bounded(self, works):
+        """Send requests for ``works``, at most max_concurrent_evictions at a time; yields (work, answer, retry_after)."""
+        limit = self.opts.max_concurrent_evictions
+        inflight = {}
+        out = []
+        for work in works:
+            inflight[self.pool.submit(self._send, work)] = work
+            if len(inflight) >= limit:
+                done, _pending = wait(list(inflight), return_when=FIRST_COMPLETED)
+                for future in done:
+                    out.append((inflight.pop(future),) + tuple(future.result()))
+        if inflight:
+            done, _pending = wait(list(inflight))
+            for future in done:
+                out.append((inflight.pop(future),) + tuple(future.result()))
+        return out
+
+    def _select_due(self, works, now):
+        """The pods to send a request for now; evictions are paced by their budget (BudgetGates)."""
+        due = []
+        checks = {}
+        for work in works.values():
+            if work.state != "todo" or work.next_try > now:
+                continue
+            if work.mode != "evict" or not work.pdb or not paced_by_budget(work.pod):
+                due.append(work)
+                continue
+            with self._lock:
+                verdict, when = self.gates.decide(work.pdb, now)
+                if verdict == "go":
+                    self.gates.sent(work.pdb)
+                    due.append(work)
+                elif verdict == "wait":
+                    work.next_try = when
+                    self._hold(work)
+                else:
+                    checks.setdefault(work.pdb, []).append(work)
+        for pdb, waiting in checks.items():
+            allowed = self._disruptions_allowed(pdb)
+            with self._lock:
+                if allowed == "gone":
+                    self.gates.forget(pdb)
+                else:
+                    self.gates.checked(pdb, allowed, self.clock())
+                for work in waiting:
+                    if allowed == "gone":
+                        work.pdb = None
+                        due.append(work)
+                        continue
+                    verdict, when = self.gates.decide(pdb, now)
+                    if verdict == "go":
+                        self.gates.sent(pdb)
+                        due.append(work)
+                    else:  # the budget's disruptions are taken by the pods just sent: look again a little later
+                        work.next_try = when if verdict == "wait" else now + self.opts.poll_interval
+                        self._hold(work)
+        return due
+
+    def _hold(self, work):
+        """Record that the pod waits for its budget, in the words a failure message needs."""
+        status = self._budget_status.get(work.pdb) or {}
+        if status.get("disruptionsAllowed") is None:
+            if not work.blocking:  # nothing known beyond the API's last refusal, if any: keep that
+                work.blocking = {"pod": work.key, "kind": "pdb", "pdb": work.pdb,
+                                 "message": "waiting for PodDisruptionBudget %s to allow a disruption" % work.pdb}
+                work.why = work.blocking["message"]
+                self._add_note(work)
+            return
+        text = "PodDisruptionBudget %s allows %s disruption(s)" % (work.pdb, status["disruptionsAllowed"])
+        if status.get("desiredHealthy") is not None:
+            text += ": it needs %s healthy pods and has %s" % (status.get("desiredHealthy"), status.get("currentHealthy"))
+        work.blocking = {"pod": work.key, "kind": "pdb", "pdb": work.pdb, "message": text}
+        work.why = "waiting: " + text
+        self._add_note(work)
+
+    @staticmethod
+    def _add_note(work):
+        """A budget holds a single-replica Deployment's pod: say why it was not restarted instead."""
+        if work.note and work.blocking:
+            work.blocking["message"] = "%s; %s" % (work.blocking["message"], work.note)
+            work.why = "%s; %s" % (work.why, work.note)
+
+    def _disruptions_allowed(self, pdb):
+        """The budget's status.disruptionsAllowed; None when unknown, "gone" when the budget no longer exists."""
+        namespace, name = pdb.split("/", 1)
+        try:
+            status = self.api.get_pdb(namespace, name).get("status") or {}
+            with self._lock:
+                self._budget_status[pdb] = status
+            value = status.get("disruptionsAllowed")
+        except ApiException as exc:
+            return "gone" if exc.status == 404 else None
+        except TRANSPORT_ERRORS:
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def _budget_names(self, work):
+        return ", ".join(pdb_key(pdb) for pdb in pdbs_selecting(work.pod, self.survey.pdbs)) or None
+
+    def _apply(self, work, answer, retry_after, result):
+        kind = answer["kind"]
+        now = self.clock()
+        if kind == "done":
+            work.state = "sent"
+            work.blocking = None
+            if work.pdb:
+                with self._lock:
+                    self.gates.accepted(work.pdb)
+            if work.mode == "evict":
+                result["evicted"].append(work.key)
+                work.why = "evicted, terminating (grace period %ds)" % drain_rules.pod_grace_seconds(work.pod, self.opts.grace_period)
+            elif work.mode == "delete":
+                result["deleted"].append(work.key)
+                work.why = "deleted, terminating"
+            else:
+                work.why = "Deployment %s restarted; waiting for its new pod to be Ready and this one to stop" % work.restart["deployment"]
+        elif kind == "gone":
+            work.state = "gone"
+        elif kind == "fallback":
+            work.mode = "evict" if not self.opts.disable_eviction else "delete"
+            work.next_try = now
+        elif kind in ("pdb", "throttled", "retry"):
+            work.attempts += 1
+            result["eviction_retries"] += 1
+            work.next_try = now + retry_delay(work.attempts, retry_after, self.opts.retry_max_delay)
+            pdb = answer["pdb"]
+            if pdb and "/" not in pdb:
+                pdb = "%s/%s" % (work.namespace, pdb)
+            if kind == "pdb" and not pdb:
+                pdb = work.pdb or self._budget_names(work)
+            if kind == "pdb" and pdb and "," not in pdb:
+                # the budget is closed for every pod it covers, not only this one: no eviction it would refuse
+                work.pdb = pdb
+                with self._lock:
+                    work.next_try = self.gates.refused(pdb, now, retry_after)
+            work.blocking = {"pod": work.key, "kind": "pdb" if kind == "pdb" else kind, "pdb": pdb if kind == "pdb" else None,
+                             "message": answer["message"] or "HTTP error, retried"}
+            work.why = ("eviction refused by PodDisruptionBudget %s: %s" % (pdb, answer["message"]) if kind == "pdb"
+                        else "request failed, retried: %s" % (answer["message"] or "no answer"))
+            if kind == "pdb":
+                self._add_note(work)
+        else:
+            work.state = "blocked"
+            pdb = self._budget_names(work) if kind == "multiple_pdbs" else None
+            work.blocking = {"pod": work.key, "kind": "multiple_pdbs" if kind == "multiple_pdbs" else "api_error", "pdb": pdb,
+                             "message": answer["message"]}
+            work.why = ("selected by more than one PodDisruptionBudget (%s): %s" % (pdb, answer["message"])
+                        if kind == "multiple_pdbs" else "request refused: %s" % answer["message"])
+
+    # ---- observing ----------------------------------------------------------------------------
+    def _observe(self, node, works, result):
+        pods = self.api.list_pods(node=node, label_selector=self.opts.pod_selector)
+        present = {}
+        for pod in pods:
+            present[(pod.get("metadata") or {}).get("uid")] = pod
+        for uid, work in works.items():
+            if work.state in ("gone", "ignored"):
+                continue
+            pod = present.get(uid)
+            if pod is None:
+                self._gone(work, result)
+            else:
+                work.pod = pod
+                if work.state == "todo" and pod_is_terminating(pod):
+                    work.state = "sent"
+                    work.why = work.why or "terminating"
+        for uid, pod in present.items():
+            if uid not in works:
+                works[uid] = self.work_for(pod, result)
+
+    def _gone(self, work, result):
+        work.state = "gone"
+        work.blocking = None
+        if work.mode == "restart":
+            entry = {"pod": work.key, "deployment": work.restart["deployment"], "ready": None}
+            namespace, name = work.restart["deployment"].split("/", 1)
+            try:
+                status = self.api.get_deployment(namespace, name).get("status") or {}
+                entry["ready"] = (status.get("readyReplicas") or 0) >= 1
+            except (ApiException,) + TRANSPORT_ERRORS:
+                entry["ready"] = None
+            result["restarted"].append(entry)
+
+    # ---- one node -----------------------------------------------------------------------------
+    def drain_node(self, name, result):
+        started = self.clock()
+        try:
+            self._drain_node(name, result, started)
+        except Exception as exc:  # pylint: disable=broad-except
+            # A node thread must report what stopped it; the other nodes go on.
+            result["status"] = "failed"
+            result["message"] = "node %s: drain stopped: %s" % (name, describe_k8s_error(exc, "drain"))
+        result["seconds"] = round(self.clock() - started, 3)
+        return result
+
+    def _drain_node(self, name, result, started):
+        opts = self.opts
+        deadline = started + opts.timeout
+        works = {}
+        for pod in self.api.list_pods(node=name, label_selector=opts.pod_selector):
+            work = self.work_for(pod, result)
+            works[work.uid] = work
+        if opts.timeout_action == "skip" and any(work.state == "blocked" for work in works.values()):
+            self._finish(name, works, result, started, "skip", stuck=True)
+            return
+        next_poll = self.clock() + opts.poll_interval
+        while True:
+            now = self.clock()
+            due = self._select_due(works, now)
+            if due:
+                for work, answer, retry_after in self._run_bounded(due):
+                    self._apply(work, answer, retry_after, result)
+            pending = [work for work in works.values() if work.state in ("todo", "sent")]
+            if not pending:
+                stuck = any(work.state == "blocked" for work in works.values())
+                self._finish(name, works, result, started, opts.timeout_action if stuck else None, stuck=stuck)
+                return
+            now = self.clock()
+            if now >= deadline:
+                self._finish(name, works, result, started, opts.timeout_action, stuck=False)
+                return
+            if now >= next_poll:
+                self._observe(name, works, result)
+                next_poll = self.clock() + opts.poll_interval
+                continue
+            wake = min([next_poll, deadline] + [work.next_try for work in pending if work.state == "todo"])
+            self.sleep(max(0.01, wake - now))
+
+    def _remaining(self, works):
+        return [work for work in works.values() if work.state in ("todo", "sent", "blocked")]
+
+    def _finish(self, name, works, result, started, action, stuck):
+        remaining = self._remaining(works)
+        if not remaining:
+            result["status"] = "drained"
+            result["message"] = "node %s drained" % name
+            return
+        if action == "force":
+            self._force(name, works, result)
+            remaining = self._remaining(works)
+            if not remaining:
+                result["status"] = "drained"
+                result["forced"] = True
+                result["message"] = "node %s drained; %d pod(s) deleted without eviction (timeout_action=force)" % (
+                    name, len(result["forced_pods"]))
+                return
+        result["remaining"] = [work.key for work in remaining]
+        result["blocking"] = [work.blocking for work in remaining if work.blocking]
+        entries = [{"pod": work.key, "why": work.why} for work in remaining]
+        seconds = self.clock() - started
+        if action == "skip":
+            result["status"] = "skipped"
+            reason = "pods that cannot be evicted" if stuck else "timeout %ds reached" % self.opts.timeout
+            result["message"] = "node %s skipped and left cordoned (%s): %d pod(s) still there: %s" % (
+                name, reason, len(entries), "; ".join(drain_rules.remaining_text(entry) for entry in entries))
+            return
+        result["status"] = "failed"
+        why = "only pods that cannot be evicted are left" if stuck else "timeout"
+        if action == "force":
+            why = "pods deleted by timeout_action=force did not go"
+        result["message"] = drain_rules.not_drained_message(name, entries, seconds, why)
+
+    def _force(self, name, works, result):
+        """timeout_action=force: delete every pod still there, then wait for them to go."""
+        remaining = self._remaining(works)
+        result.setdefault("forced_pods", [])
+        self._force_delete(remaining, result)
+        grace = max([drain_rules.pod_grace_seconds(work.pod, self.opts.grace_period) for work in remaining] or [0])
+        deadline = self.clock() + grace + max(FORCE_SLACK_SECONDS, 5 * self.opts.poll_interval)
+        while any(work.state == "sent" for work in works.values()) and self.clock() < deadline:
+            self.sleep(self.opts.poll_interval)
+            self._observe(name, works, result)
+            # a pod that appeared meanwhile goes too: force means the node ends empty
+            self._force_delete([work for work in works.values() if work.state == "todo"], result)
+
+    def _force_delete(self, works, result):
+        for work in works:
+            work.mode = "delete"
+            work.state = "todo"
+            work.next_try = 0.0
+        for work, answer, _retry_after in self._run_bounded(works):
+            if answer["kind"] == "done":
+                result["deleted"].append(work.key)
+                result["forced_pods"].append(work.key)
+                work.state = "sent"
+                work.why = "deleted by timeout_action=force, terminating"
+            elif answer["kind"] == "gone":
+                work.state = "gone"
+            else:
+                work.state = "blocked"
+                work.why = "delete refused: %s" % answer["message"]
+                work.blocking = {"pod": work.key, "kind": "api_error", "pdb": None, "message": answer["message"]}
+
+    # ---- the run ------------------------------------------------------------------------------
+    def _diff_entry(self, name, after_pods):
+        node = self.survey.nodes[name]
+        before = {"unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
+                  "pods": sorted(pod_key(pod) for pod in self.survey.pods_by_node[name])}
+        return {"before_header": "node %s" % name, "after_header": "node %s" % name, "before": before,
+                "after": {"unschedulable": True, "pods": sorted(after_pods)}}
+
+    def run_check(self):
+        report = self.preflight()
+        nodes = {}
+        for name in self.names:
+            entry = report[name]
+            unschedulable = bool((self.survey.nodes[name].get("spec") or {}).get("unschedulable"))
+            blocking = [{"pod": blocker["pod"], "kind": blocker["kind"], "pdb": blocker["pdb"], "message": blocker["reason"],
+                         "severity": blocker["severity"]} for blocker in entry["blockers"]]
+            nodes[name] = node_result("would be cordoned and drained" if not unschedulable else "would be drained",
+                                      predicted=entry["predicted"], outcome=entry["outcome"], cordoned=not unschedulable,
+                                      evicted=entry["would_evict"], deleted=entry["would_delete"],
+                                      restarted=entry["would_restart"], skipped=entry["skipped"], blocking=blocking,
+                                      downtime=[{"pod": blocker["pod"], "reason": blocker["reason"]}
+                                                for blocker in entry["blockers"] if blocker["kind"] == "single_replica"])
+        changed = any(node["cordoned"] or node["evicted"] or node["deleted"] or node["restarted"] for node in nodes.values())
+        blocked = sorted(name for name, node in nodes.items() if node["predicted"] == "blocked")
+        if blocked:
+            msg = "pre-flight: %d of %d node(s) blocked: %s" % (len(blocked), len(nodes), "; ".join(
+                "%s: %s" % (name, nodes[name]["outcome"]) for name in blocked))
+        else:
+            msg = "pre-flight: %d node(s) can be drained" % len(nodes)
+        output = {"changed": changed, "nodes": nodes, "msg": msg, "preflight_ok": not blocked,
+                  "drained": [], "skipped_nodes": [], "failed_nodes": []}
+        if self.diff:
+            output["diff"] = [self._diff_entry(name, [item["pod"] for item in nodes[name]["skipped"]]
+                                               + [blocker["pod"] for blocker in nodes[name]["blocking"] if blocker["severity"] == "error"])
+                              for name in self.names]
+        return output
+
+    def run(self):
+        """The whole drain; returns the module result dict with ``failed`` set when a node was not drained."""
+        started = self.clock()
+        self.read(full=self.check_mode)
+        if self.check_mode:
+            return self.run_check()
+        if self.opts.timeout_action == "fail":
+            problems = self.static_problems()
+            if problems:
+                lines = []
+                for name in self.names:
+                    for blocking in problems.get(name, []):
+                        lines.append("%s on %s: %s" % (blocking["pod"], name, blocking["message"]))
+                nodes = {name: node_result("not started", message="", blocking=problems.get(name, []),
+                                           remaining=[blocking["pod"] for blocking in problems.get(name, [])])
+                         for name in self.names}
+                return {"failed": True, "changed": False, "nodes": nodes, "drained": [], "skipped_nodes": [],
+                        "failed_nodes": sorted(problems),
+                        "msg": "cannot drain: %d pod(s) cannot be evicted under the options given, nothing was changed: %s"
+                               % (len(lines), "; ".join(lines))}
+        cordoned = cordon_nodes(self.api, self.names)
+        results = {name: node_result("draining", message="") for name in self.names}
+        for name in self.names:
+            results[name]["cordoned"] = cordoned[name]
+        node_workers = min(len(self.names), self.opts.max_concurrent_nodes or len(self.names))
+        pool_size = max(1, min(MAX_EVICTION_THREADS, node_workers * self.opts.max_concurrent_evictions))
+        with ThreadPoolExecutor(max_workers=pool_size) as pool, ThreadPoolExecutor(max_workers=node_workers) as node_pool:
+            self.pool = pool
+            list(node_pool.map(lambda name: self.drain_node(name, results[name]), self.names))
+        for result in results.values():
+            result.pop("forced_pods", None)
+        drained = [name for name in self.names if results[name]["status"] == "drained"]
+        skipped = [name for name in self.names if results[name]["status"] == "skipped"]
+        failed = [name for name in self.names if results[name]["status"] == "failed"]
+        changed = any(result["cordoned"] or result["evicted"] or result["deleted"] or result["restarted"]
+                      for result in results.values())
+        seconds = round(self.clock() - started, 3)
+        if failed:
+            msg = "; ".join(results[name]["message"] for name in failed)
+            if skipped:
+                msg += "; skipped: " + ", ".join(skipped)
+        else:
+            msg = "%d node(s) drained in %ds" % (len(drained), int(round(seconds)))
+            if skipped:
+                msg += "; %d skipped and left cordoned: %s" % (len(skipped), "; ".join(results[name]["message"] for name in skipped))
+        output = {"changed": changed, "nodes": results, "drained": drained, "skipped_nodes": skipped,
+                  "failed_nodes": failed, "msg": msg, "seconds": seconds}
+        if failed:
+            output["failed"] = True
+        if self.diff:
+            output["diff"] = [self._diff_entry(name, results[name]["remaining"]
+                                               + [item["pod"] for item in results[name]["skipped"]
+                                                  if not item["reason"].startswith("already terminating")])
+                              for name in self.names]
+        return output
+
+
+@reports_errors
+def run_node_drain(module, make_client):
+    """node_drain: validate the options, build the client (``make_client(module)``), drain, exit the module."""
+    names = node_names(module)
+    options = DrainOptions(module.params)
+    workers = min(len(names), options.max_concurrent_nodes or len(names))
+    api_client = with_pool_size(make_client(module), min(MAX_EVICTION_THREADS, workers * options.max_concurrent_evictions) + workers + 4)
+    drain = Drain(KubeApi(api_client), names, options, check_mode=module.check_mode, diff=module._diff)
+    try:
+        with kube_errors("drain", "nodes %s" % ", ".join(names)):
+            output = drain.run()
+    except NodeNotFound as exc:
+        raise RolloutError("%s; nothing was changed" % exc) from None
+    if output.pop("failed", False):
+        module.fail_json(**output)
+    module.exit_json(**output)

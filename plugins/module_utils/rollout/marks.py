@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What a rollout leaves on nodes, and the end check that refuses to call a group replaced while any is left.
+
+Pure: nodes in ``node_health.node_summary``'s shape (``INSTANCE_NODE_FIELDS``), instances in ``clients.aws.instance_record``'s shape with their node joined.
+
+A rollout marks nodes in three ways: its taint (``nodeops.rollout/outdated`` by default) on outdated nodes, and
+``nodeops.rollout/queued`` (``PreferNoSchedule``) on the outdated nodes of the groups a run rolls later; a cordon, which ``node_drain`` records with the annotation ``nodeops.rollout/cordoned`` when it is the one that
+cordoned the node (a cordon somebody else made is not ours to lift); and the label
+``node.kubernetes.io/exclude-from-external-load-balancers`` on the nodes it drained. On an outdated node the
+marks are the rollout at work. On an up-to-date node they are left over (a target changed after a failed batch,
+an interrupted run): the node would take no pod, or serve no load balancer, so they are removed.
+"""
+
+from __future__ import annotations
+
+DEFAULT_TAINT_KEY = "nodeops.rollout/outdated"
+# Put by the role, at the start of a run over several groups, on the outdated nodes of every group but the first, so
+# that the pods the first groups evict do not land on nodes that a later group of the same run drains again.
+QUEUED_TAINT_KEY = "nodeops.rollout/queued"
+ANNOTATION_CORDONED = "nodeops.rollout/cordoned"
+LABEL_EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+
+def node_marks(node, taint_key=DEFAULT_TAINT_KEY):
+    """The rollout's marks on one node: a list of ``taint``, ``cordon``, ``label`` (in that order)."""
+    marks = []
+    if any(taint.get("key") in (taint_key, QUEUED_TAINT_KEY) for taint in node.get("taints") or []):
+        marks.append("taint")
+    ours = ANNOTATION_CORDONED in (node.get("annotations") or {})
+    if ours:
+        marks.append("cordon")
+        if LABEL_EXCLUDE_LB in (node.get("labels") or {}):
+            marks.append("label")
+    return marks
+
+
+def marked_up_to_date(instances, up_to_date_ids, taint_key=DEFAULT_TAINT_KEY):
+    """The up-to-date instances whose node carries a mark of the rollout: ``[{"instance_id", "node", "marks"}]``."""
+    wanted = set(up_to_date_ids)
+    found = []
+    for instance in instances:
+        node = instance.get("node")
+        if instance["instance_id"] not in wanted or not isinstance(node, dict):
+            continue
+        marks = node_marks(node, taint_key)
+        if marks:
+            found.append({"instance_id": instance["instance_id"], "node": node["name"], "marks": marks})
+    return found
+
+
+def leftovers(outdated, marked, surge_owed, detached):
+    """Why a group is not replaced yet, as sentences; empty when the rollout may end.
+
+    ``outdated``: plan entries still outdated; ``marked``: :func:`marked_up_to_date`; ``surge_owed``: instances of
+    surge not paid back; ``detached``: instances detached for surge that still run.
+    """
+    reasons = []
+    if outdated:
+        reasons.append("%d outdated instance(s) left: %s" % (len(outdated), ", ".join(
+            "%s (%s)" % (entry["instance_id"], entry.get("node") or "no node") for entry in outdated)))
+    if marked:
+        reasons.append("%d up-to-date node(s) still carry the rollout's marks: %s" % (len(marked), ", ".join(
+            "%s (%s)" % (entry["node"], ", ".join(entry["marks"])) for entry in marked)))
+    if surge_owed:
+        reasons.append("%d instance(s) of surge not paid back" % surge_owed)
+    if detached:
+        reasons.append("instances detached for surge still run: %s" % ", ".join(detached))
+    return reasons

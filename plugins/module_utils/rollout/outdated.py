@@ -1,0 +1,176 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What is outdated: which instances of a group must be replaced for a target launch template version, and why.
+
+Pure. An *instance* is::
+
+    {"instance_id": "i-0abc", "az": "eu-west-1a", "lifecycle_state": "InService", "health_status": "Healthy",
+     "launch_template": {"id": "lt-0123", "name": "workers", "version": "4"} or None,
+     "image_id": "ami-0123", "launch_time": "2024-05-01T12:00:00Z", "tags": {"key": "value"},
+     "node": None or {"name": "ip-10-0-1-2.ec2.internal", "ready": True, "schedulable": True,
+                      "taints": [...], "labels": {...}, "annotations": {...}}}
+
+(``clients.aws.instance_record`` builds it). A *target* is ``{"launch_template_id": "lt-0123", "version": 5}`` where the
+version is the explicit, resolved version number (never ``$Latest``/``$Default``); it may also carry ``"image_id"``.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import INT_RE, PlanError, is_int, truthy
+
+
+# Node annotation that asks for a node to be replaced even when its launch template is current.
+ANNOTATION_NEEDS_UPDATE = "nodeops.rollout/needs-update"
+
+
+# Instance tag of an instance detached from its group for surge by an earlier run.
+TAG_DETACHED = "nodeops.rollout/detached"
+
+
+# EC2 tag holding the launch template version an instance was really launched with.
+TAG_EC2_LAUNCH_TEMPLATE_VERSION = "aws:ec2launchtemplate:version"
+
+
+# Auto Scaling lifecycle states in which an instance belongs to the group's capacity.
+_ACTIVE_STATES = ("InService", "Pending", "Pending:Wait", "Pending:Proceed")
+
+
+def _explicit_version(value):
+    """The version as a canonical digit string, or None when it is symbolic ($Latest/$Default) or missing."""
+    if is_int(value) and value >= 1:
+        return str(value)
+    if isinstance(value, str) and INT_RE.match(value.strip()) and int(value.strip()) >= 1:
+        return str(int(value.strip()))
+    return None
+
+
+def normalize_target(target):
+    """Validate a target and return ``{"launch_template_id", "version", "image_id"}`` with the version as a string.
+
+    The version must be explicit: resolve ``$Latest``/``$Default`` to a number before planning, otherwise a
+    later run could compare instances against a different version than the one they were launched with.
+    """
+    if not isinstance(target, dict):
+        raise PlanError("target: %r is not allowed; use a dict with launch_template_id and version" % (target,))
+    template_id = target.get("launch_template_id")
+    if not isinstance(template_id, str) or not template_id.strip():
+        raise PlanError("target.launch_template_id: %r is not allowed; use the launch template id (lt-...)"
+                        % (template_id,))
+    raw_version = target.get("version")
+    version = _explicit_version(raw_version)
+    if version is None:
+        raise PlanError("target.version: %r is not allowed; use the explicit version number (an integer >= 1); "
+                        "resolve $Latest or $Default first" % (raw_version,))
+    image_id = target.get("image_id")
+    return {"launch_template_id": template_id.strip(), "version": version, "image_id": image_id or None}
+
+
+def checked_instances(instances, field="instances"):
+    if not isinstance(instances, (list, tuple)):
+        raise PlanError("%s: %r is not allowed; use a list of instance dicts" % (field, instances))
+    seen = set()
+    for index, instance in enumerate(instances):
+        if not isinstance(instance, dict):
+            raise PlanError("%s[%d]: %r is not allowed; each instance must be a dict" % (field, index, instance))
+        instance_id = instance.get("instance_id")
+        if not isinstance(instance_id, str) or not instance_id:
+            raise PlanError("%s[%d].instance_id: %r is not allowed; every instance needs its id (i-...)"
+                            % (field, index, instance_id))
+        if instance_id in seen:
+            raise PlanError("%s[%d].instance_id: %r is not allowed; each instance must be listed once"
+                            % (field, index, instance_id))
+        seen.add(instance_id)
+    return instances
+
+
+def instance_is_active(instance):
+    """Whether the instance counts toward the group's capacity: lifecycle state InService or Pending*."""
+    return (instance.get("lifecycle_state") or "") in _ACTIVE_STATES
+
+
+def instance_is_detached(instance):
+    """Whether an earlier run detached the instance for surge (tag ``nodeops.rollout/detached``)."""
+    return truthy((instance.get("tags") or {}).get(TAG_DETACHED))
+
+
+def _instance_is_gone(instance):
+    return (instance.get("lifecycle_state") or "").startswith("Terminat")
+
+
+def node_name_of(instance):
+    node = instance.get("node")
+    return node.get("name") if isinstance(node, dict) else None
+
+
+def outdated_reasons(instance, target):
+    """Every reason the instance must be replaced (an empty list when it is up to date).
+
+    An instance is outdated when it was launched from another launch template or another version than the
+    target, when its node carries the annotation ``nodeops.rollout/needs-update`` with a true value, or when
+    an earlier run detached it for surge (tag ``nodeops.rollout/detached``). When the group reported a
+    symbolic version (``$Latest``/``$Default``) for the instance, the EC2 tag ``aws:ec2launchtemplate:version``
+    gives the real one; failing that, the instance is up to date only if its AMI equals the target's
+    ``image_id`` (when given).
+    """
+    target = normalize_target(target)
+    reasons = []
+    tags = instance.get("tags") or {}
+    if instance_is_detached(instance):
+        reasons.append("detached from the group for surge by an earlier run (tag %s)" % TAG_DETACHED)
+    template = instance.get("launch_template") or {}
+    template_id = template.get("id")
+    if not template_id:
+        reasons.append("not launched from a launch template; target is %s version %s"
+                       % (target["launch_template_id"], target["version"]))
+    elif template_id != target["launch_template_id"]:
+        reasons.append("launched from launch template %s; target is %s version %s"
+                       % (template_id, target["launch_template_id"], target["version"]))
+    else:
+        raw_version = template.get("version")
+        version = _explicit_version(raw_version)
+        if version is None:
+            version = _explicit_version(tags.get(TAG_EC2_LAUNCH_TEMPLATE_VERSION))
+        if version is None:
+            same_image = target["image_id"] is not None and instance.get("image_id") == target["image_id"]
+            if not same_image:
+                reasons.append("launched from launch template %s version %r, which cannot be compared with "
+                               "target version %s" % (template_id, raw_version, target["version"]))
+        elif version != target["version"]:
+            reasons.append("launched from launch template %s version %s; target version is %s"
+                           % (template_id, version, target["version"]))
+    node = instance.get("node")
+    if isinstance(node, dict) and truthy((node.get("annotations") or {}).get(ANNOTATION_NEEDS_UPDATE)):
+        reasons.append("node %s is annotated %s" % (node.get("name"), ANNOTATION_NEEDS_UPDATE))
+    return reasons
+
+
+def outdated_instances(instances, target):
+    """The instances to replace, each a copy of the input dict with ``reason`` (text) and ``reasons`` (list).
+
+    Only instances in service or pending are considered, plus instances tagged as detached for surge by an
+    earlier run whatever their state; instances terminating or terminated are never outdated (they are
+    leaving already). Input order is kept.
+    """
+    target = normalize_target(target)
+    result = []
+    for instance in checked_instances(instances):
+        if _instance_is_gone(instance):
+            continue
+        if not instance_is_active(instance) and not instance_is_detached(instance):
+            continue
+        reasons = outdated_reasons(instance, target)
+        if reasons:
+            entry = dict(instance)
+            entry["reasons"] = reasons
+            entry["reason"] = "; ".join(reasons)
+            result.append(entry)
+    return result
+
+
+def up_to_date_instances(instances, target):
+    """The instances in service or pending that match the target and need nothing (input order kept)."""
+    target = normalize_target(target)
+    return [dict(instance) for instance in checked_instances(instances)
+            if instance_is_active(instance) and not outdated_reasons(instance, target)]

@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The whole input of a rollout, checked before anything changes: every value of the role's variables (as an AWX
+survey sends them, strings included), each error naming the role variable the user set and what is allowed.
+
+The role's argument spec (``meta/argument_specs.yml``) refuses wrong types and unknown keys first; this is the one
+check of the values, and the one place that settles them: a group's own ``max_unavailable``/``max_surge`` over the
+role's, durations in seconds, the lock's duration. ``role_error`` then names the role variable behind a module's
+error of the read-only pre-pass (``tasks/check_group.yml``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
+
+VARIABLE_PREFIX = "rolling_update_"
+# variable -> (the shortest duration allowed in seconds, empty allowed)
+DURATIONS = {
+    "grace_period": (0, True),
+    "drain_timeout": (1, False),
+    "post_drain_delay": (0, False),
+    "node_ready_timeout": (1, False),
+    "validate_interval": (1, False),
+    "validate_timeout": (1, False),
+    "lock_duration": (1, True),
+}
+CHOICES = {
+    "surge_method": ("scale", "detach"),
+    "taint_effect": ("NoSchedule", "PreferNoSchedule"),
+    "drain_timeout_action": ("fail", "skip", "force"),
+}
+GROUP_TARGETS = ("image_id", "ssm_parameter", "launch_template_version")
+# the module option behind each role field, where the names differ
+_MODULE_OPTION = {"launch_template_version": "version"}
+AWS_OPTIONS = ("region", "profile", "access_key", "secret_key", "session_token", "endpoint_url")
+K8S_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "eks_cluster")
+# A lock must outlast the longest step between two renewals: one batch, plus this margin.
+LOCK_MARGIN_SECONDS = 300
+
+_LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+class SettingsError(PlanError):
+    """A value of the role's input that is not allowed; the message names the variable."""
+
+
+def _empty(value):
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _renamed(exc, option, field):
+    """An error of a shared parser, which names ``option``, as the role's ``field``."""
+    text = str(exc)
+    if text.startswith(option + ":"):
+        text = text[len(option) + 1:].lstrip()
+    return SettingsError("%s: %s" % (field, text))
+
+
+def check_label_key(value, field):
+    """A Kubernetes label (and taint) key: an optional DNS subdomain prefix and '/', then a name of 1-63 characters."""
+    text = value if isinstance(value, str) else ""
+    prefix, _sep, name = text.rpartition("/")
+    if not _LABEL_NAME_RE.match(name) or (prefix and not _DNS_SUBDOMAIN_RE.match(prefix)):
+        raise SettingsError("%s: %r is not allowed; use a Kubernetes label key such as nodeops.rollout/outdated "
+                            "(an optional DNS subdomain and '/', then 1-63 letters, digits, '-', '_' or '.')" % (field, value))
+    return text
+
+
+def _count(value, field, allow_zero):
+    try:
+        parse_int_or_percent(value, field, allow_zero=allow_zero)
+    except PlanError as exc:
+        raise SettingsError(str(exc)) from None
+    return value.strip() if isinstance(value, str) else value
+
+
+def _check_group(index, item, seen, defaults):
+    field = "%snode_groups[%d]" % (VARIABLE_PREFIX, index)
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise SettingsError("%s: %r has no name; give each node group the name of its Auto Scaling group" % (field, item))
+    if name in seen:
+        raise SettingsError("%s (%s): the group is listed twice (also at index %d); list each node group once"
+                            % (field, name, seen[name]))
+    seen[name] = index
+    given = [target for target in GROUP_TARGETS if not _empty(item.get(target))]
+    if len(given) > 1:
+        raise SettingsError("%s (%s): give at most one of %s; got %s" % (field, name, ", ".join(GROUP_TARGETS), ", ".join(given)))
+    options = {_MODULE_OPTION.get(target, target): item[target] for target in given}
+    try:
+        check_target_options(options)
+    except RolloutError as exc:
+        target = given[0]
+        raise _renamed(exc, _MODULE_OPTION.get(target, target), "%s.%s" % (field, target)) from None
+    group = {"name": name}
+    group.update({target: str(item[target]).strip() for target in given})
+    for key, allow_zero in (("max_unavailable", False), ("max_surge", True)):
+        if _empty(item.get(key)):
+            group[key] = defaults[key]
+        else:
+            group[key] = _count(item[key], "%s.%s" % (field, key), allow_zero)
+    return group
+
+
+def _check_connection(value, field, allowed):
+    unknown = sorted(set(value or {}) - set(allowed))
+    if unknown:
+        raise SettingsError("%s: %s is not an option; use %s" % (field, ", ".join(unknown), ", ".join(allowed)))
+
+
+def check_role_settings(values):
+    """Every value of the role's variables (``{"rolling_update_max_unavailable": ..., ...}``), settled.
+
+    Returns ``{"seconds": {duration: int or None}, "lock_duration": int, "node_groups": [...]}``, each node group
+    with its own ``max_unavailable`` and ``max_surge`` (``""``: the default surge) and at most one target; raises
+    SettingsError naming the first variable that is not allowed."""
+    def var(name):
+        return values.get(VARIABLE_PREFIX + name)
+
+    seconds = {}
+    for name, (minimum, allow_empty) in DURATIONS.items():
+        value = var(name)
+        try:
+            seconds[name] = None if allow_empty and _empty(value) else parse_duration(value, VARIABLE_PREFIX + name, minimum=minimum)
+        except PlanError as exc:
+            raise SettingsError(str(exc)) from None
+    for name, allowed in CHOICES.items():
+        if var(name) not in allowed:
+            raise SettingsError("%s: %r is not allowed; use one of %s" % (VARIABLE_PREFIX + name, var(name), ", ".join(allowed)))
+    check_label_key(var("taint_key"), VARIABLE_PREFIX + "taint_key")
+    namespace = var("lock_namespace")
+    if not isinstance(namespace, str) or not _DNS_LABEL_RE.match(namespace):
+        raise SettingsError("%slock_namespace: %r is not allowed; use a namespace name, a DNS label (lowercase letters, "
+                            "digits and '-', 1-63 characters) such as kube-system" % (VARIABLE_PREFIX, namespace))
+    report = var("report_file")
+    if not _empty(report) and not os.path.isabs(str(report)):
+        raise SettingsError("%sreport_file: %r is not allowed; use an absolute path (several clusters and the installed "
+                            "collection's own directory make a relative one ambiguous)" % (VARIABLE_PREFIX, report))
+    passes = var("validate_passes")
+    if isinstance(passes, bool) or not re.match(r"^\s*[0-9]+\s*$", str(passes)) or int(passes) < 1:
+        raise SettingsError("%svalidate_passes: %r is not allowed; use a whole number, at least 1" % (VARIABLE_PREFIX, passes))
+    defaults = {"max_unavailable": _count(var("max_unavailable"), VARIABLE_PREFIX + "max_unavailable", False),
+                "max_surge": "" if _empty(var("max_surge")) else _count(var("max_surge"), VARIABLE_PREFIX + "max_surge", True)}
+    _check_connection(var("aws"), VARIABLE_PREFIX + "aws", AWS_OPTIONS)
+    _check_connection(var("k8s"), VARIABLE_PREFIX + "k8s", K8S_OPTIONS)
+    groups = var("node_groups")
+    if not isinstance(groups, list) or not groups or not all(isinstance(item, dict) for item in groups):
+        raise SettingsError("%snode_groups: %r is not allowed; use a list of at least one node group, each a dict with "
+                            "the name of its Auto Scaling group" % (VARIABLE_PREFIX, groups))
+    seen = {}
+    node_groups = [_check_group(index, item, seen, defaults) for index, item in enumerate(groups)]
+    lock = seconds["lock_duration"]
+    if lock is None:
+        lock = (seconds["drain_timeout"] + seconds["post_drain_delay"] + 2 * seconds["node_ready_timeout"]
+                + seconds["validate_timeout"] + LOCK_MARGIN_SECONDS)
+    return {"seconds": seconds, "lock_duration": lock, "node_groups": node_groups, "validate_passes": int(passes)}
+
+
+def role_error(message, index, group):
+    """A module's error in the read-only pre-pass of node group ``index`` (named ``group``), led by the role variable
+    behind the module option it names ("image_id: AMI ... not found" -> "rolling_update_node_groups[0].image_id ...")."""
+    option, sep, rest = str(message).partition(": ")
+    field = "%snode_groups[%d]" % (VARIABLE_PREFIX, index)
+    role_fields = {_MODULE_OPTION.get(target, target): target for target in GROUP_TARGETS}
+    if sep and option in AWS_OPTIONS:
+        return "%saws.%s: %s (while checking %s, %s)" % (VARIABLE_PREFIX, option, rest, field, group)
+    if sep and option in K8S_OPTIONS:
+        return "%sk8s.%s: %s (while checking %s, %s)" % (VARIABLE_PREFIX, option, rest, field, group)
+    if sep and option in role_fields:
+        return "%s.%s (%s): %s" % (field, role_fields[option], group, rest)
+    if sep and option in ("name", "asg_name"):
+        return "%s (%s): %s" % (field, group, rest)
+    return "%s (%s): %s" % (field, group, message)

@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""clients/aws.py without a server: instance records, tag filters, group members, waiting."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients import aws
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+
+
+def test_instance_record_joins_both_views_and_reads_detached_instances_from_ec2_tags():
+    launched = datetime(2024, 5, 1, 14, 0, 0, tzinfo=timezone(timedelta(hours=2)))
+    ec2 = {"InstanceId": "i-0abc12345", "ImageId": "ami-0aaa11111", "LaunchTime": launched, "PrivateDnsName": "ip-1.ec2.internal",
+           "State": {"Name": "running"}, "Placement": {"AvailabilityZone": "us-east-1b"}, "InstanceType": "m5.large",
+           "Tags": [{"Key": "aws:ec2launchtemplate:id", "Value": "lt-1"}, {"Key": "aws:ec2launchtemplate:version", "Value": "3"}]}
+    group_view = {"InstanceId": "i-0abc12345", "AvailabilityZone": "us-east-1b", "LifecycleState": "InService", "HealthStatus": "Healthy",
+                  "LaunchTemplate": {"LaunchTemplateId": "lt-1", "LaunchTemplateName": "w", "Version": "4"}}
+    member = aws.instance_record(group_view, ec2)
+    assert member["launch_template"] == {"id": "lt-1", "name": "w", "version": "4"}
+    assert member["launch_time"] == "2024-05-01T12:00:00Z" and member["ec2_state"] == "running" and member["detached"] is False
+    detached = aws.instance_record(None, ec2, detached=True)
+    assert detached["lifecycle_state"] == "Detached" and detached["az"] == "us-east-1b"
+    assert detached["launch_template"] == {"id": "lt-1", "name": None, "version": "3"}
+
+
+def test_tag_filters():
+    assert aws.tag_filters({"kubernetes.io/cluster/prod": None, "eks:nodegroup-name": "web", "team": ""}) == [
+        {"Name": "tag:eks:nodegroup-name", "Values": ["web"]},
+        {"Name": "tag-key", "Values": ["kubernetes.io/cluster/prod"]},
+        {"Name": "tag-key", "Values": ["team"]},
+    ]
+
+
+def test_members_leave_out_instances_leaving_the_group():
+    group = {"Instances": [{"InstanceId": "i-1", "LifecycleState": state} for state in
+                           ("InService", "Pending", "Terminating", "Detaching", "Standby")]}
+    assert [instance["LifecycleState"] for instance in aws.members(group)] == ["InService", "Pending", "Standby"]
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = []
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_wait_for_polls_with_growing_bounded_delays_until_done():
+    clock = _Clock()
+    answers = iter([(False, "2 pending", None)] * 5 + [(True, "done", "value")])
+    assert aws.wait_for(lambda: next(answers), 600, "things", sleep=clock.sleep, clock=clock.time) == "value"
+    assert len(clock.sleeps) == 5 and all(0 < delay <= 10 for delay in clock.sleeps)
+
+
+def test_wait_for_times_out_naming_what_and_the_last_detail():
+    clock = _Clock()
+    with pytest.raises(RolloutError) as error:
+        aws.wait_for(lambda: (False, "i-1 is shutting-down", None), 30, "instances i-1 to be terminated",
+                     sleep=clock.sleep, clock=clock.time)
+    assert error.value.msg == "timed out after 30s waiting for instances i-1 to be terminated: i-1 is shutting-down"
+    assert clock.now <= 30.1 + 1e-9  # never sleeps past the timeout by more than the 0.1 s minimum poll

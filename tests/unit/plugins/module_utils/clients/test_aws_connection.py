@@ -1,0 +1,368 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The shared AWS options: precedence of options over environment, the clear errors, retries and error lines."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+
+import pytest
+
+import botocore.endpoint
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, ParamValidationError
+from moto import mock_aws
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients import aws_connection as aws
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import (
+    AWS_ARGUMENT_SPEC,
+    REGION_REQUIRED_MSG,
+    AWSConfigurationError,
+    aws_client,
+    aws_connection,
+    describe_aws_error,
+    resolve_aws_options,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.version import COLLECTION_VERSION
+
+pytestmark = pytest.mark.usefixtures("isolated_env")
+
+KEYS = dict(access_key="AKIDEXAMPLE", secret_key="secret-example")
+COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
+
+
+def _write_profile(home, name="dev", region="eu-central-1"):
+    (home / "aws-config").write_text("[profile %s]\nregion = %s\n" % (name, region))
+    (home / "aws-credentials").write_text("[%s]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = profile-secret\n" % name)
+
+
+# --- region -------------------------------------------------------------------------------------------------
+
+
+def test_explicit_region_beats_environment(monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "ap-south-1")
+    client = aws_client(dict(KEYS, region="us-west-2"), "autoscaling")
+    assert client.meta.region_name == "us-west-2"
+
+
+def test_aws_region_beats_aws_default_region(monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "ap-south-1")
+    assert aws_client(dict(KEYS), "autoscaling").meta.region_name == "eu-west-1"
+
+
+def test_aws_default_region_used_when_aws_region_unset(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "ap-south-1")
+    assert aws_client(dict(KEYS), "ec2").meta.region_name == "ap-south-1"
+
+
+def test_empty_environment_value_counts_as_unset(monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "ca-central-1")
+    assert aws_client(dict(KEYS), "ec2").meta.region_name == "ca-central-1"
+
+
+def test_missing_region_is_a_clear_error():
+    with pytest.raises(AWSConfigurationError) as err:
+        aws_client(dict(KEYS), "autoscaling")
+    assert str(err.value) == "region is required: set region, or AWS_REGION / AWS_DEFAULT_REGION"
+
+
+def test_missing_region_fails_the_module_with_the_clear_message(run_module, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    with pytest.raises(run_module.ModuleExit) as err:
+        run_module(AWS_ARGUMENT_SPEC, {}, lambda m: aws_client(m, "autoscaling"))
+    result = err.value.result
+    assert result["failed"] is True
+    assert result["msg"] == REGION_REQUIRED_MSG
+
+
+def test_region_from_the_profile_config_when_nothing_else_sets_one(isolated_env):
+    _write_profile(isolated_env, region="eu-north-1")
+    assert aws_client(dict(profile="dev"), "ec2").meta.region_name == "eu-north-1"
+
+
+# --- credentials ----------------------------------------------------------------------------------------------
+
+
+def test_profile_and_explicit_keys_are_mutually_exclusive(isolated_env):
+    _write_profile(isolated_env)
+    with pytest.raises(AWSConfigurationError) as err:
+        aws_client(dict(KEYS, profile="dev", region="us-east-1"), "ec2")
+    assert "profile and access_key/secret_key are mutually exclusive" in str(err.value)
+
+
+def test_profile_and_keys_both_from_environment_name_the_variables(isolated_env, monkeypatch):
+    _write_profile(isolated_env)
+    monkeypatch.setenv("AWS_PROFILE", "dev")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    with pytest.raises(AWSConfigurationError) as err:
+        aws_client(dict(region="us-east-1"), "ec2")
+    message = str(err.value)
+    assert "AWS_PROFILE" in message and "AWS_ACCESS_KEY_ID" in message and "AWS_SECRET_ACCESS_KEY" in message
+
+
+def test_explicit_profile_ignores_keys_from_environment(isolated_env, monkeypatch):
+    _write_profile(isolated_env)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    connection = aws_connection(dict(profile="dev", region="us-east-1"))
+    assert connection.session.get_credentials().access_key == "AKIDPROFILE"
+
+
+def test_explicit_keys_ignore_profile_from_environment(isolated_env, monkeypatch):
+    _write_profile(isolated_env)
+    monkeypatch.setenv("AWS_PROFILE", "dev")
+    connection = aws_connection(dict(KEYS, region="us-east-1"))
+    assert connection.session.get_credentials().access_key == "AKIDEXAMPLE"
+
+
+def test_key_environment_variables_in_order(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY", "AKIDLEGACY")
+    monkeypatch.setenv("AWS_SECRET_KEY", "legacy-secret")
+    monkeypatch.setenv("AWS_SECURITY_TOKEN", "legacy-token")
+    options, sources = resolve_aws_options({})
+    assert (options["access_key"], options["session_token"]) == ("AKIDLEGACY", "legacy-token")
+    assert sources["session_token"] == "AWS_SECURITY_TOKEN"
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "env-token")
+    credentials = aws_connection(dict(region="us-east-1")).session.get_credentials()
+    assert (credentials.access_key, credentials.secret_key, credentials.token) == ("AKIDENV", "env-secret", "env-token")
+
+    credentials = aws_connection(dict(KEYS, region="us-east-1")).session.get_credentials()
+    assert (credentials.access_key, credentials.secret_key, credentials.token) == ("AKIDEXAMPLE", "secret-example", "env-token")
+
+
+def test_access_key_without_secret_key_is_refused():
+    with pytest.raises(AWSConfigurationError) as err:
+        aws_client(dict(access_key="AKIDEXAMPLE", region="us-east-1"), "ec2")
+    assert str(err.value).startswith("access_key and secret_key must be given together: secret_key is missing")
+
+
+def test_unknown_profile_is_named():
+    with pytest.raises(AWSConfigurationError) as err:
+        aws_client(dict(profile="nope", region="us-east-1"), "ec2")
+    assert "profile 'nope' (from option profile) is not defined" in str(err.value)
+
+
+def test_secrets_from_environment_are_hidden_from_module_output(run_module, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret-value")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "env-token-value")
+
+    def call(module):
+        aws_client(module, "ec2")
+        module.fail_json(msg="secret is env-secret-value, token is env-token-value")
+
+    with pytest.raises(run_module.ModuleExit) as err:
+        run_module(AWS_ARGUMENT_SPEC, dict(region="us-east-1"), call)
+    assert "env-secret-value" not in err.value.result["msg"]
+    assert "env-token-value" not in err.value.result["msg"]
+
+
+# --- endpoint, retry settings, user agent -----------------------------------------------------------------------
+
+
+def test_endpoint_url_environment_order(monkeypatch):
+    monkeypatch.setenv("AWS_URL", "http://127.0.0.1:5999")
+    assert aws_client(dict(KEYS, region="us-east-1"), "ec2").meta.endpoint_url == "http://127.0.0.1:5999"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5055")
+    assert aws_client(dict(KEYS, region="us-east-1"), "ec2").meta.endpoint_url == "http://127.0.0.1:5055"
+    explicit = aws_client(dict(KEYS, region="us-east-1", endpoint_url="http://localhost:4566"), "ec2")
+    assert explicit.meta.endpoint_url == "http://localhost:4566"
+
+
+def test_retry_settings_reach_botocore():
+    client = aws_client(dict(KEYS, region="us-east-1", retry_mode="adaptive", max_attempts=4), "autoscaling")
+    assert client.meta.config.retries == {"mode": "adaptive", "total_max_attempts": 4}
+    default = aws_client(dict(KEYS, region="us-east-1"), "autoscaling")
+    assert default.meta.config.retries == {"mode": "standard", "total_max_attempts": 10}
+
+
+@pytest.mark.parametrize("params, expected", [
+    (dict(retry_mode="legacy"), "retry_mode must be one of standard, adaptive, got 'legacy'"),
+    (dict(max_attempts=0), "max_attempts must be an integer of at least 1, got 0"),
+    (dict(max_attempts="many"), "max_attempts must be an integer of at least 1, got 'many'"),
+])
+def test_invalid_retry_settings_name_the_field_and_allowed_values(params, expected):
+    with pytest.raises(AWSConfigurationError) as err:
+        aws_client(dict(KEYS, region="us-east-1", **params), "ec2")
+    assert str(err.value) == expected
+
+
+def test_invalid_retry_mode_is_refused_by_the_argument_spec(run_module):
+    with pytest.raises(run_module.ModuleExit) as err:
+        run_module(AWS_ARGUMENT_SPEC, dict(KEYS, region="us-east-1", retry_mode="legacy"), lambda m: None)
+    assert "retry_mode" in err.value.result["msg"] and "standard, adaptive" in err.value.result["msg"]
+
+
+# --- a throttled call is retried to success ----------------------------------------------------------------------
+
+THROTTLING_BODY = (
+    b'<ErrorResponse xmlns="https://autoscaling.amazonaws.com/doc/2011-01-01/">'
+    b"<Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error>"
+    b"<RequestId>4d0c1a2e-0000-4000-8000-000000000000</RequestId></ErrorResponse>"
+)
+
+
+class _RawBody:
+    def __init__(self, body):
+        self._body = body
+
+    def stream(self, **kwargs):
+        yield self._body
+
+
+def _throttle_first(client, count):
+    """Answer the first ``count`` requests with AWS's Throttling error; later ones go on to moto. Returns the attempts."""
+    attempts = []
+
+    def before_send(request, **kwargs):
+        attempts.append(request.headers.get("User-Agent", b""))
+        if len(attempts) <= count:
+            return AWSResponse(request.url, 400, {"Content-Type": "text/xml"}, _RawBody(THROTTLING_BODY))
+        return None
+
+    client.meta.events.register_first("before-send", before_send)
+    return attempts
+
+
+@pytest.fixture
+def no_backoff_sleep(monkeypatch):
+    delays = []
+
+    class _Clock:
+        @staticmethod
+        def sleep(seconds):
+            delays.append(seconds)
+
+    monkeypatch.setattr(botocore.endpoint, "time", _Clock)
+    return delays
+
+
+def _make_group(params, name="web"):
+    ec2 = aws_client(params, "ec2")
+    ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData={"ImageId": "ami-12c6146b", "InstanceType": "t3.micro"})
+    asg = aws_client(params, "autoscaling")
+    asg.create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        LaunchTemplate={"LaunchTemplateName": name, "Version": "$Latest"},
+        MinSize=0,
+        MaxSize=3,
+        DesiredCapacity=0,
+        AvailabilityZones=["us-east-1a"],
+    )
+
+
+@mock_aws
+def test_throttled_call_is_retried_to_success(no_backoff_sleep):
+    params = dict(KEYS, region="us-east-1")
+    _make_group(params)
+    client = aws_client(params, "autoscaling", module_name="nodeops.rollout.asg_surge")
+    attempts = _throttle_first(client, 2)
+
+    response = client.describe_auto_scaling_groups(AutoScalingGroupNames=["web"])
+
+    assert [g["AutoScalingGroupName"] for g in response["AutoScalingGroups"]] == ["web"]
+    assert len(attempts) == 3
+    assert response["ResponseMetadata"]["RetryAttempts"] == 2
+    assert len(no_backoff_sleep) == 2, "botocore backs off before each retry"
+    expected_agent = ("nodeops.rollout/%s asg_surge" % COLLECTION_VERSION).encode()
+    assert all(agent.endswith(expected_agent) for agent in attempts), attempts
+
+
+@mock_aws
+def test_throttling_beyond_max_attempts_is_reported_in_one_line(no_backoff_sleep):
+    params = dict(KEYS, region="us-east-1", max_attempts=2)
+    _make_group(params)
+    client = aws_client(params, "autoscaling")
+    attempts = _throttle_first(client, 5)
+
+    with pytest.raises(ClientError) as err:
+        client.describe_auto_scaling_groups(AutoScalingGroupNames=["web"])
+
+    assert len(attempts) == 2
+    assert describe_aws_error(err.value, "DescribeAutoScalingGroups", "Auto Scaling group 'web'") == (
+        "DescribeAutoScalingGroups on Auto Scaling group 'web': Throttling: Rate exceeded (gave up after 2 attempts)")
+    details = aws.aws_error_details(err.value)
+    assert details["code"] == "Throttling" and details["attempts"] == 2 and details["http_status"] == 400
+
+
+# --- describe_aws_error ---------------------------------------------------------------------------------------------
+
+
+def test_describe_client_error_names_operation_resource_code_and_message():
+    error = ClientError(
+        {
+            "Error": {
+                "Type": "Sender",
+                "Code": "ValidationError",
+                "Message": "New SetDesiredCapacity value 99 is above max value 3 for the AutoScalingGroup.",
+            },
+            "ResponseMetadata": {"HTTPStatusCode": 400, "RequestId": "req-1", "RetryAttempts": 0},
+        },
+        "SetDesiredCapacity",
+    )
+    assert describe_aws_error(error, "SetDesiredCapacity", "Auto Scaling group 'web'") == (
+        "SetDesiredCapacity on Auto Scaling group 'web': ValidationError: "
+        "New SetDesiredCapacity value 99 is above max value 3 for the AutoScalingGroup.")
+
+
+def _closed_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_describe_endpoint_connection_error():
+    endpoint = "http://127.0.0.1:%d" % _closed_port()
+    client = aws_client(dict(KEYS, region="us-east-1", endpoint_url=endpoint, max_attempts=1), "autoscaling")
+    with pytest.raises(EndpointConnectionError) as err:
+        client.describe_auto_scaling_groups(AutoScalingGroupNames=["web"])
+    line = describe_aws_error(err.value, "DescribeAutoScalingGroups", "Auto Scaling group 'web'")
+    assert line.startswith("DescribeAutoScalingGroups on Auto Scaling group 'web': EndpointConnectionError: Could not connect")
+    assert endpoint in line and "\n" not in line
+
+
+def test_describe_no_credentials_error_says_how_to_give_them():
+    client = aws_client(dict(region="us-east-1", max_attempts=1), "autoscaling")
+    with pytest.raises(NoCredentialsError) as err:
+        client.describe_auto_scaling_groups()
+    line = describe_aws_error(err.value, "DescribeAutoScalingGroups")
+    assert line.startswith("DescribeAutoScalingGroups: NoCredentialsError: Unable to locate credentials")
+    assert "AWS_ACCESS_KEY_ID" in line and "profile" in line
+
+
+def test_describe_param_validation_error_is_one_line():
+    client = aws_client(dict(KEYS, region="us-east-1"), "autoscaling")
+    with pytest.raises(ParamValidationError) as err:
+        client.set_desired_capacity(AutoScalingGroupName="web", DesiredCapacity="three")
+    line = describe_aws_error(err.value, "SetDesiredCapacity", "Auto Scaling group 'web'")
+    assert line.startswith("SetDesiredCapacity on Auto Scaling group 'web': ParamValidationError: Parameter validation failed:")
+    assert "DesiredCapacity" in line and "\n" not in line
+
+
+def test_fail_aws_error_puts_the_line_first_and_the_details_beside_it(run_module):
+    error = ClientError({"Error": {"Code": "AccessDenied", "Message": "User is not authorized"},
+                         "ResponseMetadata": {"HTTPStatusCode": 403, "RequestId": "req-9"}}, "TerminateInstanceInAutoScalingGroup")
+    with pytest.raises(run_module.ModuleExit) as err:
+        run_module(AWS_ARGUMENT_SPEC, dict(region="us-east-1"),
+                   lambda m: aws.fail_aws_error(m, error, "TerminateInstanceInAutoScalingGroup", "instance i-0abc"))
+    result = err.value.result
+    assert result["msg"] == "TerminateInstanceInAutoScalingGroup on instance i-0abc: AccessDenied: User is not authorized"
+    assert result["error"] == {"code": "AccessDenied", "message": "User is not authorized", "http_status": 403,
+                               "request_id": "req-9", "attempts": 1}
+
+
+def test_collection_version_matches_galaxy_yml():
+    with open(os.path.join(COLLECTION_ROOT, "galaxy.yml")) as stream:
+        match = re.search(r"^version:\s*(\S+)\s*$", stream.read(), re.MULTILINE)
+    assert match and match.group(1) == COLLECTION_VERSION

@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The rollout's marks on nodes and the end check."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import marks
+
+
+def _node(name, taints=(), annotations=None, labels=None, schedulable=True):
+    return {"name": name, "taints": [{"key": key, "effect": "NoSchedule"} for key in taints], "annotations": annotations or {},
+            "labels": labels or {}, "schedulable": schedulable}
+
+
+@pytest.mark.parametrize("node, expected", [
+    (_node("a"), []),
+    (_node("a", taints=["nodeops.rollout/outdated"]), ["taint"]),
+    (_node("a", taints=["other/key"]), []),
+    # a cordon somebody else made is not ours to lift, nor is their label
+    (_node("a", schedulable=False, labels={marks.LABEL_EXCLUDE_LB: "true"}), []),
+    (_node("a", schedulable=False, annotations={marks.ANNOTATION_CORDONED: "true"}), ["cordon"]),
+    (_node("a", taints=["nodeops.rollout/outdated"], schedulable=False, annotations={marks.ANNOTATION_CORDONED: "true"},
+           labels={marks.LABEL_EXCLUDE_LB: "true"}), ["taint", "cordon", "label"]),
+])
+def test_node_marks(node, expected):
+    assert marks.node_marks(node) == expected
+
+
+def test_a_custom_taint_key_is_the_mark():
+    assert marks.node_marks(_node("a", taints=["example.com/rolling"]), "example.com/rolling") == ["taint"]
+
+
+def test_the_queued_taint_of_a_later_group_is_a_mark_whatever_the_taint_key():
+    assert marks.node_marks(_node("a", taints=[marks.QUEUED_TAINT_KEY])) == ["taint"]
+    assert marks.node_marks(_node("a", taints=[marks.QUEUED_TAINT_KEY]), "example.com/rolling") == ["taint"]
+
+
+def test_only_up_to_date_nodes_are_marked_up_to_date():
+    instances = [{"instance_id": "i-1", "node": _node("a", taints=["nodeops.rollout/outdated"])},
+                 {"instance_id": "i-2", "node": _node("b", taints=["nodeops.rollout/outdated"])},
+                 {"instance_id": "i-3", "node": None}, {"instance_id": "i-4", "node": _node("d")}]
+    assert marks.marked_up_to_date(instances, ["i-2", "i-3", "i-4"]) == [{"instance_id": "i-2", "node": "b", "marks": ["taint"]}]
+
+
+def test_leftovers_say_what_keeps_a_group_from_being_replaced():
+    assert marks.leftovers([], [], 0, []) == []
+    reasons = marks.leftovers([{"instance_id": "i-1", "node": "a"}, {"instance_id": "i-2", "node": None}],
+                              [{"instance_id": "i-3", "node": "c", "marks": ["taint", "cordon"]}], 2, ["i-9"])
+    assert reasons == ["2 outdated instance(s) left: i-1 (a), i-2 (no node)",
+                       "1 up-to-date node(s) still carry the rollout's marks: c (taint, cordon)",
+                       "2 instance(s) of surge not paid back", "instances detached for surge still run: i-9"]

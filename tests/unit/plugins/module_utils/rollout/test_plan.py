@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""rollout/plan.py: the whole plan of one group as data, and its duration estimate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration, rollout_plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import outdated_taint_effect
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import TARGET, assert_plan_error, instance
+
+
+def test_estimate_duration():
+    assert estimate_duration([], 180, 90, 60, 30, surge=3) == 0
+    # No surge: every batch drains, waits, and waits for its replacements to boot, then validates.
+    assert estimate_duration([[1], [1, 2, 3]], 100, 10, 5, 1) == 2 * (10 + 5 + 100 + 1)
+    # Surge 4: boot once up front; batches of 1 and 3 are paid by the surge, the third needs replacements.
+    assert estimate_duration([1, 3, 3], 100, 10, 5, 1, surge=4) == 100 + 2 * (10 + 5 + 1) + (10 + 5 + 100 + 1)
+    assert estimate_duration([2], "3m", "1m", "0", "30s", surge=1) == 180 + 60 + 0 + 180 + 30
+    assert_plan_error(lambda: estimate_duration([1], "soon", 1, 1, 1), "boot_seconds")
+    assert_plan_error(lambda: estimate_duration([1], 1, 1, 1, 1, surge=-1), "surge")
+    assert_plan_error(lambda: estimate_duration(["x"], 1, 1, 1, 1), "batches[0]")
+
+
+@given(st.lists(st.integers(min_value=1, max_value=10), max_size=12), st.integers(min_value=0, max_value=60))
+def test_estimate_duration_surge_never_slows_the_plan_beyond_one_boot(sizes, surge):
+    without = estimate_duration(sizes, 120, 60, 30, 10)
+    with_surge = estimate_duration(sizes, 120, 60, 30, 10, surge=surge)
+    assert with_surge <= without + 120
+    if sizes and surge >= sum(sizes):
+        assert with_surge == 120 + len(sizes) * (60 + 30 + 10)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The whole plan
+# ---------------------------------------------------------------------------------------------------------
+
+def group(specs):
+    return [instance(instance_id, az, version=version, minutes=minutes) for instance_id, az, version, minutes in specs]
+
+
+def test_rollout_plan_defaults_surge_then_one_at_a_time():
+    instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
+    result = rollout_plan(instances, TARGET)
+    assert result["group_size"] == 6 and result["az_count"] == 3 and result["azs"] == ["eu-west-1a", "eu-west-1b", "eu-west-1c"]
+    assert result["max_unavailable"] == 1 and result["batch_size"] == 1
+    assert result["surge_requested"] == 6 and result["surge"] == 6
+    # the surged nodes are up and validated before any old node is drained: they are the canary, no batch of one
+    assert result["canary"] is False and result["batch_count"] == 6 and result["outdated_count"] == 6
+    assert result["batches"][0] == {"index": 1, "canary": False, "instance_ids": ["i-a0"], "azs": ["eu-west-1a"], "nodes": ["node-i-a0"]}
+    assert [batch["canary"] for batch in result["batches"]] == [False] * 6
+    assert [batch["azs"][0] for batch in result["batches"]] == ["eu-west-1a", "eu-west-1b", "eu-west-1c"] * 2
+    assert result["target"] == {"launch_template_id": "lt-new", "version": "5", "image_id": None}
+    # All six replacements are surged up front: one boot, then drain + delay + validate per batch.
+    assert result["eta_seconds"] == 180 + 6 * (90 + 60 + 30)
+    assert result["timings"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30}
+    json.dumps(result)
+
+
+def test_rollout_plan_without_surge_starts_with_a_canary_of_one():
+    instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
+    result = rollout_plan(instances, TARGET, max_unavailable=2, max_surge=0)
+    assert result["surge"] == 0 and result["canary"] is True
+    assert [len(batch["instance_ids"]) for batch in result["batches"]] == [1, 2, 2, 1]
+    assert [batch["canary"] for batch in result["batches"]] == [True, False, False, False]
+
+
+def test_rollout_plan_percentages_and_existing_up_to_date_nodes():
+    instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
+    instances += group([("i-new", "eu-west-1a", "5", 99)])
+    result = rollout_plan(instances, TARGET, max_unavailable="50%", max_surge=0, drain_seconds="2m")
+    assert result["group_size"] == 7 and result["max_unavailable"] == 3   # 3.5 rounds down
+    assert result["canary"] is False and result["up_to_date"] == ["i-new"] and result["up_to_date_count"] == 1
+    assert [len(batch["instance_ids"]) for batch in result["batches"]] == [3, 3]
+    assert all(len(set(batch["azs"])) == 3 for batch in result["batches"])
+    assert result["surge"] == 0
+    assert result["eta_seconds"] == 2 * (120 + 60 + 180 + 30)
+    outdated = result["outdated"][0]
+    assert set(outdated) == {"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason", "reasons"}
+    assert "target version is 5" in outdated["reason"]
+
+
+def test_rollout_plan_never_surges_more_than_it_replaces():
+    instances = group([("i-a", "eu-west-1a", "4", 0), ("i-b", "eu-west-1b", "4", 0), ("i-c", "eu-west-1b", "5", 0)])
+    result = rollout_plan(instances, TARGET, az_count=3)
+    assert result["surge_requested"] == 6 and result["surge"] == 2
+    detached = instance("i-d", state="Detached", tags={"nodeops.rollout/detached": "true"})
+    result = rollout_plan([detached] + instances, TARGET)
+    assert result["outdated_count"] == 3 and result["surge"] == 2  # the detached one was already replaced
+    assert result["group_size"] == 3
+
+
+def test_rollout_plan_nothing_to_do():
+    instances = group([("i-a", "eu-west-1a", "5", 0), ("i-b", "eu-west-1b", "5", 0)])
+    result = rollout_plan(instances, TARGET)
+    assert result["batches"] == [] and result["canary"] is False and result["surge"] == 0 and result["eta_seconds"] == 0
+    assert result["outdated"] == [] and result["up_to_date_count"] == 2
+
+
+def test_rollout_plan_instances_without_nodes_are_still_planned():
+    instances = [instance("i-a", node=False), instance("i-b", version="5")]
+    result = rollout_plan(instances, TARGET)
+    assert result["batches"][0]["nodes"] == [None] and result["canary"] is False
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"max_unavailable": "150%"}, "max_unavailable"), ({"max_surge": "abc"}, "max_surge"),
+    ({"group_size": -2}, "group_size"), ({"az_count": "3"}, "az_count"), ({"boot_seconds": "3 minutes"}, "boot_seconds"),
+    ({"validate_seconds": -5}, "validate_seconds"),
+])
+def test_rollout_plan_bad_settings_name_the_field(kwargs, field):
+    assert_plan_error(lambda: rollout_plan([instance("i-a")], TARGET, **kwargs), field, "is not allowed")
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from(["4", "5"]), st.integers(min_value=0, max_value=30)), max_size=25),
+       st.one_of(st.none(), st.integers(min_value=1, max_value=10), st.integers(min_value=1, max_value=100).map(lambda p: "%d%%" % p)),
+       st.one_of(st.none(), st.integers(min_value=0, max_value=10)))
+def test_rollout_plan_properties(specs, max_unavailable, max_surge):
+    instances = group([("i-%03d" % index, "eu-west-1" + az, version, minutes) for index, (az, version, minutes) in enumerate(specs)])
+    result = rollout_plan(instances, TARGET, max_unavailable=max_unavailable, max_surge=max_surge)
+    outdated_ids = sorted(item["instance_id"] for item in instances if item["launch_template"]["version"] == "4")
+    planned = sorted(instance_id for batch in result["batches"] for instance_id in batch["instance_ids"])
+    assert planned == outdated_ids
+    assert 0 <= result["surge"] <= min(result["surge_requested"], len(outdated_ids))
+    assert all(len(batch["instance_ids"]) <= result["batch_size"] for batch in result["batches"])
+    assert result["canary"] == bool(outdated_ids and result["up_to_date_count"] == 0 and result["surge"] == 0)
+    if result["canary"]:
+        assert len(result["batches"][0]["instance_ids"]) == 1
+    assert (result["eta_seconds"] > 0) == bool(outdated_ids)
+    json.dumps(result)
+
+
+@pytest.mark.parametrize("requested, surge, outdated, expected", [
+    ("NoSchedule", 6, 6, "NoSchedule"),        # the surge replaces every outdated node: a hard taint keeps each pod moving once
+    ("NoSchedule", 7, 3, "NoSchedule"),
+    ("NoSchedule", 2, 3, "PreferNoSchedule"),  # the new nodes alone would be fewer than the group: soft, as kops
+    ("NoSchedule", 0, 3, "PreferNoSchedule"),  # no surge: no new node exists yet
+    ("PreferNoSchedule", 6, 6, "PreferNoSchedule"),
+    ("NoSchedule", 0, 0, "NoSchedule"),
+])
+def test_outdated_taint_effect_keeps_the_schedulable_floor(requested, surge, outdated, expected):
+    assert outdated_taint_effect(requested, surge, outdated) == expected
+
+
+def test_outdated_taint_effect_refuses_an_unknown_effect():
+    with pytest.raises(PlanError, match=r"^taint_effect: 'NoExecute!' is not allowed; use one of NoSchedule, PreferNoSchedule, NoExecute"):
+        outdated_taint_effect("NoExecute!", 1, 1)

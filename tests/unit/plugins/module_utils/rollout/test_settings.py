@@ -1,0 +1,75 @@
+"""The one check of the role's values: each error names the role variable and what is allowed; good values are
+settled (a group's own counts over the role's, durations in seconds, the lock's default)."""
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_role_settings, role_error
+
+DEFAULTS = {
+    "rolling_update_node_groups": [{"name": "workers", "image_id": "ami-0123456789abcdef0"}],
+    "rolling_update_max_unavailable": 1, "rolling_update_max_surge": "", "rolling_update_surge_method": "scale",
+    "rolling_update_taint_key": "nodeops.rollout/outdated", "rolling_update_taint_effect": "NoSchedule",
+    "rolling_update_drain_timeout": "15m", "rolling_update_drain_timeout_action": "fail", "rolling_update_grace_period": "",
+    "rolling_update_post_drain_delay": 60, "rolling_update_node_ready_timeout": "15m", "rolling_update_validate_passes": 2,
+    "rolling_update_validate_interval": "10s", "rolling_update_validate_timeout": "10m", "rolling_update_aws": {},
+    "rolling_update_k8s": {}, "rolling_update_report_file": "", "rolling_update_lock_namespace": "kube-system",
+    "rolling_update_lock_duration": "",
+}
+
+
+def settle(**changes):
+    return check_role_settings(dict(DEFAULTS, **{"rolling_update_" + key: value for key, value in changes.items()}))
+
+
+def test_the_defaults_settle_with_the_lock_covering_one_batch():
+    settings = settle()
+    assert settings["seconds"]["drain_timeout"] == 900 and settings["seconds"]["grace_period"] is None
+    assert settings["lock_duration"] == 900 + 60 + 2 * 900 + 600 + 300
+    assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": ""}]
+
+
+def test_a_group_s_own_counts_win_over_the_role_s_and_survey_strings_are_read():
+    settings = settle(max_unavailable="2", max_surge="50%", validate_passes="3", lock_duration="45m",
+                      node_groups=[{"name": "a"}, {"name": "b", "max_unavailable": "25%", "launch_template_version": 7}])
+    assert [(g["name"], g["max_unavailable"], g["max_surge"]) for g in settings["node_groups"]] == [("a", "2", "50%"), ("b", "25%", "50%")]
+    assert settings["node_groups"][1]["launch_template_version"] == "7"
+    assert settings["validate_passes"] == 3 and settings["lock_duration"] == 2700
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"max_unavailable": "0"}, "rolling_update_max_unavailable: '0' is not allowed; use an integer >= 1 or a percentage between 1% and 100%"),
+    ({"max_surge": "150%"}, "rolling_update_max_surge: '150%' is not allowed; use an integer >= 0 or a percentage between 0% and 100%"),
+    ({"grace_period": "abc"}, "rolling_update_grace_period: 'abc' is not allowed; use a number of seconds (90)"),
+    ({"drain_timeout": "0"}, "of at least 1 second"),
+    ({"surge_method": "replace"}, "rolling_update_surge_method: 'replace' is not allowed; use one of scale, detach"),
+    ({"taint_key": "a b"}, "rolling_update_taint_key: 'a b' is not allowed; use a Kubernetes label key"),
+    ({"lock_namespace": "Kube_System"}, "rolling_update_lock_namespace: 'Kube_System' is not allowed"),
+    ({"report_file": "r.json"}, "rolling_update_report_file: 'r.json' is not allowed; use an absolute path"),
+    ({"validate_passes": "0"}, "rolling_update_validate_passes: '0' is not allowed; use a whole number, at least 1"),
+    ({"aws": {"secret": "x"}}, "rolling_update_aws: secret is not an option; use region, profile, access_key, secret_key"),
+    ({"node_groups": []}, "rolling_update_node_groups: [] is not allowed; use a list of at least one node group"),
+    ({"node_groups": [{"name": "a"}, {"name": "a"}]}, "rolling_update_node_groups[1] (a): the group is listed twice (also at index 0)"),
+    ({"node_groups": [{"name": "a", "image_id": "ami-0123456789abcdef0", "launch_template_version": 3}]},
+     "rolling_update_node_groups[0] (a): give at most one of image_id, ssm_parameter, launch_template_version; got image_id, launch_template_version"),
+    ({"node_groups": [{"name": "a", "launch_template_version": "newest"}]},
+     "rolling_update_node_groups[0].launch_template_version: 'newest' is not allowed; use a version number (1 or more), $Latest or $Default"),
+    ({"node_groups": [{"name": "a", "image_id": "ubuntu"}]}, "rolling_update_node_groups[0].image_id: 'ubuntu' is not an AMI id"),
+    ({"node_groups": [{"name": "a", "max_surge": "-1"}]}, "rolling_update_node_groups[0].max_surge: '-1' is not allowed"),
+])
+def test_each_value_not_allowed_is_named_with_what_is_allowed(change, expected):
+    with pytest.raises(SettingsError) as err:
+        settle(**change)
+    assert expected in str(err.value)
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("image_id: AMI 'ami-1' not found in region us-east-1", "rolling_update_node_groups[2].image_id (web): AMI 'ami-1' not found in region us-east-1"),
+    ("version: launch template lt-1 (web) has no version 9", "rolling_update_node_groups[2].launch_template_version (web): launch template lt-1"),
+    ("name: Auto Scaling group 'web' not found", "rolling_update_node_groups[2] (web): Auto Scaling group 'web' not found"),
+    ("kubeconfig: kubeconfig file not found: /x",
+     "rolling_update_k8s.kubeconfig: kubeconfig file not found: /x (while checking rolling_update_node_groups[2], web)"),
+    ("endpoint_url: DescribeImages: EndpointConnectionError", "rolling_update_aws.endpoint_url: DescribeImages: EndpointConnectionError"),
+    ("no node of this cluster is an instance", "rolling_update_node_groups[2] (web): no node of this cluster is an instance"),
+])
+def test_a_module_error_is_led_by_the_role_variable_behind_it(message, expected):
+    assert role_error(message, 2, "web").startswith(expected)

@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""launch_template.py: the template a group names and the version numbers it resolves to, then
+launch_template_version run against moto (aws_world)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import resolve_version, template_spec
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import mutating
+
+
+def test_template_spec_reads_the_template_or_the_mixed_instances_policy():
+    assert template_spec({"LaunchTemplate": {"LaunchTemplateId": "lt-1", "LaunchTemplateName": "w"}}) == {
+        "id": "lt-1", "name": "w", "version": "$Default", "mixed_instances_policy": False}
+    mixed = {"MixedInstancesPolicy": {"LaunchTemplate": {"LaunchTemplateSpecification": {"LaunchTemplateId": "lt-2", "Version": "$Latest"}}}}
+    assert template_spec(mixed) == {"id": "lt-2", "name": None, "version": "$Latest", "mixed_instances_policy": True}
+    assert template_spec({"LaunchConfigurationName": "old-style"}) is None
+
+
+TEMPLATE = {"LaunchTemplateId": "lt-1", "LaunchTemplateName": "w", "DefaultVersionNumber": 2, "LatestVersionNumber": 5}
+
+
+@pytest.mark.parametrize("version, expected", [("$Latest", 5), ("$Default", 2), (None, 2), ("", 2), ("3", 3), (4, 4), ("5", 5)])
+def test_resolve_version(version, expected):
+    assert resolve_version(TEMPLATE, version) == expected
+
+
+@pytest.mark.parametrize("version, words", [
+    ("6", "has no version 6; its versions go up to 5"), ("0", "is not allowed"), ("latest", "is not allowed"), (True, "is not allowed"),
+])
+def test_resolve_version_refuses(version, words):
+    with pytest.raises(RolloutError) as error:
+        resolve_version(TEMPLATE, version)
+    assert error.value.msg.startswith("version: ") and words in error.value.msg
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# launch_template_version, run against moto
+# ---------------------------------------------------------------------------------------------------------------------
+
+def test_new_ami_makes_a_version_and_points_the_group_at_its_number(world, run):
+    result = run("launch_template_version", asg_name="workers", image_id=world.new_ami)
+    assert result["changed"] and result["created"]
+    assert (result["previous_version"], result["previous_version_spec"], result["version"]) == (1, "$Latest", 2)
+    assert (result["previous_image_id"], result["image_id"]) == (world.old_ami, world.new_ami)
+    assert world.group()["LaunchTemplate"]["Version"] == "2"
+    version = world.ec2.describe_launch_template_versions(LaunchTemplateId=world.lt_id, Versions=["2"])["LaunchTemplateVersions"][0]
+    assert version["LaunchTemplateData"]["ImageId"] == world.new_ami
+    again = run("launch_template_version", asg_name="workers", image_id=world.new_ami)
+    assert again["changed"] is False and again["created"] is False and again["version"] == 2
+    assert world.ec2.describe_launch_templates(LaunchTemplateIds=[world.lt_id])["LaunchTemplates"][0]["LatestVersionNumber"] == 2
+
+
+def test_same_ami_only_pins_the_version_number(world, run):
+    result = run("launch_template_version", asg_name="workers", image_id=world.old_ami)
+    assert result["changed"] and not result["created"] and result["version"] == 1
+    assert world.group()["LaunchTemplate"]["Version"] == "1"
+    assert run("launch_template_version", asg_name="workers")["changed"] is False
+
+
+def test_check_and_diff_mode_predict_without_changing(world, run, api_calls):
+    result = run("launch_template_version", check=True, diff=True, asg_name="workers", image_id=world.new_ami, set_default=True)
+    assert result["changed"] and result["created"] and result["version"] == 2 and result["default_version"] == 2
+    assert result["diff"] == {"before": {"launch_template_version": "$Latest", "image_id": world.old_ami, "default_version": 1},
+                              "after": {"launch_template_version": "2", "image_id": world.new_ami, "default_version": 2}}
+    assert mutating(api_calls) == []
+    assert world.group()["LaunchTemplate"]["Version"] == "$Latest"
+    real = run("launch_template_version", diff=True, asg_name="workers", image_id=world.new_ami, set_default=True)
+    assert real["diff"] == result["diff"]
+    assert [call[1] for call in mutating(api_calls)] == ["CreateLaunchTemplateVersion", "ModifyLaunchTemplate", "UpdateAutoScalingGroup"]
+    assert world.ec2.describe_launch_templates(LaunchTemplateIds=[world.lt_id])["LaunchTemplates"][0]["DefaultVersionNumber"] == 2
+
+
+def test_ssm_parameter_and_existing_versions(world, run):
+    result = run("launch_template_version", asg_name="workers", ssm_parameter="/unit/ami/new")
+    assert result["image_id"] == world.new_ami and result["version"] == 2
+    result = run("launch_template_version", asg_name="workers", version="$Default")
+    assert result["changed"] and result["version"] == 1 and world.group()["LaunchTemplate"]["Version"] == "1"
+    result = run("launch_template_version", asg_name="workers", version="2")
+    assert result["version"] == 2 and result["image_id"] == world.new_ami
+
+
+def test_an_interrupted_run_reuses_the_version_it_made(world, run):
+    world.ec2.create_launch_template_version(LaunchTemplateId=world.lt_id, SourceVersion="1", LaunchTemplateData={"ImageId": world.new_ami})
+    world.asg.update_auto_scaling_group(AutoScalingGroupName="workers", LaunchTemplate={"LaunchTemplateId": world.lt_id, "Version": "1"})
+    result = run("launch_template_version", asg_name="workers", image_id=world.new_ami)
+    assert result["created"] is False and result["reused_interrupted_version"] is True and result["version"] == 2
+
+
+def test_mixed_instances_policy_groups_are_pointed_through_the_policy(world, run):
+    world.create_group("mixed", 2, version="$Latest", mixed=True)
+    run("launch_template_version", asg_name="mixed", image_id=world.new_ami)
+    spec = world.group("mixed")["MixedInstancesPolicy"]["LaunchTemplate"]["LaunchTemplateSpecification"]
+    assert spec["Version"] == "2" and spec["LaunchTemplateId"] == world.lt_id
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"asg_name": "nope", "image_id": "ami-0123456789abcdef0"}, "asg_name: Auto Scaling group 'nope' not found in region us-east-1"),
+    ({"image_id": "ami-0123456789abcdef0"}, "image_id: AMI 'ami-0123456789abcdef0' not found in region us-east-1"),
+    ({"image_id": "centos"}, "image_id: 'centos' is not an AMI id; use an id such as ami-0123456789abcdef0"),
+    ({"ssm_parameter": "/unit/missing"}, "ssm_parameter: SSM parameter '/unit/missing' not found in region us-east-1"),
+    ({"ssm_parameter": "/unit/not-an-ami"}, "ssm_parameter: SSM parameter '/unit/not-an-ami' holds 'hello', not an AMI id"),
+    ({"version": "77"}, "has no version 77; its versions go up to 1"),
+    ({"version": "latest"}, "version: 'latest' is not allowed; use a version number (1 or more), $Latest or $Default"),
+    ({"version": "0"}, "version: '0' is not allowed"),
+])
+def test_launch_template_bad_input_is_refused_without_changes(world, run, api_calls, args, message):
+    args = dict({"asg_name": "workers"}, **args)
+    result = run("launch_template_version", **args)
+    assert result["failed"] and message in result["msg"]
+    assert mutating(api_calls) == []
+    assert world.group()["LaunchTemplate"]["Version"] == "$Latest"

@@ -1,0 +1,462 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""node_drain.Drain against an in-memory API: what gets evicted, retried, restarted, skipped, forced, and reported."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import node_drain as drain
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import FakeKube, api_error, make_node, make_pod, pdb_429
+
+FAST = {"poll_interval": 0.01, "retry_max_delay": 0.05}
+
+
+def options(**params):
+    merged = dict(FAST)
+    merged.update(params)
+    return drain.DrainOptions(merged)
+
+
+def run(kube, names, check_mode=False, diff=False, **params):
+    return drain.Drain(kube, names, options(**params), check_mode=check_mode, diff=diff,
+                       now_text=lambda: "2024-05-01T12:00:00Z").run()
+
+
+def cluster(*names, linger=1):
+    kube = FakeKube(linger=linger)
+    for name in names:
+        kube.add_node(make_node(name))
+    return kube
+
+
+def budget(name, labels, namespace="shop", **spec):
+    spec["selector"] = {"matchLabels": labels}
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def single_replica(kube, node, strategy=None):
+    dep = {"metadata": {"name": "worker", "namespace": "shop"}, "spec": {"replicas": 1, "template": {"metadata": {}}}}
+    if strategy:
+        dep["spec"]["strategy"] = strategy
+    kube.deployments["shop/worker"] = dep
+    kube.replicasets.append({"metadata": {"name": "worker-rs", "namespace": "shop",
+                                          "ownerReferences": [{"kind": "Deployment", "name": "worker", "controller": True}]},
+                             "spec": {"replicas": 1, "template": {"metadata": {}}}})
+    kube.add_pod(make_pod("worker-1", node, owner=("ReplicaSet", "worker-rs"), labels={"app": "worker"}))
+    return dep
+
+
+def test_a_node_is_cordoned_and_every_movable_pod_evicted_daemonset_and_mirror_pods_left_alone():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1"))
+    kube.add_pod(make_pod("web-2", "n1"))
+    kube.add_pod(make_pod("agent", "n1", namespace="kube-system", owner=("DaemonSet", "agent")))
+    kube.add_pod(make_pod("static", "n1", namespace="kube-system", owner=None, annotations={"kubernetes.io/config.mirror": "x"}))
+    kube.add_pod(make_pod("job-1", "n1", owner=("Job", "nightly"), phase="Succeeded"))
+    result = run(kube, ["n1"])
+    node = result["nodes"]["n1"]
+    assert node["status"] == "drained" and node["cordoned"] and result["changed"]
+    assert sorted(node["evicted"]) == ["shop/web-1", "shop/web-2"]
+    assert node["deleted"] == ["shop/job-1"]
+    assert sorted(item["pod"] for item in node["skipped"]) == ["kube-system/agent", "kube-system/static"]
+    assert kube.nodes["n1"]["spec"]["unschedulable"] is True
+    assert sorted(kube.pods) == ["kube-system/agent", "kube-system/static"]
+    assert result["drained"] == ["n1"] and result["msg"].startswith("1 node(s) drained")
+
+
+def test_a_drained_node_drains_again_without_change():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1"))
+    run(kube, ["n1"])
+    again = run(kube, ["n1"])
+    assert not again["changed"] and again["nodes"]["n1"]["status"] == "drained"
+
+
+def test_refused_evictions_are_retried_with_backoff_until_the_budget_allows():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))
+    kube.pdbs.append(budget("web", {"app": "web"}, minAvailable=2))
+    kube.eviction_script["shop/web-1"] = [pdb_429(), pdb_429(), pdb_429(), None]
+    started = time.monotonic()
+    result = run(kube, ["n1"], retry_max_delay=1.6)
+    node = result["nodes"]["n1"]
+    assert node["status"] == "drained" and node["evicted"] == ["shop/web-1"]
+    assert node["eviction_retries"] == 3 and node["blocking"] == []
+    assert [entry[0] for entry in kube.requests if entry[0] == "evict_pod"] == ["evict_pod"] * 4
+    # never a hot loop: each refusal closed the budget for at least half the first delay (1.6 / 16 / 2 s)
+    assert time.monotonic() - started >= 3 * 0.05
+
+
+def test_evictions_are_paced_by_the_budget_instead_of_refused_pod_by_pod():
+    kube = cluster("n1", linger=2)
+    kube.enforce_pdbs = True
+    for index in range(12):
+        kube.add_pod(make_pod("web-%d" % index, "n1", labels={"app": "web"}))
+    pdb = budget("web", {"app": "web"}, maxUnavailable=2)
+    pdb["status"] = {"disruptionsAllowed": 2}
+    kube.pdbs.append(pdb)
+    result = run(kube, ["n1"], retry_max_delay=0.05)
+    node = result["nodes"]["n1"]
+    assert node["status"] == "drained" and len(node["evicted"]) == 12
+    evictions = [entry for entry in kube.requests if entry[0] == "evict_pod"]
+    reads = [entry for entry in kube.requests if entry[0] == "get_pdb"]
+    # two at a time as the budget allows; the budget is read between waves instead of refusing every other pod
+    assert len(evictions) <= 12 + 3 and node["eviction_retries"] <= 3
+    assert reads and all(target == "shop/web" for _verb, target in reads)
+
+
+def test_retry_after_from_the_server_is_honoured():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1"))
+    kube.eviction_script["shop/web-1"] = [api_error(429, "Too many requests", "TooManyRequests", headers={"Retry-After": "0.3"}), None]
+    started = time.monotonic()
+    result = run(kube, ["n1"], retry_max_delay=0.01)
+    assert result["nodes"]["n1"]["status"] == "drained"
+    assert time.monotonic() - started >= 0.3
+
+
+def test_timeout_fail_names_every_pod_still_there_and_the_budget_holding_it():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))
+    kube.add_pod(make_pod("api-1", "n1", owner=("ReplicaSet", "api-rs")))
+    kube.pdbs.append(budget("web", {"app": "web"}, minAvailable=2))
+    kube.eviction_script["shop/web-1"] = [pdb_429()]
+    result = run(kube, ["n1"], timeout=1)
+    node = result["nodes"]["n1"]
+    assert result["failed"] and result["failed_nodes"] == ["n1"]
+    assert node["status"] == "failed" and node["remaining"] == ["shop/web-1"]
+    assert node["blocking"][0]["pod"] == "shop/web-1" and node["blocking"][0]["pdb"] == "shop/web"
+    assert "needs 2 healthy pods" in node["blocking"][0]["message"]
+    assert result["msg"].startswith("node n1 not drained after 1s (timeout): 1 pod(s) still there: shop/web-1 "
+                                    "(eviction refused by PodDisruptionBudget shop/web")
+    assert node["evicted"] == ["shop/api-1"]
+    assert kube.nodes["n1"]["spec"]["unschedulable"] is True
+
+
+def test_a_budget_known_to_allow_nothing_gets_no_eviction_and_is_named_at_the_timeout():
+    kube = cluster("n1")
+    kube.enforce_pdbs = True
+    kube.add_pod(make_pod("db-0", "n1", labels={"app": "db"}))
+    pdb = budget("db", {"app": "db"}, minAvailable=1)
+    pdb["status"] = {"disruptionsAllowed": 0, "desiredHealthy": 1, "currentHealthy": 1}
+    kube.pdbs.append(pdb)
+    result = run(kube, ["n1"], timeout=1, poll_interval=0.2)
+    assert [entry for entry in kube.requests if entry[0] == "evict_pod"] == []
+    assert 2 <= len([entry for entry in kube.requests if entry[0] == "get_pdb"]) <= 7  # read once per poll interval
+    assert "shop/db-0 (waiting: PodDisruptionBudget shop/db allows 0 disruption(s): it needs 1 healthy pods and has 1)" in result["msg"]
+    assert result["nodes"]["n1"]["blocking"][0]["pdb"] == "shop/db"
+
+
+def test_timeout_skip_leaves_the_node_cordoned_and_goes_on():
+    kube = cluster("n1", "n2")
+    kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))
+    kube.add_pod(make_pod("web-2", "n2", labels={"app": "web"}))
+    kube.pdbs.append(budget("web", {"app": "web"}, minAvailable=2))
+    kube.eviction_script["shop/web-1"] = [pdb_429()]
+    result = run(kube, ["n1", "n2"], timeout=1, timeout_action="skip")
+    assert "failed" not in result
+    assert result["skipped_nodes"] == ["n1"] and result["drained"] == ["n2"]
+    assert result["nodes"]["n1"]["status"] == "skipped" and "shop/web-1" in result["nodes"]["n1"]["message"]
+    assert kube.nodes["n1"]["spec"]["unschedulable"] is True
+
+
+def test_timeout_force_deletes_what_is_left():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))
+    kube.eviction_script["shop/web-1"] = [pdb_429()]
+    result = run(kube, ["n1"], timeout=1, timeout_action="force")
+    node = result["nodes"]["n1"]
+    assert node["status"] == "drained" and node["forced"] and node["deleted"] == ["shop/web-1"]
+    assert "shop/web-1" not in kube.pods
+
+
+def test_unevictable_pods_fail_before_anything_changes():
+    kube = cluster("n1", "n2")
+    kube.add_pod(make_pod("naked", "n1", owner=None))
+    kube.add_pod(make_pod("cache", "n2", volumes=[{"name": "tmp", "emptyDir": {}}]))
+    kube.add_pod(make_pod("keep", "n2", annotations={"karpenter.sh/do-not-disrupt": "true"}))
+    kube.add_pod(make_pod("web-1", "n2"))
+    result = run(kube, ["n1", "n2"])
+    assert result["failed"] and not result["changed"]
+    assert kube.mutating() == []
+    assert "nothing was changed" in result["msg"]
+    for words in ("shop/naked on n1: not managed by a controller; set force", "shop/cache on n2: uses emptyDir; set delete_emptydir_data",
+                  'shop/keep on n2: annotated karpenter.sh/do-not-disrupt: "true"; set force'):
+        assert words in result["msg"]
+    kinds = sorted(b["kind"] for b in result["nodes"]["n2"]["blocking"])
+    assert kinds == ["do_not_disrupt", "emptydir"]
+
+
+def test_options_unblock_those_pods():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("naked", "n1", owner=None))
+    kube.add_pod(make_pod("cache", "n1", volumes=[{"name": "tmp", "emptyDir": {}}]))
+    kube.add_pod(make_pod("keep", "n1", annotations={"karpenter.sh/do-not-disrupt": "true"}))
+    result = run(kube, ["n1"], force=True, delete_emptydir_data=True)
+    assert sorted(result["nodes"]["n1"]["evicted"]) == ["shop/cache", "shop/keep", "shop/naked"]
+
+
+def test_unevictable_pods_with_skip_skip_their_node_at_once_without_evicting_there():
+    kube = cluster("n1", "n2")
+    kube.add_pod(make_pod("naked", "n1", owner=None))
+    kube.add_pod(make_pod("web-1", "n1"))
+    kube.add_pod(make_pod("web-2", "n2"))
+    result = run(kube, ["n1", "n2"], timeout_action="skip")
+    assert result["skipped_nodes"] == ["n1"] and result["drained"] == ["n2"]
+    assert [entry[1] for entry in kube.requests if entry[0] == "evict_pod"] == ["shop/web-2"]
+    assert "pods that cannot be evicted" in result["nodes"]["n1"]["message"]
+
+
+def test_unevictable_pods_with_force_are_deleted_after_the_rest():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("naked", "n1", owner=None))
+    kube.add_pod(make_pod("web-1", "n1"))
+    result = run(kube, ["n1"], timeout_action="force")
+    node = result["nodes"]["n1"]
+    assert node["status"] == "drained" and node["evicted"] == ["shop/web-1"] and node["deleted"] == ["shop/naked"]
+    assert [entry[0] for entry in kube.requests if entry[0] in ("evict_pod", "delete_pod")] == ["evict_pod", "delete_pod"]
+
+
+def test_two_budgets_on_a_pod_found_at_eviction_are_reported_as_a_blocker():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))
+    kube.eviction_script["shop/web-1"] = [api_error(500, "This pod has more than one PodDisruptionBudget, which the eviction "
+                                                         "subresource does not support.", "InternalError")]
+    result = run(kube, ["n1"], timeout=30)
+    node = result["nodes"]["n1"]
+    assert node["status"] == "failed" and node["blocking"][0]["kind"] == "multiple_pdbs"
+    assert "more than one PodDisruptionBudget" in result["msg"]
+    assert node["seconds"] < 5  # nothing to wait for: failed as soon as the rest was done
+
+
+def test_two_budgets_known_up_front_fail_before_changes():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))
+    kube.pdbs += [budget("a", {"app": "web"}, minAvailable=1), budget("b", {"app": "web"}, maxUnavailable=1)]
+    result = run(kube, ["n1"])
+    assert result["failed"] and kube.mutating() == []
+    assert "selected by 2 PodDisruptionBudgets (shop/a, shop/b)" in result["msg"]
+
+
+def test_single_replica_deployment_is_restarted_not_evicted():
+    kube = cluster("n1", "n2")
+    single_replica(kube, "n1")
+    kube.restart_moves["shop/worker"] = ("shop/worker-1", make_pod("worker-2", "n2", owner=("ReplicaSet", "worker-rs2")))
+    result = run(kube, ["n1"])
+    node = result["nodes"]["n1"]
+    assert node["status"] == "drained" and node["evicted"] == []
+    assert node["restarted"] == [{"pod": "shop/worker-1", "deployment": "shop/worker", "ready": True}]
+    patches = [target for verb, target in kube.requests if verb == "patch_deployment"]
+    assert patches == ["shop/worker"]
+    annotations = kube.deployments["shop/worker"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {"kubectl.kubernetes.io/restartedAt": "2024-05-01T12:00:00Z"}
+
+
+def test_single_replica_that_cannot_surge_is_evicted_and_reported_as_downtime():
+    kube = cluster("n1")
+    single_replica(kube, "n1", strategy={"type": "Recreate"})
+    result = run(kube, ["n1"])
+    node = result["nodes"]["n1"]
+    assert node["evicted"] == ["shop/worker-1"] and node["restarted"] == []
+    assert node["downtime"][0]["pod"] == "shop/worker-1" and "Recreate" in node["downtime"][0]["reason"]
+
+
+UNSAFE_RESTART = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}
+
+
+def guarded_single_replica(kube, node, strategy):
+    """A single-replica Deployment behind a budget of minAvailable 1, which allows 0 disruptions."""
+    single_replica(kube, node, strategy=strategy)
+    kube.enforce_pdbs = True
+    pdb = budget("worker", {"app": "worker"}, minAvailable=1)
+    pdb["status"] = {"disruptionsAllowed": 0, "desiredHealthy": 1, "currentHealthy": 1}
+    kube.pdbs.append(pdb)
+
+
+def test_a_single_replica_whose_restart_could_stop_it_first_is_evicted_so_its_budget_holds_it():
+    kube = cluster("n1", "n2")
+    guarded_single_replica(kube, "n1", UNSAFE_RESTART)
+    result = run(kube, ["n1"], timeout=1, poll_interval=0.2)
+    node = result["nodes"]["n1"]
+    assert not [entry for entry in kube.requests if entry[0] == "patch_deployment"]  # never restarted
+    assert "shop/worker-1" in kube.pods and node["restarted"] == [] and node["evicted"] == []
+    assert result["failed"] and node["status"] == "failed" and node["remaining"] == ["shop/worker-1"]
+    assert node["blocking"][0]["pdb"] == "shop/worker"
+    assert [d["pod"] for d in node["downtime"]] == ["shop/worker-1"]
+    for text in (node["downtime"][0]["reason"], node["blocking"][0]["message"], result["msg"]):
+        assert "Deployment shop/worker" in text and "maxUnavailable 1, maxSurge 1" in text and "shop/worker" in text
+    assert "PodDisruptionBudget shop/worker decides" in node["downtime"][0]["reason"]
+    assert "shop/worker-1 (waiting: PodDisruptionBudget shop/worker allows 0 disruption(s)" in result["msg"]
+
+
+def test_a_single_replica_refused_with_429_names_the_deployment_and_skips_the_node():
+    kube = cluster("n1", "n2")
+    single_replica(kube, "n1", strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+    kube.pdbs.append(budget("worker", {"app": "worker"}, minAvailable=1))
+    kube.eviction_script["shop/worker-1"] = [pdb_429("worker")]
+    result = run(kube, ["n1"], timeout=1, timeout_action="skip")
+    node = result["nodes"]["n1"]
+    assert "failed" not in result and result["skipped_nodes"] == ["n1"] and node["status"] == "skipped"
+    assert not [entry for entry in kube.requests if entry[0] == "patch_deployment"]
+    assert "eviction refused by PodDisruptionBudget shop/worker" in node["message"]
+    assert "Deployment shop/worker" in node["message"] and "maxUnavailable 1, maxSurge 0" in node["message"]
+
+
+def test_check_mode_lists_an_unsafe_single_replica_restart_as_blocked_downtime():
+    kube = cluster("n1", "n2")
+    guarded_single_replica(kube, "n1", UNSAFE_RESTART)
+    result = run(kube, ["n1"], check_mode=True)
+    assert kube.mutating() == []
+    node = result["nodes"]["n1"]
+    assert node["restarted"] == [] and node["evicted"] == ["shop/worker-1"]
+    assert node["predicted"] == "blocked" and not result["preflight_ok"]
+    assert [d["pod"] for d in node["downtime"]] == ["shop/worker-1"]
+    assert "maxUnavailable 1, maxSurge 1" in node["downtime"][0]["reason"]
+    zero = [b for b in node["blocking"] if b["kind"] == "pdb_zero"][0]
+    assert zero["pdb"] == "shop/worker" and "Deployment shop/worker" in zero["message"]
+
+
+def test_restart_can_be_turned_off():
+    kube = cluster("n1")
+    single_replica(kube, "n1")
+    result = run(kube, ["n1"], restart_single_replica=False)
+    assert result["nodes"]["n1"]["evicted"] == ["shop/worker-1"]
+    assert not [entry for entry in kube.requests if entry[0] in ("list_replicasets", "patch_deployment")]
+
+
+def test_a_deployment_gone_meanwhile_falls_back_to_eviction():
+    kube = cluster("n1")
+    single_replica(kube, "n1")
+    drainer = drain.Drain(kube, ["n1"], options())
+    drainer.read()
+    del kube.deployments["shop/worker"]
+    drainer.pool = None
+    result = drainer.run()
+    assert result["nodes"]["n1"]["evicted"] == ["shop/worker-1"]
+
+
+def test_check_mode_is_a_preflight_without_a_single_mutating_request():
+    kube = cluster("n1", "n2")
+    kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))
+    kube.add_pod(make_pod("web-2", "n2", labels={"app": "web"}))
+    kube.add_pod(make_pod("naked", "n2", owner=None))
+    kube.pdbs.append(budget("web", {"app": "web"}, minAvailable=2))
+    single_replica(kube, "n1")
+    result = run(kube, ["n1", "n2"], check_mode=True, diff=True)
+    assert kube.mutating() == []
+    n1, n2 = result["nodes"]["n1"], result["nodes"]["n2"]
+    assert n1["restarted"][0]["pod"] == "shop/worker-1" and n1["evicted"] == ["shop/web-1"]
+    assert ("shop/web-1", "pdb_zero", "error") in [(b["pod"], b["kind"], b["severity"]) for b in n1["blocking"]]
+    assert ("shop/naked", "naked_pod") in [(b["pod"], b["kind"]) for b in n2["blocking"]]
+    assert n1["predicted"] == "blocked" and "the drain would fail" in n1["outcome"]
+    assert result["changed"] and not result["preflight_ok"]
+    assert result["diff"][1]["after"] == {"unschedulable": True, "pods": ["shop/naked", "shop/web-2"]}
+
+
+def test_nodes_are_drained_concurrently():
+    kube = cluster("n1", "n2", "n3", linger=1)
+    for name in ("n1", "n2", "n3"):
+        kube.add_pod(make_pod("web-" + name, name))
+    # No wall-clock bound: each node's drain, once it lists its node's pods, waits at a barrier until the other two
+    # are listing theirs too. Concurrent drains all get there; drains one after another leave the first one waiting
+    # alone and the barrier breaks (its timeout only bounds how long a failure takes to show).
+    together = threading.Barrier(3, timeout=10)
+    arrived = set()
+    real_list = kube.list_pods
+
+    def list_all_at_once(node=None, **kwargs):
+        if node and threading.current_thread() is not threading.main_thread() and node not in arrived:
+            arrived.add(node)
+            together.wait()
+        return real_list(node=node, **kwargs)
+
+    kube.list_pods = list_all_at_once
+    result = run(kube, ["n1", "n2", "n3"])
+    assert result["drained"] == ["n1", "n2", "n3"]
+    assert arrived == {"n1", "n2", "n3"} and not together.broken
+
+
+def test_grace_period_zero_is_sent_not_dropped():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1"))
+    run(kube, ["n1"], grace_period=0)
+    assert kube.evictions == [("shop/web-1", {"grace_period": 0, "uid": "uid-shop-web-1"})]
+
+
+@pytest.mark.parametrize("grace_period, seconds", [("30s", 30), ("2m", 120), ("45", 45), (45, 45), ("0s", 0)])
+def test_grace_period_takes_a_duration(grace_period, seconds):
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1"))
+    run(kube, ["n1"], grace_period=grace_period)
+    assert kube.evictions == [("shop/web-1", {"grace_period": seconds, "uid": "uid-shop-web-1"})]
+
+
+@pytest.mark.parametrize("grace_period", [None, "", "  "])
+def test_no_grace_period_keeps_the_pods_own(grace_period):
+    assert drain.DrainOptions({"grace_period": grace_period}).grace_period is None
+
+
+def test_a_new_pod_with_the_same_name_counts_as_gone_and_is_drained_too():
+    kube = cluster("n1", linger=1)
+    kube.add_pod(make_pod("db-0", "n1", owner=("StatefulSet", "db")))
+    original = kube.list_pods
+    state = {"calls": 0}
+
+    def list_and_recreate(**kwargs):
+        state["calls"] += 1
+        if state["calls"] == 3:  # the evicted db-0 is gone and the StatefulSet made a new db-0 (new UID) on this node
+            kube.terminating.pop("shop/db-0", None)
+            pod = make_pod("db-0", "n1", owner=("StatefulSet", "db"))
+            pod["metadata"]["uid"] = "uid-second"
+            kube.add_pod(pod)
+        return original(**kwargs)
+
+    kube.list_pods = list_and_recreate
+    result = run(kube, ["n1"])
+    assert result["nodes"]["n1"]["status"] == "drained"
+    assert result["nodes"]["n1"]["evicted"] == ["shop/db-0", "shop/db-0"]
+
+
+def test_pod_selector_limits_the_drain():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))
+    kube.add_pod(make_pod("api-1", "n1", labels={"app": "api"}))
+    result = run(kube, ["n1"], pod_selector="app=web")
+    assert result["nodes"]["n1"]["evicted"] == ["shop/web-1"]
+    assert "shop/api-1" in kube.pods
+
+
+def test_disable_eviction_deletes():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1"))
+    result = run(kube, ["n1"], disable_eviction=True)
+    assert result["nodes"]["n1"]["deleted"] == ["shop/web-1"] and result["nodes"]["n1"]["evicted"] == []
+
+
+def test_a_missing_node_fails_before_anything_changes():
+    kube = cluster("n1")
+    with pytest.raises(drain.NodeNotFound):
+        run(kube, ["n1", "ghost"])
+    assert kube.mutating() == []
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"timeout": "soon"}, "timeout: 'soon' is not allowed"),
+    ({"timeout_action": "retry"}, "timeout_action: 'retry' is not allowed; use one of fail, skip, force"),
+    ({"grace_period": -1}, "grace_period: -1 is not allowed"),
+    ({"grace_period": "abc"}, "grace_period: 'abc' is not allowed; use a number of seconds (90) or a duration such as '90s'"),
+    ({"grace_period": "-5s"}, "grace_period: '-5s' is not allowed"),
+    ({"grace_period": "1.5x"}, "grace_period: '1.5x' is not allowed"),
+    ({"max_concurrent_evictions": 0}, "max_concurrent_evictions: 0 is not allowed; use an integer >= 1"),
+    ({"poll_interval": 0}, "poll_interval: 0 is not allowed"),
+])
+def test_bad_options_name_the_field(params, message):
+    with pytest.raises(PlanError) as info:
+        drain.DrainOptions(params)
+    assert message in str(info.value)

@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""node_group_info: groups, instances joined to their nodes, the plan and the recorded state, against moto.
+
+Fixtures (world, run, api_calls, cluster) come from aws_world.py through conftest.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils import node_group as node_group_utils
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import AZS, mutating
+
+
+def test_info_resolves_latest_and_marks_every_old_instance_outdated(world, run):
+    assert world.new_version() == 2
+    result = run("node_group_info", name="workers", include_nodes=False)
+    assert result["changed"] is False
+    group = result["node_groups"][0]
+    assert (group["min_size"], group["max_size"], group["desired_capacity"]) == (3, 6, 3)
+    assert group["availability_zones"] == list(AZS) and group["az_count"] == 3
+    assert group["launch_template"]["version_spec"] == "$Latest"
+    assert group["launch_template"]["version"] == 2 and group["launch_template"]["image_id"] == world.new_ami
+    assert group["target"] == {"launch_template_id": world.lt_id, "version": "2", "image_id": world.new_ami}
+    assert sorted(entry["instance_id"] for entry in group["outdated"]) == world.member_ids()
+    assert all(instance["outdated"] and "target version is 2" in instance["outdated_reasons"][0] for instance in group["instances"])
+    plan = group["plan"]
+    # the surged instances come first, so no canary batch of one; batches of max_unavailable (1)
+    assert plan["canary"] is False and plan["batches"][0]["instance_ids"] and len(plan["batches"][0]["instance_ids"]) == 1
+    # EKS default surge max(2 x 3 AZs, 1) = 6, never more than the 3 outdated instances.
+    assert plan["surge_requested"] == 6 and plan["surge"] == 3
+    assert group["state"] is None
+
+
+def test_info_default_version_means_up_to_date(world, run):
+    world.new_version()
+    world.create_group("pinned", 2, version="$Default")
+    group = run("node_group_info", name="pinned", include_nodes=False)["node_groups"][0]
+    assert group["launch_template"]["version"] == 1 and group["outdated"] == []
+    assert group["plan"]["batches"] == [] and group["plan"]["surge"] == 0
+
+
+def test_info_reads_mixed_instances_policy(world, run):
+    world.new_version()
+    world.create_group("mixed", 2, version="$Latest", mixed=True)
+    group = run("node_group_info", name="mixed", include_nodes=False)["node_groups"][0]
+    assert group["launch_template"]["mixed_instances_policy"] is True
+    assert group["launch_template"]["version"] == 2 and group["outdated_count"] == 2
+
+
+def test_info_finds_groups_by_tags(world, run):
+    world.create_group("other-cluster", 1, tags={"kubernetes.io/cluster/other": "owned"})
+    world.create_group("gpu", 1, tags={"kubernetes.io/cluster/unit": "owned", "eks:nodegroup-name": "gpu"})
+    result = run("node_group_info", tags={"kubernetes.io/cluster/unit": None}, include_nodes=False)
+    assert [group["name"] for group in result["node_groups"]] == ["gpu", "workers"]
+    result = run("node_group_info", tags={"eks:nodegroup-name": "gpu", "kubernetes.io/cluster/unit": "owned"}, include_nodes=False)
+    assert [group["name"] for group in result["node_groups"]] == ["gpu"]
+
+
+def _info_sees_nodes(monkeypatch, items):
+    """node_group_info's Kubernetes client lists ``items`` as the cluster's nodes."""
+
+    class Nodes:
+        @staticmethod
+        def list_nodes():
+            return items
+
+    monkeypatch.setattr(node_group_utils, "KubeApi", lambda api_client: Nodes())
+    monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: object())
+
+
+def test_info_joins_nodes_by_provider_id_and_honours_needs_update(world, run, monkeypatch):
+    ids = world.member_ids()
+
+    items = []
+    for index, instance_id in enumerate(ids):
+        annotations = {"nodeops.rollout/needs-update": "true"} if index == 0 else {}
+        items.append({"metadata": {"name": "node-%d" % index, "annotations": annotations},
+                      "spec": {"providerID": "aws:///%s/%s" % (AZS[index], instance_id), "unschedulable": index == 1,
+                               "taints": [{"key": "k", "effect": "NoSchedule"}] if index == 1 else []},
+                      "status": {"conditions": [{"type": "Ready", "status": "True" if index != 2 else "False"}]}})
+    items.append({"metadata": {"name": "elsewhere"}, "spec": {"providerID": "gce://p/z/vm"}, "status": {}})
+    _info_sees_nodes(monkeypatch, items)
+    group = run("node_group_info", name="workers")["node_groups"][0]
+    by_id = {instance["instance_id"]: instance for instance in group["instances"]}
+    assert by_id[ids[0]]["node"] == {"name": "node-0", "ready": True, "schedulable": True, "taints": []}
+    assert by_id[ids[1]]["node"]["schedulable"] is False and by_id[ids[1]]["node"]["taints"][0]["key"] == "k"
+    assert by_id[ids[2]]["node"]["ready"] is False
+    # The group is on its latest version: only the annotated node is outdated.
+    assert [entry["instance_id"] for entry in group["outdated"]] == [ids[0]]
+    assert "annotated nodeops.rollout/needs-update" in group["outdated"][0]["reason"]
+
+
+def test_info_reports_the_recorded_state_and_detached_instances(world, run):
+    world.new_version()
+    assert run("asg_surge", name="workers", method="detach", surge=1)["changed"] is True
+    group = run("node_group_info", name="workers", include_nodes=False)["node_groups"][0]
+    state = group["state"]
+    assert state["method"] == "detach" and state["original_desired_capacity"] == 3 and state["surge"] == 1
+    assert len(group["detached_instances"]) == 1
+    detached = [instance for instance in group["instances"] if instance["detached"]]
+    assert detached[0]["lifecycle_state"] == "Detached" and detached[0]["outdated"] is True
+    assert "detached from the group for surge" in detached[0]["outdated_reasons"][0]
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("max_unavailable", "150%", "a percentage between 1% and 100%"),
+    ("max_unavailable", "abc", "an integer >= 1"),
+    ("max_unavailable", 0, "an integer >= 1"),
+    ("max_unavailable", -1, "an integer >= 1"),
+    ("max_surge", "-1", "an integer >= 0"),
+    ("max_surge", "abc", "an integer >= 0"),
+])
+def test_info_refuses_bad_settings_before_any_call(world, run, api_calls, field, value, words):
+    result = run("node_group_info", name="workers", include_nodes=False, **{field: value})
+    assert result["failed"] and result["msg"].startswith("%s: %r is not allowed" % (field, value))
+    assert words in result["msg"]
+    assert api_calls == []
+
+
+def test_info_refuses_unknown_groups_empty_groups_and_tags_matching_nothing(world, run, api_calls):
+    result = run("node_group_info", name="nope", include_nodes=False)
+    assert result["msg"] == "name: Auto Scaling group 'nope' not found in region us-east-1"
+    world.create_group("empty", 0, low=0, high=3)
+    result = run("node_group_info", name="empty", include_nodes=False)
+    assert result["msg"].startswith("name: Auto Scaling group 'empty' has no instances")
+    result = run("node_group_info", tags={"kubernetes.io/cluster/nope": None}, include_nodes=False)
+    assert result["msg"].startswith("tags: no Auto Scaling group in region us-east-1 has the tags")
+    assert mutating(api_calls) == []
+
+
+def test_info_names_both_sides_when_the_groups_instances_are_not_nodes_of_the_cluster(world, run, monkeypatch):
+    _info_sees_nodes(monkeypatch, [{"metadata": {"name": "ip-10-9-9-9.ec2.internal"},
+                                    "spec": {"providerID": "aws:///eu-west-1a/i-0ddddddddddddddd0"}, "status": {}}])
+    group = run("node_group_info", name="workers")["node_groups"][0]
+    assert group["mismatch"].startswith("none of the 3 instances in service of Auto Scaling group 'workers' (")
+    assert all(instance["instance_id"] in group["mismatch"] for instance in group["instances"])
+    assert "ip-10-9-9-9.ec2.internal (aws:///eu-west-1a/i-0ddddddddddddddd0)" in group["mismatch"]
