@@ -59,9 +59,11 @@ def test_an_outage_of_a_server_that_answered_is_waited_out():
     api = api_with(clock)
     method, _calls = flaky(0)
     api._call(method)  # pylint: disable=protected-access
-    method, calls = flaky(12)
+    # more cut connections than the 5 attempts a server never reached gets; even at the largest jitter their backoff
+    # (0.5 + 1 + 2 + 4 + 5 + 5 + 5 s) stays inside the 30 s outage budget, so the call succeeds whatever is drawn
+    method, calls = flaky(7)
     assert api._call(method) == {"kind": "Node"}  # pylint: disable=protected-access
-    assert len(calls) == 13 and 0 < clock.now < 30
+    assert len(calls) == 8 and 0 < clock.now < 30
 
 
 def test_an_outage_longer_than_the_budget_is_reported():
