@@ -8,10 +8,18 @@ step of a rollout (``launch_template_version``): a new version with the target A
 
 from __future__ import annotations
 
-import copy
 import re
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import AWS_ERRORS, aws_clients, aws_errors, error_code, require_group
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
+    AWS_ERRORS,
+    aws_clients,
+    aws_errors,
+    create_template_version,
+    error_code,
+    point_group,
+    require_group,
+    set_default_version,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
 
@@ -148,23 +156,6 @@ def image_from_ssm(ssm, name, region):
 # The module: launch_template_version
 # ---------------------------------------------------------------------------------------------------------
 
-def _point_group(client, group, spec, template_id, number):
-    """Make the group launch ``template_id`` version ``number`` (the MixedInstancesPolicy's template for such groups)."""
-    name = group["AutoScalingGroupName"]
-    if spec["mixed_instances_policy"]:
-        # Send the whole policy with only the template specification changed, so the instances distribution and the
-        # overrides stay as they are whatever the endpoint does with the parts it is not given.
-        policy = copy.deepcopy(group["MixedInstancesPolicy"])
-        launch_template = policy.setdefault("LaunchTemplate", {})
-        launch_template["LaunchTemplateSpecification"] = {"LaunchTemplateId": template_id, "Version": str(number)}
-        if not launch_template.get("Overrides"):
-            launch_template.pop("Overrides", None)
-        client.update_auto_scaling_group(AutoScalingGroupName=name, MixedInstancesPolicy=policy)
-    else:
-        client.update_auto_scaling_group(AutoScalingGroupName=name, LaunchTemplate={
-            "LaunchTemplateId": template_id, "Version": str(number)})
-
-
 def _reusable_version(ec2, template, source_number, image_id):
     """The latest version when an earlier, interrupted run already made it from the same source with ``image_id``."""
     latest = int(template["LatestVersionNumber"])
@@ -281,11 +272,8 @@ def run_launch_template_version(module):
         if create:
             description = params.get("version_description") or "nodeops.rollout: %s from version %d" % (image_id, source_number)
             with aws_errors("CreateLaunchTemplateVersion", applied, params):
-                created = ec2.create_launch_template_version(
-                    LaunchTemplateId=template["LaunchTemplateId"], SourceVersion=str(source_number),
-                    VersionDescription=description[:_DESCRIPTION_LIMIT], LaunchTemplateData={"ImageId": image_id},
-                )["LaunchTemplateVersion"]
-            target_number = int(created["VersionNumber"])
+                target_number = create_template_version(ec2, template["LaunchTemplateId"], source_number,
+                                                        description[:_DESCRIPTION_LIMIT], image_id)
             result["version"] = target_number
             result["target"]["version"] = target_number
             if params["set_default"]:
@@ -295,8 +283,8 @@ def run_launch_template_version(module):
                 result["diff"]["after"]["default_version"] = result["default_version"]
         if params["set_default"] and int(template["DefaultVersionNumber"]) != target_number:
             with aws_errors("ModifyLaunchTemplate", applied, params):
-                ec2.modify_launch_template(LaunchTemplateId=template["LaunchTemplateId"], DefaultVersion=str(target_number))
+                set_default_version(ec2, template["LaunchTemplateId"], target_number)
         if spec["version"] != str(target_number):
             with aws_errors("UpdateAutoScalingGroup", applied, params):
-                _point_group(autoscaling, group, spec, template["LaunchTemplateId"], target_number)
+                point_group(autoscaling, group, spec, template["LaunchTemplateId"], target_number)
     module.exit_json(**result)

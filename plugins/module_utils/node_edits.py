@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 STATES = ("present", "absent")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

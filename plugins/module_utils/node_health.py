@@ -23,7 +23,6 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io
 HEALTH_FIELDS = ("name", "instance_id", "az", "ready", "not_ready_reason", "schedulable", "deleting")
 INSTANCE_NODE_FIELDS = ("name", "provider_id", "ready", "schedulable", "taints", "labels", "annotations")
 
-_PROVIDER_ID_RE = re.compile(r"^aws://(?:/(?P<az>[^/]*))?/(?P<id>i-[0-9a-zA-Z]+)$")
 _INSTANCE_ID_RE = re.compile(r"^i-[0-9a-zA-Z]+$")
 
 
@@ -32,11 +31,19 @@ class HealthError(RolloutError, ValueError):
 
 
 def parse_provider_id(provider_id):
-    """``(az, instance_id)`` from an AWS providerID ``aws:///<az>/<instance-id>``; ``(None, None)`` otherwise."""
-    match = _PROVIDER_ID_RE.match(str(provider_id or "").strip())
-    if not match:
+    """``(az, instance_id)`` from an AWS providerID; ``(None, None)`` for anything else.
+
+    The one reader of providerIDs (the termination gate finds an instance's node with it): ``aws:///<az>/<id>`` as
+    the AWS cloud provider writes it, and the forms seen beside it, ``aws:///<id>``, ``aws://<az>/<id>`` and a
+    trailing ``/``. The instance id must look like one (``i-`` and letters or digits), so a Fargate or another
+    provider's node names no instance.
+    """
+    if not isinstance(provider_id, str) or not provider_id.strip().startswith("aws://"):
         return None, None
-    return match.group("az") or None, match.group("id")
+    parts = [part for part in provider_id.strip()[len("aws://"):].split("/") if part]
+    if not parts or not _INSTANCE_ID_RE.match(parts[-1]):
+        return None, None
+    return (parts[-2] if len(parts) >= 2 else None), parts[-1]
 
 
 def node_ready(node):

@@ -26,9 +26,15 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     group_instances,
     group_tags,
     members,
+    clear_state,
+    detach_for_surge,
     require_group,
+    resume_group_processes,
+    set_group_sizes,
+    suspend_group_processes,
     suspended_processes,
     wait_for,
+    write_state,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
@@ -46,9 +52,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes impo
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
     TAG_INSTANCE_DETACHED,
-    TAG_INSTANCE_DETACHED_FROM,
     TAG_RESTORE_SIZES,
-    clear_state,
     format_sizes,
     format_time,
     group_state,
@@ -56,12 +60,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state impo
     recorded_tags,
     state_tags,
     valid_rollout_id,
-    write_state,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
-
-# DetachInstances takes at most 20 instance ids per call.
-_DETACH_CHUNK = 20
 
 
 def check_options(params):
@@ -208,20 +208,13 @@ class _Surge:
             write_state(autoscaling, self.name, self.write)
             steps.append("recorded")
         if self.to_suspend:
-            autoscaling.suspend_processes(AutoScalingGroupName=self.name, ScalingProcesses=self.to_suspend)
+            suspend_group_processes(autoscaling, self.name, self.to_suspend)
             steps.append("suspended")
         if self.new_sizes:
-            autoscaling.update_auto_scaling_group(AutoScalingGroupName=self.name, MaxSize=self.new_sizes["max_size"],
-                                                  DesiredCapacity=self.new_sizes["desired_capacity"])
+            set_group_sizes(autoscaling, self.name, self.new_sizes["max_size"], self.new_sizes["desired_capacity"])
             steps.append("resized")
         if self.to_detach:
-            # Tag first: an instance detached by an interrupted run is still found (and drained, terminated) later.
-            ec2.create_tags(Resources=self.to_detach, Tags=[
-                {"Key": TAG_INSTANCE_DETACHED, "Value": self.state["rollout_id"]},
-                {"Key": TAG_INSTANCE_DETACHED_FROM, "Value": self.name}])
-            for start in range(0, len(self.to_detach), _DETACH_CHUNK):
-                autoscaling.detach_instances(AutoScalingGroupName=self.name, InstanceIds=self.to_detach[start:start + _DETACH_CHUNK],
-                                             ShouldDecrementDesiredCapacity=False)
+            detach_for_surge(autoscaling, ec2, self.name, self.to_detach, self.state["rollout_id"])
             steps.append("detached")
         return steps
 
@@ -277,11 +270,11 @@ class _Restore:
         if self.resize:
             if not self.state.get("restore_sizes"):
                 write_state(autoscaling, self.name, {TAG_RESTORE_SIZES: format_sizes(self.sizes)})
-            autoscaling.update_auto_scaling_group(AutoScalingGroupName=self.name, MinSize=self.sizes["min_size"],
-                                                  MaxSize=self.sizes["max_size"], DesiredCapacity=self.sizes["desired_capacity"])
+            set_group_sizes(autoscaling, self.name, self.sizes["max_size"], self.sizes["desired_capacity"],
+                            min_size=self.sizes["min_size"])
             steps.append("resized")
         if self.to_resume:
-            autoscaling.resume_processes(AutoScalingGroupName=self.name, ScalingProcesses=self.to_resume)
+            resume_group_processes(autoscaling, self.name, self.to_resume)
             steps.append("resumed")
         present = dict(self.tags, **{TAG_RESTORE_SIZES: ""}) if self.resize else self.tags
         if clear_state(autoscaling, self.name, present):
@@ -315,7 +308,7 @@ class _Hold:
     def apply(self, autoscaling):
         if not self.to_resume:
             return []
-        autoscaling.resume_processes(AutoScalingGroupName=self.name, ScalingProcesses=self.to_resume)
+        resume_group_processes(autoscaling, self.name, self.to_resume)
         return ["resumed"]
 
 

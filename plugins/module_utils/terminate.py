@@ -16,7 +16,6 @@ decrement, one tag write after each; it is recomputed from the group's desired c
 from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
-    AWS_ERRORS,
     GONE_EC2_STATES,
     INSTANCE_ID_RE,
     LEAVING_STATES,
@@ -24,10 +23,12 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     aws_errors,
     describe_instances,
     ec2_state,
-    error_code,
     members,
     require_group,
+    terminate_detached,
+    terminate_in_group,
     wait_for,
+    write_state,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
@@ -45,12 +46,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state impo
     TAG_SURGE_OWED,
     group_state,
     tags_to_dict,
-    write_state,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import node_index, node_of, refusal_message, termination_refusals
-
-_EC2_TERMINATE_CHUNK = 1000
 
 
 def check_options(params):
@@ -149,23 +147,16 @@ def _terminate(autoscaling, ec2, termination, result):
     owed = termination.owed_before()
     for instance_id in termination.members:
         decrement = instance_id in termination.decrement
-        try:
-            autoscaling.terminate_instance_in_auto_scaling_group(InstanceId=instance_id, ShouldDecrementDesiredCapacity=decrement)
-        except AWS_ERRORS as exc:
-            if error_code(exc) == "ValidationError" and "not found" in str(exc).lower():
-                # Gone between the read and this call (another run, a spot interruption): not an error.
-                result["already_gone"].append(instance_id)
-                continue
-            raise
+        if not terminate_in_group(autoscaling, instance_id, decrement):
+            result["already_gone"].append(instance_id)
+            continue
         result["terminated"].append(instance_id)
         if decrement:
             result["decremented"].append(instance_id)
             if termination.state is not None and termination.state["method"] == "scale":
                 owed = max(0, owed - 1)
                 write_state(autoscaling, termination.name, {TAG_SURGE_OWED: owed})
-    for start in range(0, len(termination.detached), _EC2_TERMINATE_CHUNK):
-        chunk = termination.detached[start:start + _EC2_TERMINATE_CHUNK]
-        ec2.terminate_instances(InstanceIds=chunk)
+    for chunk in terminate_detached(ec2, termination.detached):
         result["terminated_detached"].extend(chunk)
     if owed is not None:
         result["surge_owed"]["after"] = owed

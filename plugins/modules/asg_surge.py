@@ -263,6 +263,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import METHODS
 from ansible_collections.nodeops.rollout.plugins.module_utils.surge import run_asg_surge
 
 SUSPENDABLE = ["AZRebalance", "AddToLoadBalancer", "AlarmNotification", "HealthCheck", "InstanceRefresh", "ReplaceUnhealthy",
@@ -277,7 +278,7 @@ def argument_spec():
         state=dict(type="str", choices=["surged", "held", "restored"], default="surged"),
         surge=dict(type="raw"),
         max_unavailable=dict(type="raw"),
-        method=dict(type="str", choices=["scale", "detach"], default="scale"),
+        method=dict(type="str", choices=list(METHODS), default="scale"),
         instance_ids=dict(type="list", elements="str"),
         max_size_limit=dict(type="int"),
         suspend_processes=dict(type="list", elements="str", choices=SUSPENDABLE, default=["AZRebalance"]),

@@ -294,6 +294,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_drain import run_node_drain
 
 
@@ -303,7 +304,7 @@ def argument_spec():
     spec.update(
         nodes=dict(type="list", elements="str", required=True),
         timeout=dict(type="raw", default="15m"),
-        timeout_action=dict(type="str", choices=["fail", "skip", "force"], default="fail"),
+        timeout_action=dict(type="str", choices=list(TIMEOUT_ACTIONS), default="fail"),
         force=dict(type="bool", default=False),
         grace_period=dict(type="raw"),
         delete_emptydir_data=dict(type="bool", default=False),

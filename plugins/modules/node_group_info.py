@@ -370,6 +370,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import run_node_group_info
 
 
@@ -382,7 +383,7 @@ def argument_spec():
         max_surge=dict(type="raw"),
         include_nodes=dict(type="bool", default=True),
         taint_key=dict(type="str", default="nodeops.rollout/outdated", no_log=False),
-        taint_effect=dict(type="str", choices=["NoSchedule", "PreferNoSchedule"], default="NoSchedule"),
+        taint_effect=dict(type="str", choices=list(OUTDATED_TAINT_EFFECTS), default="NoSchedule"),
         join_timeout=dict(type="raw"),
         target=dict(type="dict", options=dict(
             launch_template_id=dict(type="str"),

@@ -164,6 +164,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import run_node_taint
 
 
@@ -175,7 +176,7 @@ def argument_spec():
         taints=dict(type="list", elements="dict", default=[], options=dict(
             key=dict(type="str", required=True, no_log=False),
             value=dict(type="str"),
-            effect=dict(type="str", choices=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+            effect=dict(type="str", choices=list(TAINT_EFFECTS)),
         )),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         cordon=dict(type="bool"),

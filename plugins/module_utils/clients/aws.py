@@ -10,6 +10,7 @@ calling module's user agent. Instances are returned in the shape ``rollout.outda
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from contextlib import contextmanager
@@ -18,7 +19,12 @@ from datetime import datetime, timezone
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ERRORS, aws_connection, describe_aws_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import TAG_INSTANCE_DETACHED_FROM, tags_to_dict
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
+    TAG_INSTANCE_DETACHED,
+    TAG_INSTANCE_DETACHED_FROM,
+    recorded_tags,
+    tags_to_dict,
+)
 
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
 # Auto Scaling lifecycle states of an instance that is leaving or has left the group.
@@ -27,6 +33,8 @@ LEAVING_STATES = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Ter
 GONE_EC2_STATES = ("shutting-down", "terminated")
 ALIVE_EC2_STATES = ("pending", "running", "stopping", "stopped")
 _FILTER_CHUNK = 199
+_DETACH_CHUNK = 20   # DetachInstances takes at most 20 instances a call
+_EC2_TERMINATE_CHUNK = 1000
 
 
 def aws_clients(module, *services):
@@ -198,6 +206,109 @@ def group_instances(ec2, group, include_detached=True):
     records = [instance_record(instance, details.get(instance["InstanceId"])) for instance in listed]
     records.extend(instance_record(None, instance, detached=True) for instance in detached)
     return records
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Changes: every write a rollout makes to AWS, each one call (or one call per chunk)
+# ---------------------------------------------------------------------------------------------------------
+
+def write_state(client, group_name, values):
+    """Create or overwrite group tags (``{key: value}``) in one CreateOrUpdateTags call; nothing propagates."""
+    if not values:
+        return
+    client.create_or_update_tags(Tags=[
+        {"ResourceId": group_name, "ResourceType": "auto-scaling-group", "Key": key, "Value": str(value),
+         "PropagateAtLaunch": False}
+        for key, value in sorted(values.items())
+    ])
+
+
+def clear_state(client, group_name, tags):
+    """Delete every ``nodeops.rollout/*`` state tag present in ``tags`` (``{key: value}``) in one DeleteTags call."""
+    present = sorted(recorded_tags(tags))
+    if not present:
+        return []
+    client.delete_tags(Tags=[
+        {"ResourceId": group_name, "ResourceType": "auto-scaling-group", "Key": key} for key in present
+    ])
+    return present
+
+
+def suspend_group_processes(client, group_name, processes):
+    client.suspend_processes(AutoScalingGroupName=group_name, ScalingProcesses=list(processes))
+
+
+def resume_group_processes(client, group_name, processes):
+    client.resume_processes(AutoScalingGroupName=group_name, ScalingProcesses=list(processes))
+
+
+def set_group_sizes(client, group_name, max_size, desired_capacity, min_size=None):
+    """UpdateAutoScalingGroup with the sizes given (min only when given)."""
+    sizes = {"MaxSize": max_size, "DesiredCapacity": desired_capacity}
+    if min_size is not None:
+        sizes["MinSize"] = min_size
+    client.update_auto_scaling_group(AutoScalingGroupName=group_name, **sizes)
+
+
+def detach_for_surge(autoscaling, ec2, group_name, instance_ids, rollout_id):
+    """Tag the instances as detached by the rollout, then detach them without lowering desired capacity.
+
+    Tagged first: an instance detached by an interrupted run is still found (and drained, terminated) later."""
+    ec2.create_tags(Resources=list(instance_ids), Tags=[
+        {"Key": TAG_INSTANCE_DETACHED, "Value": rollout_id},
+        {"Key": TAG_INSTANCE_DETACHED_FROM, "Value": group_name}])
+    for start in range(0, len(instance_ids), _DETACH_CHUNK):
+        autoscaling.detach_instances(AutoScalingGroupName=group_name, InstanceIds=instance_ids[start:start + _DETACH_CHUNK],
+                                     ShouldDecrementDesiredCapacity=False)
+
+
+def terminate_in_group(client, instance_id, decrement):
+    """TerminateInstanceInAutoScalingGroup; False when the instance was already gone (not an error), else True."""
+    try:
+        client.terminate_instance_in_auto_scaling_group(InstanceId=instance_id, ShouldDecrementDesiredCapacity=decrement)
+    except AWS_ERRORS as exc:
+        if error_code(exc) == "ValidationError" and "not found" in str(exc).lower():
+            # Gone between the read and this call (another run, a spot interruption).
+            return False
+        raise
+    return True
+
+
+def terminate_detached(ec2, instance_ids):
+    """TerminateInstances for instances outside any group, in chunks; yields each chunk once it is terminated."""
+    for start in range(0, len(instance_ids), _EC2_TERMINATE_CHUNK):
+        chunk = instance_ids[start:start + _EC2_TERMINATE_CHUNK]
+        ec2.terminate_instances(InstanceIds=chunk)
+        yield chunk
+
+
+def create_template_version(ec2, template_id, source_number, description, image_id):
+    """CreateLaunchTemplateVersion from ``source_number`` with only the AMI changed; the new version's number."""
+    created = ec2.create_launch_template_version(
+        LaunchTemplateId=template_id, SourceVersion=str(source_number), VersionDescription=description,
+        LaunchTemplateData={"ImageId": image_id})["LaunchTemplateVersion"]
+    return int(created["VersionNumber"])
+
+
+def set_default_version(ec2, template_id, number):
+    ec2.modify_launch_template(LaunchTemplateId=template_id, DefaultVersion=str(number))
+
+
+def point_group(client, group, spec, template_id, number):
+    """Make the group launch ``template_id`` version ``number`` (the MixedInstancesPolicy's template for such groups)."""
+    name = group["AutoScalingGroupName"]
+    if spec["mixed_instances_policy"]:
+        # Send the whole policy with only the template specification changed, so the instances distribution and the
+        # overrides stay as they are whatever the endpoint does with the parts it is not given.
+        policy = copy.deepcopy(group["MixedInstancesPolicy"])
+        launch_template = policy.setdefault("LaunchTemplate", {})
+        launch_template["LaunchTemplateSpecification"] = {"LaunchTemplateId": template_id, "Version": str(number)}
+        if not launch_template.get("Overrides"):
+            launch_template.pop("Overrides", None)
+        client.update_auto_scaling_group(AutoScalingGroupName=name, MixedInstancesPolicy=policy)
+    else:
+        client.update_auto_scaling_group(AutoScalingGroupName=name, LaunchTemplate={
+            "LaunchTemplateId": template_id, "Version": str(number)})
 
 
 # ---------------------------------------------------------------------------------------------------------

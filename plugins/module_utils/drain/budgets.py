@@ -148,11 +148,6 @@ def pdb_status(pdb, pods, expected_pods=None):
             "desired_healthy": desired, "current_healthy": healthy, "disruptions_allowed": allowed}
 
 
-def pdb_disruptions_allowed(pdb, pods, expected_pods=None):
-    """How many of the budget's pods may be evicted now (``status.disruptionsAllowed``); see :func:`pdb_status`."""
-    return pdb_status(pdb, pods, expected_pods)["disruptions_allowed"]
-
-
 def eviction_needs_budget(pod, status, pdb=None):
     """Whether evicting the pod consumes one of the budget's disruptions, as the eviction handler decides.
 

@@ -133,7 +133,25 @@ def drain_options(options):
 
 
 def classify_pod(pod, options=None):
-    """Decide what draining does with one pod; see :func:`classify_pods`."""
+    """Decide what draining a node does with one of its pods.
+
+    The result is ``{"pod", "namespace", "name", "node", "action", "reason", "blocks"}`` with
+    ``action`` one of:
+
+    - ``skip``: pods the drain leaves alone: DaemonSet pods, mirror pods (annotation
+      ``kubernetes.io/config.mirror``), and pods already terminating (``metadata.deletionTimestamp`` set),
+      reason "already terminating" -- the caller still waits for those to be gone before it calls the node
+      drained;
+    - ``delete``: finished pods (phase Succeeded or Failed), removed by DELETE since they hold no disruption
+      budget; with ``disable_eviction`` every pod that would be evicted is deleted instead;
+    - ``evict``: evicted through the Eviction API, which enforces PodDisruptionBudgets;
+    - ``block``: the drain cannot move the pod under the current options; ``blocks`` lists each cause as
+      ``{"kind", "reason"}``: an emptyDir volume without ``delete_emptydir_data`` ("uses emptyDir; set
+      delete_emptydir_data"), no controller without ``force`` ("not managed by a controller; set force"), or a
+      do-not-disrupt annotation (``karpenter.sh/do-not-disrupt: "true"``,
+      ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``, ``nodeops.rollout/do-not-evict: "true"``)
+      without ``force``. ``reason`` joins them.
+    """
     if not isinstance(pod, dict):
         raise PlanError("pod: %r is not allowed; use a pod object (dict)" % (pod,))
     opts = drain_options(options)
@@ -171,37 +189,3 @@ def classify_pod(pod, options=None):
         return decide("delete", "disable_eviction is set: deleted without the Eviction API, "
                                 "PodDisruptionBudgets are not consulted")
     return decide("evict", "evicted through the Eviction API within its PodDisruptionBudgets")
-
-
-def classify_pods(pods, node_name, options=None):
-    """Decide what draining ``node_name`` does with each of its pods.
-
-    Pods not bound to ``node_name`` (``spec.nodeName``) are left out; pass ``node_name=None`` to classify
-    every pod given. Each result is ``{"pod", "namespace", "name", "node", "action", "reason", "blocks"}`` with
-    ``action`` one of:
-
-    - ``skip``: pods the drain leaves alone: DaemonSet pods, mirror pods (annotation
-      ``kubernetes.io/config.mirror``), and pods already terminating (``metadata.deletionTimestamp`` set),
-      reason "already terminating" -- the caller still waits for those to be gone before it calls the node
-      drained;
-    - ``delete``: finished pods (phase Succeeded or Failed), removed by DELETE since they hold no disruption
-      budget; with ``disable_eviction`` every pod that would be evicted is deleted instead;
-    - ``evict``: evicted through the Eviction API, which enforces PodDisruptionBudgets;
-    - ``block``: the drain cannot move the pod under the current options; ``blocks`` lists each cause as
-      ``{"kind", "reason"}``: an emptyDir volume without ``delete_emptydir_data`` ("uses emptyDir; set
-      delete_emptydir_data"), no controller without ``force`` ("not managed by a controller; set force"), or a
-      do-not-disrupt annotation (``karpenter.sh/do-not-disrupt: "true"``,
-      ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``, ``nodeops.rollout/do-not-evict: "true"``)
-      without ``force``. ``reason`` joins them.
-    """
-    if not isinstance(pods, (list, tuple)):
-        raise PlanError("pods: %r is not allowed; use a list of pod objects" % (pods,))
-    opts = drain_options(options)
-    results = []
-    for index, pod in enumerate(pods):
-        if not isinstance(pod, dict):
-            raise PlanError("pods[%d]: %r is not allowed; use a pod object (dict)" % (index, pod))
-        if node_name is not None and (pod.get("spec") or {}).get("nodeName") != node_name:
-            continue
-        results.append(classify_pod(pod, opts))
-    return results

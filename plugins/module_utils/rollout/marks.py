@@ -7,8 +7,9 @@
 Pure: nodes in ``node_health.node_summary``'s shape (``INSTANCE_NODE_FIELDS``), instances in ``clients.aws.instance_record``'s shape with their node joined.
 
 A rollout marks nodes in three ways: its taint (``nodeops.rollout/outdated`` by default) on outdated nodes, and
-``nodeops.rollout/queued`` (``PreferNoSchedule``) on the outdated nodes of the groups a run rolls later; a cordon, which ``node_drain`` records with the annotation ``nodeops.rollout/cordoned`` when it is the one that
-cordoned the node (a cordon somebody else made is not ours to lift); and the label
+``nodeops.rollout/queued`` (``PreferNoSchedule``) on the outdated nodes of the groups a run rolls later; a cordon,
+which ``node_drain`` records with the annotation ``nodeops.rollout/cordoned`` when it is the one that cordoned the
+node (a cordon somebody else made is not ours to lift); and the label
 ``node.kubernetes.io/exclude-from-external-load-balancers`` on the nodes it drained. On an outdated node the
 marks are the rollout at work. On an up-to-date node they are left over (a target changed after a failed batch,
 an interrupted run): the node would take no pod, or serve no load balancer, so they are removed.

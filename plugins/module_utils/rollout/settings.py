@@ -18,6 +18,9 @@ import re
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import METHODS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
 
 VARIABLE_PREFIX = "rolling_update_"
@@ -32,9 +35,9 @@ DURATIONS = {
     "lock_duration": (1, True),
 }
 CHOICES = {
-    "surge_method": ("scale", "detach"),
-    "taint_effect": ("NoSchedule", "PreferNoSchedule"),
-    "drain_timeout_action": ("fail", "skip", "force"),
+    "surge_method": METHODS,
+    "taint_effect": OUTDATED_TAINT_EFFECTS,
+    "drain_timeout_action": TIMEOUT_ACTIONS,
 }
 GROUP_TARGETS = ("image_id", "ssm_parameter", "launch_template_version")
 # the module option behind each role field, where the names differ

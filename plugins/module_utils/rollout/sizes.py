@@ -28,6 +28,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values imp
 
 # The EKS managed node group quota on maxUnavailable (UpdateNodegroupConfig accepts 1..100 nodes).
 EKS_MAX_UNAVAILABLE_QUOTA = 100
+# The effects a rollout may put on its outdated nodes (NoExecute would evict without a budget).
+OUTDATED_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule")
 
 
 def max_unavailable_count(value, group_size, field="max_unavailable"):
@@ -78,37 +80,6 @@ def outdated_taint_effect(requested, surge, outdated_count):
     if requested == "PreferNoSchedule" or surge >= outdated_count:
         return requested
     return "PreferNoSchedule"
-
-
-def surge_fits(original_max, desired, surge, hard_limit=None):
-    """Check that the group can grow by ``surge`` and return the sizes to set.
-
-    As EKS does, both the maximum and the desired capacity grow by the surge, so whatever headroom the group
-    had for its autoscaler is kept during the rollout. ``hard_limit`` (the largest maximum the operator allows,
-    or a quota) caps the new maximum; when even the desired capacity plus the surge does not fit under it the
-    error says which maximum would be needed and which surge would fit.
-
-    Returns ``{"max_size", "desired_capacity", "max_size_needed", "surge"}``.
-    """
-    original_max = int_at_least(original_max, "max_size", 0)
-    desired = int_at_least(desired, "desired_capacity", 0)
-    surge = int_at_least(surge, "max_surge", 0)
-    if desired > original_max:
-        raise PlanError("desired_capacity: %d is not allowed; it must be between 0 and the group's max_size (%d)"
-                        % (desired, original_max))
-    needed = desired + surge
-    new_max = original_max + surge
-    if hard_limit is not None:
-        hard_limit = int_at_least(hard_limit, "max_size_limit", 0)
-        if needed > hard_limit:
-            room = max(0, hard_limit - desired)
-            raise PlanError(
-                "max_surge: a surge of %d on a desired capacity of %d needs a maximum size of at least %d, above "
-                "max_size_limit %d; lower max_surge to %d or less (0 means no surge) or raise max_size_limit to %d"
-                % (surge, desired, needed, hard_limit, room, needed))
-        new_max = max(original_max, min(new_max, hard_limit))
-    return {"max_size": new_max, "desired_capacity": needed, "max_size_needed": needed,
-            "surge": surge}
 
 
 DECREMENT_OWED = "owed"

@@ -28,8 +28,7 @@ tag (prefix ``nodeops.rollout/``)      value
 Instances detached for surge carry ``nodeops.rollout/detached=<rollout id>`` and
 ``nodeops.rollout/detached-from=<group name>`` as EC2 tags, so no run can lose track of them.
 
-The parsing and formatting here is pure; ``write_state`` and ``clear_state`` take an Auto Scaling client
-built by the caller.
+Pure: parsing and formatting. The tags are written by ``clients.aws.write_state`` and ``clear_state``.
 """
 
 from __future__ import annotations
@@ -233,29 +232,3 @@ def state_tags(state):
 def recorded_tags(tags):
     """The state tags present in a group's tags (``{key: value}``), for diffs and for clearing."""
     return {key: value for key, value in (tags or {}).items() if key in STATE_TAGS}
-
-
-# ---------------------------------------------------------------------------------------------------------
-# I/O: the caller passes an Auto Scaling client built with aws_client()
-# ---------------------------------------------------------------------------------------------------------
-
-def write_state(client, group_name, values):
-    """Create or overwrite group tags (``{key: value}``) in one CreateOrUpdateTags call; nothing propagates."""
-    if not values:
-        return
-    client.create_or_update_tags(Tags=[
-        {"ResourceId": group_name, "ResourceType": "auto-scaling-group", "Key": key, "Value": str(value),
-         "PropagateAtLaunch": False}
-        for key, value in sorted(values.items())
-    ])
-
-
-def clear_state(client, group_name, tags):
-    """Delete every ``nodeops.rollout/*`` state tag present in ``tags`` (``{key: value}``) in one DeleteTags call."""
-    present = sorted(recorded_tags(tags))
-    if not present:
-        return []
-    client.delete_tags(Tags=[
-        {"ResourceId": group_name, "ResourceType": "auto-scaling-group", "Key": key} for key in present
-    ])
-    return present

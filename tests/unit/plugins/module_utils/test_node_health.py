@@ -34,6 +34,10 @@ def test_provider_id_parsing():
     assert node_health.parse_provider_id("aws:///us-east-1a/i-0abc123") == ("us-east-1a", "i-0abc123")
     assert node_health.parse_provider_id("aws:///i-0abc123") == (None, "i-0abc123")
     assert node_health.parse_provider_id("gce://project/zone/vm") == (None, None)
+    # the forms the termination gate reads too: one reader for both
+    assert node_health.parse_provider_id("aws://us-east-1a/i-0abc123") == ("us-east-1a", "i-0abc123")
+    assert node_health.parse_provider_id("aws:///us-east-1a/i-0abc123/") == ("us-east-1a", "i-0abc123")
+    assert node_health.parse_provider_id("aws:///us-east-1a/fargate-ip-10-0-0-1") == (None, None)
     assert node_health.parse_provider_id(None) == (None, None)
 
 

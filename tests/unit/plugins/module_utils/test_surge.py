@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import write_state
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import mutating, recorded_state
 
@@ -95,7 +96,7 @@ def test_a_surge_interrupted_after_recording_is_finished_once(world, run):
     state = {"rollout_id": "r-cut", "method": "scale", "original_min_size": 3, "original_max_size": 6,
              "original_desired_capacity": 3, "surge": 2, "surge_owed": 2, "surged_max_size": 8,
              "suspended_processes": ["AZRebalance"], "started_at": "2024-05-01T12:00:00Z"}
-    rs.write_state(world.asg, "workers", rs.state_tags(state))
+    write_state(world.asg, "workers", rs.state_tags(state))
     result = run("asg_surge", name="workers", surge=5)
     assert result["resumed"] and result["steps"] == ["suspended", "resized"] and world.sizes() == (3, 8, 5)
     assert run("asg_surge", name="workers")["changed"] is False and world.sizes() == (3, 8, 5)
@@ -156,8 +157,8 @@ def test_surge_refusals_that_need_the_group_change_nothing(world, run, api_calls
 
 
 def test_damaged_state_tags_are_refused_naming_the_tag(world, run, api_calls):
-    rs.write_state(world.asg, "workers", {rs.TAG_ROLLOUT_ID: "r-1", rs.TAG_ORIGINAL_MIN: "3", rs.TAG_ORIGINAL_MAX: "six",
-                                          rs.TAG_ORIGINAL_DESIRED: "3", rs.TAG_SURGE: "1", rs.TAG_SURGE_OWED: "1"})
+    write_state(world.asg, "workers", {rs.TAG_ROLLOUT_ID: "r-1", rs.TAG_ORIGINAL_MIN: "3", rs.TAG_ORIGINAL_MAX: "six",
+                                       rs.TAG_ORIGINAL_DESIRED: "3", rs.TAG_SURGE: "1", rs.TAG_SURGE_OWED: "1"})
     result = run("asg_surge", name="workers", state="restored")
     assert result["msg"].startswith("Auto Scaling group 'workers': tag nodeops.rollout/original-max is 'six', not a whole number")
     assert mutating(api_calls) == []

@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients import aws
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
 
 
 def test_instance_record_joins_both_views_and_reads_detached_instances_from_ec2_tags():
@@ -69,3 +70,36 @@ def test_wait_for_times_out_naming_what_and_the_last_detail():
                      sleep=clock.sleep, clock=clock.time)
     assert error.value.msg == "timed out after 30s waiting for instances i-1 to be terminated: i-1 is shutting-down"
     assert clock.now <= 30.1 + 1e-9  # never sleeps past the timeout by more than the 0.1 s minimum poll
+
+
+class _RecordingClient:
+    def __init__(self):
+        self.calls = []
+
+    def create_or_update_tags(self, **kwargs):
+        self.calls.append(("create_or_update_tags", kwargs))
+
+    def delete_tags(self, **kwargs):
+        self.calls.append(("delete_tags", kwargs))
+
+
+def test_write_state_is_one_call_without_propagation():
+    client = _RecordingClient()
+    aws.write_state(client, "workers", {rs.TAG_SURGE_OWED: 3, rs.TAG_SURGE: 6})
+    assert len(client.calls) == 1
+    tags = client.calls[0][1]["Tags"]
+    assert {(tag["Key"], tag["Value"]) for tag in tags} == {(rs.TAG_SURGE_OWED, "3"), (rs.TAG_SURGE, "6")}
+    assert all(tag["PropagateAtLaunch"] is False and tag["ResourceId"] == "workers" for tag in tags)
+    aws.write_state(client, "workers", {})
+    assert len(client.calls) == 1
+
+
+def test_clear_state_deletes_only_rollout_tags():
+    client = _RecordingClient()
+    recorded = {rs.TAG_SURGE: "6", rs.TAG_SURGE_OWED: "2"}
+    removed = aws.clear_state(client, "workers", dict(recorded, **{"eks:nodegroup-name": "workers", "nodeops.rollout/other": "kept"}))
+    assert "eks:nodegroup-name" not in removed and "nodeops.rollout/other" not in removed
+    assert set(removed) == set(recorded)
+    assert client.calls[0][0] == "delete_tags"
+    assert aws.clear_state(client, "workers", {"eks:nodegroup-name": "workers"}) == []
+    assert len(client.calls) == 1

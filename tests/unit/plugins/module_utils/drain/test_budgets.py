@@ -11,8 +11,13 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_desired_healthy, pdb_disruptions_allowed, pdb_selects, pdb_status
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_desired_healthy, pdb_selects, pdb_status
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import assert_plan_error, pdb, pod
+
+
+def allowed(budget, pods, expected_pods=None):
+    """status.disruptionsAllowed as pdb_status computes it."""
+    return pdb_status(budget, pods, expected_pods)["disruptions_allowed"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -53,7 +58,7 @@ def test_pdb_selects_by_namespace_and_selector():
 
 def test_pdb_min_available_two_of_three_healthy_allows_one():
     pods = [pod("web-%d" % n) for n in range(3)]
-    assert pdb_disruptions_allowed(pdb("p", min_available=2), pods) == 1
+    assert allowed(pdb("p", min_available=2), pods) == 1
 
 
 def test_pdb_max_unavailable_25_percent_of_four_allows_one():
@@ -64,7 +69,7 @@ def test_pdb_max_unavailable_25_percent_of_four_allows_one():
 
 def test_pdb_unready_and_terminating_pods_are_not_healthy():
     pods = [pod("web-0"), pod("web-1"), pod("web-2", ready=False)]
-    assert pdb_disruptions_allowed(pdb("p", min_available=2), pods) == 0
+    assert allowed(pdb("p", min_available=2), pods) == 0
     pods = [pod("web-0"), pod("web-1"), pod("web-2", deleting=True)]
     status = pdb_status(pdb("p", min_available=2), pods)
     assert status["current_healthy"] == 2 and status["expected_pods"] == 3 and status["disruptions_allowed"] == 0
@@ -74,7 +79,7 @@ def test_pdb_pods_recorded_as_disrupted_are_not_healthy():
     pods = [pod("web-%d" % n) for n in range(3)]
     budget = pdb("p", min_available=1, status={"disruptedPods": {"web-0": "2024-05-01T12:00:00Z"}})
     assert pdb_status(budget, pods)["current_healthy"] == 2
-    assert pdb_disruptions_allowed(budget, pods) == 1
+    assert allowed(budget, pods) == 1
 
 
 @pytest.mark.parametrize("spec, pods, desired, allowed", [
@@ -102,11 +107,11 @@ def test_pdb_arithmetic_hand_computed(spec, pods, desired, allowed):
 
 def test_pdb_expected_pods_override_follows_the_controller():
     pods = [pod("web-0"), pod("web-1")]  # the Deployment wants 3, one is missing
-    assert pdb_disruptions_allowed(pdb("p", max_unavailable=1), pods) == 1
-    assert pdb_disruptions_allowed(pdb("p", max_unavailable=1), pods, expected_pods=3) == 0
-    assert pdb_disruptions_allowed(pdb("p", min_available="100%"), pods, expected_pods=3) == 0
+    assert allowed(pdb("p", max_unavailable=1), pods) == 1
+    assert allowed(pdb("p", max_unavailable=1), pods, expected_pods=3) == 0
+    assert allowed(pdb("p", min_available="100%"), pods, expected_pods=3) == 0
     # A workload scaled to zero whose pods are still there: nothing is expected, nothing may be disrupted.
-    assert pdb_disruptions_allowed(pdb("p", max_unavailable=1), pods, expected_pods=0) == 0
+    assert allowed(pdb("p", max_unavailable=1), pods, expected_pods=0) == 0
     # An integer minAvailable counts the selected pods; the scale does not matter to the controller.
     assert pdb_status(pdb("p", min_available=1), pods, expected_pods=3)["expected_pods"] == 2
 
@@ -132,7 +137,7 @@ def test_pdb_bad_values_name_the_field(field, value):
                  st.integers(min_value=0, max_value=100).map(lambda n: ("minAvailable", "%d%%" % n)),
                  st.integers(min_value=0, max_value=20).map(lambda n: ("maxUnavailable", n)),
                  st.integers(min_value=0, max_value=100).map(lambda n: ("maxUnavailable", "%d%%" % n))))
-def test_pdb_disruptions_allowed_against_a_reference(flags, setting):
+def test_disruptions_allowed_against_a_reference(flags, setting):
     pods = [pod("web-%d" % n, ready=ready, deleting=deleting) for n, (ready, deleting) in enumerate(flags)]
     budget = pdb("p")
     budget["spec"][setting[0]] = setting[1]
@@ -145,11 +150,11 @@ def test_pdb_disruptions_allowed_against_a_reference(flags, setting):
         scaled = value
     desired = max(0, expected - scaled) if setting[0] == "maxUnavailable" else scaled
     reference = max(0, healthy - desired) if expected > 0 else 0
-    assert pdb_disruptions_allowed(budget, pods) == reference
+    assert allowed(budget, pods) == reference
     # Making one more pod Ready never lowers the allowance.
     for index, (ready, deleting) in enumerate(flags):
         if not ready and not deleting:
             better = list(pods)
             better[index] = pod("web-%d" % index)
-            assert pdb_disruptions_allowed(budget, better) >= reference
+            assert allowed(budget, better) >= reference
             break

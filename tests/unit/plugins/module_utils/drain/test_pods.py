@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import classify_pods
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import classify_pod
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import assert_plan_error, pod
 
 
@@ -16,7 +16,7 @@ from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_bu
 # ---------------------------------------------------------------------------------------------------------
 
 def classify(one, **options):
-    return classify_pods([one], "node-1", options)[0]
+    return classify_pod(one, options)
 
 
 def test_classify_each_kind_of_pod():
@@ -83,12 +83,10 @@ def test_classify_disable_eviction_deletes_instead():
     assert classify(pod("debug", owner=None), disable_eviction=True)["action"] == "block"
 
 
-def test_classify_keeps_only_the_node_pods_and_names_them():
-    pods = [pod("a", node="node-1"), pod("b", node="node-2"), pod("c", namespace="kube-system", node="node-1")]
-    results = classify_pods(pods, "node-1", {"pod_selector": "app=web"})
-    assert [entry["pod"] for entry in results] == ["default/a", "kube-system/c"]
-    assert results[1]["namespace"] == "kube-system" and results[1]["name"] == "c" and results[1]["node"] == "node-1"
-    assert len(classify_pods(pods, None)) == 3
+def test_classify_names_the_pod_and_its_node():
+    result = classify(pod("c", namespace="kube-system", node="node-1"), pod_selector="app=web")
+    assert result["pod"] == "kube-system/c" and result["namespace"] == "kube-system" and result["name"] == "c"
+    assert result["node"] == "node-1"
 
 
 @pytest.mark.parametrize("options, field", [
@@ -97,4 +95,4 @@ def test_classify_keeps_only_the_node_pods_and_names_them():
     ("force", "options"),
 ])
 def test_drain_options_are_checked(options, field):
-    assert_plan_error(lambda: classify_pods([pod("a")], "node-1", options), field, "is not allowed")
+    assert_plan_error(lambda: classify_pod(pod("a"), options), field, "is not allowed")

@@ -13,7 +13,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import sizes as gs
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, surge_count, surge_fits
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, surge_count
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import assert_plan_error
 
@@ -274,7 +274,7 @@ def test_max_unavailable_bad_input_names_the_field():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# surge_count and surge_fits
+# surge_count
 # ---------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("value, azs, unavailable, group, expected", [
@@ -320,42 +320,18 @@ def test_surge_other_inputs_are_checked():
     assert_plan_error(lambda: surge_count(None, 3, 0, 6), "max_unavailable")
 
 
-def test_surge_fits_raises_max_and_desired_by_the_surge():
-    assert surge_fits(10, 6, 3) == {"max_size": 13, "desired_capacity": 9, "max_size_needed": 9, "surge": 3}
-    assert surge_fits(6, 6, 0) == {"max_size": 6, "desired_capacity": 6, "max_size_needed": 6, "surge": 0}
-
-
-def test_surge_fits_caps_max_at_the_limit_when_the_desired_size_fits():
-    sizes = surge_fits(10, 6, 4, hard_limit=12)
-    assert sizes["desired_capacity"] == 10
-    assert sizes["max_size"] == 12
-
-
-def test_surge_fits_explains_the_maximum_needed_and_the_surge_that_would_fit():
-    message = assert_plan_error(lambda: surge_fits(8, 6, 3, hard_limit=8), "max_surge",
-                                "needs a maximum size of at least 9", "max_size_limit 8", "lower max_surge to 2",
-                                "raise max_size_limit to 9")
-    assert "desired capacity of 6" in message
-
-
-def test_surge_fits_refuses_an_inconsistent_group():
-    assert_plan_error(lambda: surge_fits(3, 5, 1), "desired_capacity", "max_size (3)")
-    assert_plan_error(lambda: surge_fits(3, 2, -1), "max_surge")
-    assert_plan_error(lambda: surge_fits(-3, 2, 1), "max_size")
-
-
 @given(st.integers(min_value=0, max_value=1000), st.integers(min_value=0, max_value=1000),
        st.integers(min_value=0, max_value=200), st.one_of(st.none(), st.integers(min_value=0, max_value=1500)))
-def test_surge_fits_properties(original_max, desired, surge, limit):
+def test_surged_sizes_properties(original_max, desired, surge, limit):
     assume(desired <= original_max)
     try:
-        sizes = surge_fits(original_max, desired, surge, hard_limit=limit)
+        sizes = gs.surged_sizes(_sizes(0, original_max, desired), surge, limit)
     except PlanError as error:
         assert limit is not None and desired + surge > limit
-        assert "at least %d" % (desired + surge) in str(error)
+        assert "need a maximum size of %d" % (desired + surge) in str(error)
         return
     assert sizes["desired_capacity"] == desired + surge
-    assert sizes["desired_capacity"] <= sizes["max_size"]
+    assert sizes["desired_capacity"] <= sizes["max_size"] == sizes["surged_max_size"]
     assert sizes["max_size"] >= original_max  # the maximum is never lowered
     if limit is None:
         assert sizes["max_size"] == original_max + surge

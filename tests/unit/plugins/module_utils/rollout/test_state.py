@@ -104,36 +104,3 @@ def test_group_state_reads_describe_output():
     group = {"AutoScalingGroupName": "workers",
              "Tags": [{"Key": key, "Value": value} for key, value in rs.state_tags(_state()).items()]}
     assert rs.group_state(group)["surge_owed"] == 6
-
-
-class _RecordingClient:
-    def __init__(self):
-        self.calls = []
-
-    def create_or_update_tags(self, **kwargs):
-        self.calls.append(("create_or_update_tags", kwargs))
-
-    def delete_tags(self, **kwargs):
-        self.calls.append(("delete_tags", kwargs))
-
-
-def test_write_state_is_one_call_without_propagation():
-    client = _RecordingClient()
-    rs.write_state(client, "workers", {rs.TAG_SURGE_OWED: 3, rs.TAG_SURGE: 6})
-    assert len(client.calls) == 1
-    tags = client.calls[0][1]["Tags"]
-    assert {(tag["Key"], tag["Value"]) for tag in tags} == {(rs.TAG_SURGE_OWED, "3"), (rs.TAG_SURGE, "6")}
-    assert all(tag["PropagateAtLaunch"] is False and tag["ResourceId"] == "workers" for tag in tags)
-    rs.write_state(client, "workers", {})
-    assert len(client.calls) == 1
-
-
-def test_clear_state_deletes_only_rollout_tags():
-    client = _RecordingClient()
-    removed = rs.clear_state(client, "workers", dict(rs.state_tags(_state()), **{"eks:nodegroup-name": "workers",
-                                                                                 "nodeops.rollout/other": "kept"}))
-    assert "eks:nodegroup-name" not in removed and "nodeops.rollout/other" not in removed
-    assert set(removed) == set(rs.state_tags(_state()))
-    assert client.calls[0][0] == "delete_tags"
-    assert rs.clear_state(client, "workers", {"eks:nodegroup-name": "workers"}) == []
-    assert len(client.calls) == 1
