@@ -46,11 +46,27 @@ def parse_provider_id(provider_id):
     return (parts[-2] if len(parts) >= 2 else None), parts[-1]
 
 
+# Taints the node lifecycle controller keeps on a node while the node is not fit for pods (not-ready, unreachable,
+# memory-pressure, network-unavailable, ...); the cordon's own taint (unschedulable) is read as the cordon.
+_CONDITION_TAINT_PREFIX = "node.kubernetes.io/"
+_CORDON_TAINT = "node.kubernetes.io/unschedulable"
+
+
 def node_ready(node):
-    """``(ready, reason)``: the node's Ready condition, and its reason/message when it is not True."""
+    """``(ready, reason)``: the node's Ready condition, and its reason/message when it is not True.
+
+    A node whose Ready condition is True but which still carries a NoSchedule or NoExecute taint of the node
+    lifecycle controller (``node.kubernetes.io/not-ready`` lingers for a while after the kubelet reports Ready) takes
+    no pod yet, so it is not ready for a rollout either: the new nodes are counted only once pods can land on them.
+    """
     for condition in (node.get("status") or {}).get("conditions") or []:
         if isinstance(condition, dict) and condition.get("type") == "Ready":
             if condition.get("status") == "True":
+                lingering = ["%s:%s" % (taint.get("key"), taint.get("effect")) for taint in (node.get("spec") or {}).get("taints") or []
+                             if isinstance(taint, dict) and str(taint.get("key") or "").startswith(_CONDITION_TAINT_PREFIX)
+                             and taint.get("key") != _CORDON_TAINT and taint.get("effect") in ("NoSchedule", "NoExecute")]
+                if lingering:
+                    return False, "Ready, but still tainted %s by the node controller" % ", ".join(lingering)
                 return True, None
             reason = condition.get("reason") or "Ready=%s" % condition.get("status")
             if condition.get("message"):

@@ -159,3 +159,18 @@ def test_node_summary_of_an_instance_node():
     assert summary["labels"] == {"a": "b"} and summary["annotations"] == {"x": "y"}
     bare = node_health.node_summary({"metadata": {"name": "n"}}, node_health.INSTANCE_NODE_FIELDS)
     assert bare["ready"] is False and bare["schedulable"] is True and bare["taints"] == []
+
+
+def test_a_ready_node_still_tainted_by_the_node_controller_takes_no_pod_yet():
+    # kube-controller-manager keeps node.kubernetes.io/not-ready on a new node for a while after its kubelet reports Ready
+    lingering = node("n1", "i-1")
+    lingering["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
+    summary = node_health.node_summary(lingering)
+    assert summary["ready"] is False
+    assert summary["not_ready_reason"] == "Ready, but still tainted node.kubernetes.io/not-ready:NoExecute by the node controller"
+    # the cordon's own taint is the cordon, and other owners' taints are theirs: the node is Ready
+    for key, effect in (("node.kubernetes.io/unschedulable", "NoSchedule"), ("example.com/gpu", "NoSchedule"),
+                        ("node.kubernetes.io/not-ready", "PreferNoSchedule")):
+        other = node("n2", "i-2")
+        other["spec"]["taints"] = [{"key": key, "effect": effect}]
+        assert node_health.node_summary(other)["ready"] is True, key
