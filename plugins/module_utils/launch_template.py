@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
-    AWS_ERRORS,
     aws_clients,
     aws_errors,
     create_template_version,
-    error_code,
+    describe_image,
+    describe_template,
+    describe_version,
+    parameter_value,
     point_group,
     require_group,
     set_default_version,
@@ -47,15 +49,6 @@ def template_spec(group):
             "version": str(spec.get("Version") or "$Default"), "mixed_instances_policy": mixed}
 
 
-def describe_template(ec2, spec):
-    """DescribeLaunchTemplates for the template ``spec`` names (by id, else by name)."""
-    kwargs = {"LaunchTemplateIds": [spec["id"]]} if spec.get("id") else {"LaunchTemplateNames": [spec["name"]]}
-    templates = ec2.describe_launch_templates(**kwargs)["LaunchTemplates"]
-    if not templates:
-        raise RolloutError("launch template %s not found" % (spec.get("id") or spec.get("name")))
-    return templates[0]
-
-
 def resolve_version(template, version, field="version"):
     """``$Latest``/``$Default``/``"7"``/``7`` -> the explicit version number (int) of ``template``."""
     if version in (None, "", "$Default"):
@@ -71,22 +64,6 @@ def resolve_version(template, version, field="version"):
                            % (field, template["LaunchTemplateId"], template["LaunchTemplateName"], number,
                               template["LatestVersionNumber"]))
     return number
-
-
-def describe_version(ec2, template, number, field="version"):
-    """The LaunchTemplateVersion ``number`` of ``template`` (a deleted version is an error naming ``field``)."""
-    try:
-        versions = ec2.describe_launch_template_versions(
-            LaunchTemplateId=template["LaunchTemplateId"], Versions=[str(number)])["LaunchTemplateVersions"]
-    except AWS_ERRORS as exc:
-        if (error_code(exc) or "").startswith("InvalidLaunchTemplateId.VersionNotFound"):
-            versions = []
-        else:
-            raise
-    if not versions:
-        raise RolloutError("%s: launch template %s (%s) has no version %s" % (
-            field, template["LaunchTemplateId"], template["LaunchTemplateName"], number))
-    return versions[0]
 
 
 def group_target(ec2, group):
@@ -123,16 +100,9 @@ def check_image(ec2, image_id, region, field="image_id", source=None):
     where = "%s: AMI '%s'%s" % (field, image_id, " (from %s)" % source if source else "")
     if not isinstance(image_id, str) or not AMI_ID_RE.match(image_id):
         raise RolloutError("%s is not an AMI id; use an id such as ami-0123456789abcdef0" % where)
-    try:
-        images = ec2.describe_images(ImageIds=[image_id])["Images"]
-    except AWS_ERRORS as exc:
-        if (error_code(exc) or "").startswith("InvalidAMIID"):
-            images = []
-        else:
-            raise
-    if not images:
+    image = describe_image(ec2, image_id)
+    if image is None:
         raise RolloutError("%s not found in region %s" % (where, region))
-    image = images[0]
     if image.get("State") not in (None, "available"):
         raise RolloutError("%s is %s, not available" % (where, image.get("State")))
     return image
@@ -140,12 +110,9 @@ def check_image(ec2, image_id, region, field="image_id", source=None):
 
 def image_from_ssm(ssm, name, region):
     """The AMI id an SSM parameter holds (as EKS publishes them, or the user's own)."""
-    try:
-        value = ssm.get_parameter(Name=name)["Parameter"]["Value"]
-    except AWS_ERRORS as exc:
-        if error_code(exc) in ("ParameterNotFound", "ParameterVersionNotFound", "ValidationException"):
-            raise RolloutError("ssm_parameter: SSM parameter '%s' not found in region %s" % (name, region)) from None
-        raise
+    value = parameter_value(ssm, name)
+    if value is None:
+        raise RolloutError("ssm_parameter: SSM parameter '%s' not found in region %s" % (name, region))
     value = str(value).strip()
     if not AMI_ID_RE.match(value):
         raise RolloutError("ssm_parameter: SSM parameter '%s' holds %r, not an AMI id" % (name, value[:80]))

@@ -8,7 +8,8 @@ Per node, one thread runs a loop: act on the pods that are due (evict, delete, o
 Deployment through its rolling update), then look at the node's pods (one list call every poll interval for the
 whole node, not one call per pod) to see which are gone, until none is left, the timeout is reached, or only
 pods that can never be evicted remain. Evictions of one node run concurrently (bounded); a refused eviction
-(429) is retried after a capped exponential backoff. The decisions are made by the pure ``drain`` package.
+(429) is retried after a capped exponential backoff. This file reads, sends, waits and loops; what to do with
+each pod, what each answer means and how a node ends are decided by the pure ``drain`` package (``drain.work``).
 """
 
 from __future__ import annotations
@@ -29,17 +30,16 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube impor
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetGates, paced_by_budget, pdb_key, pdbs_selecting
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import (
-    classify_pod,
-    controller_of,
-    drain_options,
-    owner_key,
-    pod_is_finished,
-    pod_is_terminating,
-    pod_key,
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetGates, paced_by_budget, pdb_key
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, drain_options, owner_key, pod_is_terminating, pod_key
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import (
+    apply_answer,
+    budget_wait,
+    node_outcome,
+    pod_work,
+    remaining_works,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, static_blockers
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
@@ -98,28 +98,6 @@ class DrainOptions:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise PlanError("%s: %r is not allowed; use a number of seconds > 0" % (name, value))
         return float(value)
-
-
-class PodWork:
-    """One pod the drain has to see gone, and where its removal stands."""
-
-    # mode: evict | delete | restart | wait | ignore; state: todo | sent | blocked | gone | ignored
-    def __init__(self, pod, mode, restart=None):
-        metadata = pod.get("metadata") or {}
-        self.pod = pod
-        self.key = pod_key(pod)
-        self.namespace = metadata.get("namespace") or "default"
-        self.name = metadata.get("name")
-        self.uid = metadata.get("uid")
-        self.mode = mode
-        self.state = {"wait": "sent", "ignore": "ignored"}.get(mode, "todo")
-        self.restart = restart
-        self.pdb = None  # the one PodDisruptionBudget covering the pod, when it is evicted
-        self.attempts = 0
-        self.next_try = 0.0
-        self.blocking = None
-        self.why = None
-        self.note = None  # why a single-replica Deployment's pod is evicted rather than restarted
 
 
 class Survey:
@@ -202,41 +180,8 @@ class Drain:
         return drain_rules.restart_plan(pod, self.survey.replicasets, self.survey.deployments)
 
     def work_for(self, pod, result):
-        """A PodWork for the pod (mode ``ignore`` when the drain leaves it alone, recorded under ``skipped``)."""
-        decision = classify_pod(pod, self.opts.classify)
-        action = decision["action"]
-        if action == "skip":
-            if pod_is_terminating(pod):
-                result["skipped"].append({"pod": decision["pod"], "reason": "already terminating; waited for until gone"})
-                return PodWork(pod, "wait")
-            result["skipped"].append({"pod": decision["pod"], "reason": decision["reason"]})
-            return PodWork(pod, "ignore")
-        if action == "delete" and pod_is_finished(pod):
-            return PodWork(pod, "delete")
-        restart = self.restart_for(pod) if action in ("evict", "delete") else None
-        restarting = bool(restart and restart["restart"])
-        blockers = static_blockers(pod, decision, self.survey.pdbs, self.opts.disable_eviction, restarting)
-        if blockers:
-            work = PodWork(pod, "evict" if action != "delete" else "delete")
-            work.state = "blocked"
-            work.blocking = {"pod": work.key, "kind": blockers[0]["kind"], "pdb": blockers[0]["pdb"],
-                             "message": "; ".join(blocker["reason"] for blocker in blockers)}
-            work.why = work.blocking["message"]
-            return work
-        if restarting:
-            return PodWork(pod, "restart", restart)
-        work = PodWork(pod, "evict" if action == "evict" else "delete")
-        if restart and restart["replicas"] == 1:
-            # not restarted (its rolling update could stop the pod before the new one is Ready): the pod goes through
-            # the Eviction API like any other, so its budget decides, and the result says why and which budget
-            reason = drain_rules.eviction_reason(restart, pod, self.survey.pdbs) if work.mode == "evict" else restart["reason"]
-            result["downtime"].append({"pod": decision["pod"], "deployment": restart["deployment"], "reason": reason})
-            work.note = restart["reason"]
-        if work.mode == "evict":
-            budgets = pdbs_selecting(pod, self.survey.pdbs)
-            if len(budgets) == 1:
-                work.pdb = pdb_key(budgets[0])
-        return work
+        """The PodWork for the pod (drain.work.pod_work, with this drain's options, budgets and restart plans)."""
+        return pod_work(pod, self.opts.classify, self.opts.disable_eviction, self.survey.pdbs, self.restart_for, result)
 
     def preflight(self):
         """Check mode: per node what would be evicted, deleted, restarted, what would block and why."""
@@ -364,28 +309,8 @@ class Drain:
         return due
 
     def _hold(self, work):
-        """Record that the pod waits for its budget, in the words a failure message needs."""
-        status = self._budget_status.get(work.pdb) or {}
-        if status.get("disruptionsAllowed") is None:
-            if not work.blocking:  # nothing known beyond the API's last refusal, if any: keep that
-                work.blocking = {"pod": work.key, "kind": "pdb", "pdb": work.pdb,
-                                 "message": "waiting for PodDisruptionBudget %s to allow a disruption" % work.pdb}
-                work.why = work.blocking["message"]
-                self._add_note(work)
-            return
-        text = "PodDisruptionBudget %s allows %s disruption(s)" % (work.pdb, status["disruptionsAllowed"])
-        if status.get("desiredHealthy") is not None:
-            text += ": it needs %s healthy pods and has %s" % (status.get("desiredHealthy"), status.get("currentHealthy"))
-        work.blocking = {"pod": work.key, "kind": "pdb", "pdb": work.pdb, "message": text}
-        work.why = "waiting: " + text
-        self._add_note(work)
-
-    @staticmethod
-    def _add_note(work):
-        """A budget holds a single-replica Deployment's pod: say why it was not restarted instead."""
-        if work.note and work.blocking:
-            work.blocking["message"] = "%s; %s" % (work.blocking["message"], work.note)
-            work.why = "%s; %s" % (work.why, work.note)
+        """Record that the pod waits for its budget, with the budget's last known status."""
+        budget_wait(work, self._budget_status.get(work.pdb) or {})
 
     def _disruptions_allowed(self, pdb):
         """The budget's status.disruptionsAllowed; None when unknown, "gone" when the budget no longer exists."""
@@ -401,58 +326,19 @@ class Drain:
             return None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    def _budget_names(self, work):
-        return ", ".join(pdb_key(pdb) for pdb in pdbs_selecting(work.pod, self.survey.pdbs)) or None
-
     def _apply(self, work, answer, retry_after, result):
-        kind = answer["kind"]
         now = self.clock()
-        if kind == "done":
-            work.state = "sent"
-            work.blocking = None
-            if work.pdb:
-                with self._lock:
-                    self.gates.accepted(work.pdb)
-            if work.mode == "evict":
-                result["evicted"].append(work.key)
-                work.why = "evicted, terminating (grace period %ds)" % drain_rules.pod_grace_seconds(work.pod, self.opts.grace_period)
-            elif work.mode == "delete":
-                result["deleted"].append(work.key)
-                work.why = "deleted, terminating"
+        next_try = now + retry_delay(work.attempts + 1, retry_after, self.opts.retry_max_delay)
+        gate = apply_answer(work, answer, now, next_try, self.opts.grace_period, self.opts.disable_eviction,
+                            self.survey.pdbs, result)
+        if gate is None:
+            return
+        verdict, pdb = gate
+        with self._lock:
+            if verdict == "accepted":
+                self.gates.accepted(pdb)
             else:
-                work.why = "Deployment %s restarted; waiting for its new pod to be Ready and this one to stop" % work.restart["deployment"]
-        elif kind == "gone":
-            work.state = "gone"
-        elif kind == "fallback":
-            work.mode = "evict" if not self.opts.disable_eviction else "delete"
-            work.next_try = now
-        elif kind in ("pdb", "throttled", "retry"):
-            work.attempts += 1
-            result["eviction_retries"] += 1
-            work.next_try = now + retry_delay(work.attempts, retry_after, self.opts.retry_max_delay)
-            pdb = answer["pdb"]
-            if pdb and "/" not in pdb:
-                pdb = "%s/%s" % (work.namespace, pdb)
-            if kind == "pdb" and not pdb:
-                pdb = work.pdb or self._budget_names(work)
-            if kind == "pdb" and pdb and "," not in pdb:
-                # the budget is closed for every pod it covers, not only this one: no eviction it would refuse
-                work.pdb = pdb
-                with self._lock:
-                    work.next_try = self.gates.refused(pdb, now, retry_after)
-            work.blocking = {"pod": work.key, "kind": "pdb" if kind == "pdb" else kind, "pdb": pdb if kind == "pdb" else None,
-                             "message": answer["message"] or "HTTP error, retried"}
-            work.why = ("eviction refused by PodDisruptionBudget %s: %s" % (pdb, answer["message"]) if kind == "pdb"
-                        else "request failed, retried: %s" % (answer["message"] or "no answer"))
-            if kind == "pdb":
-                self._add_note(work)
-        else:
-            work.state = "blocked"
-            pdb = self._budget_names(work) if kind == "multiple_pdbs" else None
-            work.blocking = {"pod": work.key, "kind": "multiple_pdbs" if kind == "multiple_pdbs" else "api_error", "pdb": pdb,
-                             "message": answer["message"]}
-            work.why = ("selected by more than one PodDisruptionBudget (%s): %s" % (pdb, answer["message"])
-                        if kind == "multiple_pdbs" else "request refused: %s" % answer["message"])
+                work.next_try = self.gates.refused(pdb, now, retry_after)
 
     # ---- observing ----------------------------------------------------------------------------
     def _observe(self, node, works, result):
@@ -533,43 +419,21 @@ class Drain:
             wake = min([next_poll, deadline] + [work.next_try for work in pending if work.state == "todo"])
             self.sleep(max(0.01, wake - now))
 
-    def _remaining(self, works):
-        return [work for work in works.values() if work.state in ("todo", "sent", "blocked")]
-
     def _finish(self, name, works, result, started, action, stuck):
-        remaining = self._remaining(works)
-        if not remaining:
-            result["status"] = "drained"
-            result["message"] = "node %s drained" % name
-            return
-        if action == "force":
+        """End the node's drain: ``timeout_action=force`` deletes what is left first; drain.work.node_outcome says how
+        it ended."""
+        remaining = remaining_works(works)
+        forced = False
+        if remaining and action == "force":
             self._force(name, works, result)
-            remaining = self._remaining(works)
-            if not remaining:
-                result["status"] = "drained"
-                result["forced"] = True
-                result["message"] = "node %s drained; %d pod(s) deleted without eviction (timeout_action=force)" % (
-                    name, len(result["forced_pods"]))
-                return
-        result["remaining"] = [work.key for work in remaining]
-        result["blocking"] = [work.blocking for work in remaining if work.blocking]
-        entries = [{"pod": work.key, "why": work.why} for work in remaining]
-        seconds = self.clock() - started
-        if action == "skip":
-            result["status"] = "skipped"
-            reason = "pods that cannot be evicted" if stuck else "timeout %ds reached" % self.opts.timeout
-            result["message"] = "node %s skipped and left cordoned (%s): %d pod(s) still there: %s" % (
-                name, reason, len(entries), "; ".join(drain_rules.remaining_text(entry) for entry in entries))
-            return
-        result["status"] = "failed"
-        why = "only pods that cannot be evicted are left" if stuck else "timeout"
-        if action == "force":
-            why = "pods deleted by timeout_action=force did not go"
-        result["message"] = drain_rules.not_drained_message(name, entries, seconds, why)
+            remaining = remaining_works(works)
+            forced = True
+        result.update(node_outcome(name, remaining, action, stuck, forced, result.get("forced_pods") or [],
+                                   self.clock() - started, self.opts.timeout))
 
     def _force(self, name, works, result):
         """timeout_action=force: delete every pod still there, then wait for them to go."""
-        remaining = self._remaining(works)
+        remaining = remaining_works(works)
         result.setdefault("forced_pods", [])
         self._force_delete(remaining, result)
         grace = max([drain_rules.pod_grace_seconds(work.pod, self.opts.grace_period) for work in remaining] or [0])

@@ -209,6 +209,56 @@ def group_instances(ec2, group, include_detached=True):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Launch templates, images, SSM parameters
+# ---------------------------------------------------------------------------------------------------------
+
+def describe_template(ec2, spec):
+    """DescribeLaunchTemplates for the template ``spec`` names (by id, else by name)."""
+    kwargs = {"LaunchTemplateIds": [spec["id"]]} if spec.get("id") else {"LaunchTemplateNames": [spec["name"]]}
+    templates = ec2.describe_launch_templates(**kwargs)["LaunchTemplates"]
+    if not templates:
+        raise RolloutError("launch template %s not found" % (spec.get("id") or spec.get("name")))
+    return templates[0]
+
+
+def describe_version(ec2, template, number, field="version"):
+    """The LaunchTemplateVersion ``number`` of ``template`` (a deleted version is an error naming ``field``)."""
+    try:
+        versions = ec2.describe_launch_template_versions(
+            LaunchTemplateId=template["LaunchTemplateId"], Versions=[str(number)])["LaunchTemplateVersions"]
+    except AWS_ERRORS as exc:
+        if (error_code(exc) or "").startswith("InvalidLaunchTemplateId.VersionNotFound"):
+            versions = []
+        else:
+            raise
+    if not versions:
+        raise RolloutError("%s: launch template %s (%s) has no version %s" % (
+            field, template["LaunchTemplateId"], template["LaunchTemplateName"], number))
+    return versions[0]
+
+
+def describe_image(ec2, image_id):
+    """The AMI ``image_id`` as DescribeImages returns it, or None when EC2 does not know it."""
+    try:
+        images = ec2.describe_images(ImageIds=[image_id])["Images"]
+    except AWS_ERRORS as exc:
+        if (error_code(exc) or "").startswith("InvalidAMIID"):
+            return None
+        raise
+    return images[0] if images else None
+
+
+def parameter_value(ssm, name):
+    """The value of the SSM parameter ``name``, or None when it does not exist (or its name is not valid)."""
+    try:
+        return ssm.get_parameter(Name=name)["Parameter"]["Value"]
+    except AWS_ERRORS as exc:
+        if error_code(exc) in ("ParameterNotFound", "ParameterVersionNotFound", "ValidationException"):
+            return None
+        raise
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Changes: every write a rollout makes to AWS, each one call (or one call per chunk)
 # ---------------------------------------------------------------------------------------------------------
 
