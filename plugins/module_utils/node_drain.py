@@ -328,9 +328,8 @@ class Drain:
 
     def _apply(self, work, answer, retry_after, result):
         now = self.clock()
-        next_try = now + retry_delay(work.attempts + 1, retry_after, self.opts.retry_max_delay)
-        gate = apply_answer(work, answer, now, next_try, self.opts.grace_period, self.opts.disable_eviction,
-                            self.survey.pdbs, result)
+        gate = apply_answer(work, answer, now, lambda attempts: retry_delay(attempts, retry_after, self.opts.retry_max_delay),
+                            self.opts.grace_period, self.opts.disable_eviction, self.survey.pdbs, result)
         if gate is None:
             return
         verdict, pdb = gate

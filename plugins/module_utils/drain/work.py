@@ -112,10 +112,11 @@ def budget_names(work, pdbs):
     return ", ".join(pdb_key(pdb) for pdb in pdbs_selecting(work.pod, pdbs)) or None
 
 
-def apply_answer(work, answer, now, next_try, grace_period, disable_eviction, pdbs, result):
+def apply_answer(work, answer, now, backoff, grace_period, disable_eviction, pdbs, result):
     """Change ``work`` as the API's ``answer`` (``drain.rules.eviction_answer``) says, counting it in ``result``.
 
-    ``next_try`` is when a refused or failed request is tried again (the caller's backoff). Returns what the budget's
+    ``backoff(attempts)`` is how many seconds a refused or failed request waits before it is tried again (drawn only
+    then). Returns what the budget's
     gate learns: ``("accepted", pdb)`` for an eviction the budget took, ``("refused", pdb)`` when the budget refused one
     (the gate then decides the next try for every pod it covers), else None.
     """
@@ -142,7 +143,7 @@ def apply_answer(work, answer, now, next_try, grace_period, disable_eviction, pd
     if kind in ("pdb", "throttled", "retry"):
         work.attempts += 1
         result["eviction_retries"] += 1
-        work.next_try = next_try
+        work.next_try = now + backoff(work.attempts)
         pdb = answer["pdb"]
         if pdb and "/" not in pdb:
             pdb = "%s/%s" % (work.namespace, pdb)

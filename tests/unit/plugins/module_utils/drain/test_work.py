@@ -55,7 +55,7 @@ def test_a_single_replica_deployment_not_restarted_is_evicted_and_listed_as_down
 def test_an_accepted_eviction_tells_the_budget_gate():
     work, _result = decide(pod("web-1"), pdbs=[pdb("web", min_available=1)])
     result = node_result()
-    gate = dw.apply_answer(work, {"kind": "done", "message": "", "pdb": None}, 10.0, 12.0, None, False, [], result)
+    gate = dw.apply_answer(work, {"kind": "done", "message": "", "pdb": None}, 10.0, lambda attempts: 2.0, None, False, [], result)
     assert gate == ("accepted", "default/web")
     assert work.state == "sent" and result["evicted"] == ["default/web-1"]
 
@@ -65,7 +65,7 @@ def test_a_refused_eviction_is_retried_and_closes_its_budget():
     work, _result = decide(pod("web-1"), pdbs=budgets)
     result = node_result()
     answer = {"kind": "pdb", "message": "Cannot evict pod as it would violate the pod's disruption budget.", "pdb": "web"}
-    gate = dw.apply_answer(work, answer, 10.0, 12.5, None, False, budgets, result)
+    gate = dw.apply_answer(work, answer, 10.0, lambda attempts: 2.5 * attempts, None, False, budgets, result)
     assert gate == ("refused", "default/web")
     assert (work.state, work.attempts, work.next_try) == ("todo", 1, 12.5)
     assert result["eviction_retries"] == 1
@@ -78,7 +78,7 @@ def test_a_pod_under_two_budgets_is_blocked_naming_both():
     work, _result = decide(pod("web-1"), pdbs=budgets)
     work.state = "todo"   # the API, not the pre-flight, found it here
     gate = dw.apply_answer(work, {"kind": "multiple_pdbs", "message": "This pod has more than one PodDisruptionBudget",
-                                  "pdb": None}, 1.0, 2.0, None, False, budgets, node_result())
+                                  "pdb": None}, 1.0, lambda attempts: 1.0, None, False, budgets, node_result())
     assert gate is None and work.state == "blocked"
     assert work.blocking["pdb"] == "default/a, default/b" and work.blocking["kind"] == "multiple_pdbs"
 
@@ -86,7 +86,7 @@ def test_a_pod_under_two_budgets_is_blocked_naming_both():
 def test_a_restart_whose_deployment_is_gone_falls_back_to_the_eviction():
     restart = {"restart": True, "replicas": 1, "deployment": "default/web", "reason": "restarted"}
     work, _result = decide(pod("web-1"), restart=restart)
-    assert dw.apply_answer(work, {"kind": "fallback", "message": "", "pdb": None}, 5.0, 9.0, None, False, [],
+    assert dw.apply_answer(work, {"kind": "fallback", "message": "", "pdb": None}, 5.0, lambda attempts: 4.0, None, False, [],
                            node_result()) is None
     assert (work.mode, work.next_try) == ("evict", 5.0)
 
