@@ -33,6 +33,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetGates, paced_by_budget, pdb_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, drain_options, owner_key, pod_is_terminating, pod_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import PodWatch
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import (
     apply_answer,
     budget_wait,
@@ -42,12 +43,15 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import 
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT, LABEL_EXCLUDE_LB
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
 
 # Upper bound of threads sending evictions, all nodes together.
 MAX_EVICTION_THREADS = 64
 # Extra seconds allowed, beyond the longest grace period, for pods deleted by timeout_action=force to go.
 FORCE_SLACK_SECONDS = 30
+# Seconds between two looks at a node's pods while a watch keeps them current (a look then costs no request).
+WATCH_LOOK_SECONDS = 0.5
 
 
 def utc_now_text():
@@ -75,6 +79,7 @@ class DrainOptions:
         else:
             self.grace_period = parse_duration(grace_period, "grace_period")
         self.max_concurrent_nodes = self._positive(params, "max_concurrent_nodes", None)
+        self.exclude_from_load_balancers = bool(params.get("exclude_from_load_balancers"))
         self.max_concurrent_evictions = self._positive(params, "max_concurrent_evictions", 10)
         self.poll_interval = self._seconds(params, "poll_interval", 2.0)
         self.retry_max_delay = self._seconds(params, "retry_max_delay", 16.0)
@@ -125,8 +130,9 @@ class Drain:
     """One drain run over ``names``; ``run()`` returns the module result (without exiting)."""
 
     def __init__(self, api, names, options, check_mode=False, diff=False, clock=time.monotonic, sleep=time.sleep,
-                 now_text=utc_now_text):
+                 now_text=utc_now_text, watch=False):
         self.api = api
+        self.watch = watch
         self.names = names
         self.opts = options
         self.check_mode = check_mode
@@ -150,12 +156,15 @@ class Drain:
         """Nodes (each must exist), their pods, the budgets, and the workloads behind single-replica pods."""
         survey = Survey()
         for name in self.names:
-            try:
-                survey.nodes[name] = self.api.get_node(name)
-            except ApiException as exc:
-                if exc.status == 404:
-                    raise NodeNotFound(name) from None
-                raise
+            # a drain's cordon reads every node before it writes any (a missing one fails before a change): the check
+            # mode, which does not cordon, reads them here
+            if full:
+                try:
+                    survey.nodes[name] = self.api.get_node(name)
+                except ApiException as exc:
+                    if exc.status == 404:
+                        raise NodeNotFound(name) from None
+                    raise
             survey.pods_by_node[name] = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
         survey.pdbs = self.api.list_pdbs()
         for pdb in survey.pdbs:
@@ -340,8 +349,12 @@ class Drain:
                 work.next_try = self.gates.refused(pdb, now, retry_after)
 
     # ---- observing ----------------------------------------------------------------------------
-    def _observe(self, node, works, result):
-        pods = self.api.list_pods(node=node, label_selector=self.opts.pod_selector)
+    def _observe(self, node, works, result, watch=None):
+        """Look at the node's pods: the watch's view while it is healthy, else a list request."""
+        if watch is not None and watch.healthy:
+            pods = watch.snapshot()
+        else:
+            pods = self.api.list_pods(node=node, label_selector=self.opts.pod_selector)
         present = {}
         for pod in pods:
             present[(pod.get("metadata") or {}).get("uid")] = pod
@@ -378,6 +391,8 @@ class Drain:
         started = self.clock()
         try:
             self._drain_node(name, result, started)
+            if result["status"] == "drained":
+                self._mark_drained(name, result)
         except Exception as exc:  # pylint: disable=broad-except
             # A node thread must report what stopped it; the other nodes go on.
             result["status"] = "failed"
@@ -385,17 +400,42 @@ class Drain:
         result["seconds"] = round(self.clock() - started, 3)
         return result
 
+    def _mark_drained(self, name, result):
+        """Record on the node when its drain ended (the post-drain delay counts from it), with the load-balancer
+        exclusion label when asked: one merge patch."""
+        stamp = self.now_text()
+        metadata = {"annotations": {ANNOTATION_DRAINED_AT: stamp}}
+        if self.opts.exclude_from_load_balancers:
+            metadata["labels"] = {LABEL_EXCLUDE_LB: "true"}
+        self.api.patch_node(name, {"metadata": metadata})
+        result["drained_at"] = stamp
+
     def _drain_node(self, name, result, started):
+        watch = None
+        if self.watch:
+            pods, version = self.api.list_node_pods(name, label_selector=self.opts.pod_selector)
+            watch = PodWatch(self.api, name, pods, version, label_selector=self.opts.pod_selector).start()
+        else:
+            pods = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
+        try:
+            self._drain_pods(name, pods, result, started, watch)
+        finally:
+            if watch is not None:
+                watch.stop()
+
+    def _drain_pods(self, name, pods, result, started, watch):
         opts = self.opts
         deadline = started + opts.timeout
+        # the watch's view costs no request: look at it often; a list costs one: every poll interval
+        look_interval = min(opts.poll_interval, WATCH_LOOK_SECONDS) if watch is not None else opts.poll_interval
         works = {}
-        for pod in self.api.list_pods(node=name, label_selector=opts.pod_selector):
+        for pod in pods:
             work = self.work_for(pod, result)
             works[work.uid] = work
         if opts.timeout_action == "skip" and any(work.state == "blocked" for work in works.values()):
             self._finish(name, works, result, started, "skip", stuck=True)
             return
-        next_poll = self.clock() + opts.poll_interval
+        next_poll = self.clock() + look_interval
         while True:
             now = self.clock()
             due = self._select_due(works, now)
@@ -412,8 +452,8 @@ class Drain:
                 self._finish(name, works, result, started, opts.timeout_action, stuck=False)
                 return
             if now >= next_poll:
-                self._observe(name, works, result)
-                next_poll = self.clock() + opts.poll_interval
+                self._observe(name, works, result, watch)
+                next_poll = self.clock() + (look_interval if watch is not None and watch.healthy else opts.poll_interval)
                 continue
             wake = min([next_poll, deadline] + [work.next_try for work in pending if work.state == "todo"])
             self.sleep(max(0.01, wake - now))
@@ -562,7 +602,7 @@ def run_node_drain(module, make_client):
     options = DrainOptions(module.params)
     workers = min(len(names), options.max_concurrent_nodes or len(names))
     api_client = with_pool_size(make_client(module), min(MAX_EVICTION_THREADS, workers * options.max_concurrent_evictions) + workers + 4)
-    drain = Drain(KubeApi(api_client), names, options, check_mode=module.check_mode, diff=module._diff)
+    drain = Drain(KubeApi(api_client), names, options, check_mode=module.check_mode, diff=module._diff, watch=True)
     try:
         with kube_errors("drain", "nodes %s" % ", ".join(names)):
             output = drain.run()

@@ -114,6 +114,13 @@ options:
     description:
       - How many nodes are drained at the same time. All of them when not set.
     type: int
+  exclude_from_load_balancers:
+    description:
+      - Label each node this run drains C(node.kubernetes.io/exclude-from-external-load-balancers=true) as soon as
+        its drain ends, in the same request that records when it ended (see RV(nodes.drained_at)), so that
+        external load balancers stop sending it traffic during the post-drain delay.
+    type: bool
+    default: false
   max_concurrent_evictions:
     description:
       - How many eviction requests of one node are in flight at the same time.
@@ -187,6 +194,12 @@ nodes:
     cordoned:
       description: Whether this run cordoned the node (it was schedulable before).
       type: bool
+    drained_at:
+      description:
+        - When the drain of the node ended (UTC, ISO 8601), for a node drained by this run; also recorded on the node as
+          the annotation C(nodeops.rollout/drained-at), from which a rollout counts the post-drain delay (a node
+          uncordoned later is not drained any more).
+      type: str
     evicted:
       description: Pods evicted through the Eviction API (C(namespace/name)).
       type: list
@@ -312,6 +325,7 @@ def argument_spec():
         disable_eviction=dict(type="bool", default=False),
         restart_single_replica=dict(type="bool", default=True),
         max_concurrent_nodes=dict(type="int"),
+        exclude_from_load_balancers=dict(type="bool", default=False),
         max_concurrent_evictions=dict(type="int", default=10),
         poll_interval=dict(type="float", default=2.0),
         retry_max_delay=dict(type="float", default=16.0),

@@ -27,6 +27,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate i
 try:
     from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api
     from kubernetes.client.exceptions import ApiException
+    from kubernetes.watch.watch import iter_resp_lines
 except ImportError:
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
@@ -175,6 +176,26 @@ class KubeApi:
             return self._call(self.core.list_namespaced_pod, namespace, **kwargs).get("items") or []
         return self._call(self.core.list_pod_for_all_namespaces, **kwargs).get("items") or []
 
+    def list_node_pods(self, node, label_selector=None):
+        """The node's pods and the list's ``resourceVersion``, from which a watch of them starts."""
+        kwargs = {"field_selector": "spec.nodeName=%s" % node}
+        if label_selector:
+            kwargs["label_selector"] = label_selector
+        answer = self._call(self.core.list_pod_for_all_namespaces, **kwargs)
+        return answer.get("items") or [], (answer.get("metadata") or {}).get("resourceVersion")
+
+    def open_pod_watch(self, node, resource_version, timeout_seconds, label_selector=None):
+        """Start a watch of the node's pods from ``resource_version`` (one request, which the server ends after
+        ``timeout_seconds``); returns the open response, read with :func:`watch_events` and closed by the caller."""
+        kwargs = {"field_selector": "spec.nodeName=%s" % node, "watch": True, "resource_version": resource_version,
+                  "timeout_seconds": max(1, int(timeout_seconds)), "allow_watch_bookmarks": True}
+        if label_selector:
+            kwargs["label_selector"] = label_selector
+        response = self.core.list_pod_for_all_namespaces(_preload_content=False,
+                                                         _request_timeout=(self.request_timeout[0], timeout_seconds + 30), **kwargs)
+        self.reached = True
+        return response
+
     def evict_pod(self, namespace, name, uid=None, grace_period=None):
         """POST a policy/v1 Eviction (once; the caller decides about retries). Raises ApiException."""
         delete_options = {}
@@ -234,6 +255,13 @@ class KubeApi:
 # ---------------------------------------------------------------------------------------------------------
 # Nodes by instance
 # ---------------------------------------------------------------------------------------------------------
+
+def watch_events(response):
+    """The events of an open watch (``{"type", "object"}``, objects as API JSON), until the server ends it."""
+    for line in iter_resp_lines(response):
+        if line.strip():
+            yield json.loads(line)
+
 
 def nodes_by_instance(nodes):
     """``{instance id: node summary}`` for every node (API JSON form, as KubeApi.list_nodes returns them) whose

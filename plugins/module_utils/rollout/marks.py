@@ -22,6 +22,8 @@ DEFAULT_TAINT_KEY = "nodeops.rollout/outdated"
 # that the pods the first groups evict do not land on nodes that a later group of the same run drains again.
 QUEUED_TAINT_KEY = "nodeops.rollout/queued"
 ANNOTATION_CORDONED = "nodeops.rollout/cordoned"
+# Written by node_drain when it has drained a node: the time (UTC, ISO 8601) the post-drain delay counts from.
+ANNOTATION_DRAINED_AT = "nodeops.rollout/drained-at"
 LABEL_EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
 
 
