@@ -78,6 +78,16 @@ def _instance_view(record, outdated):
     return view
 
 
+def join_nodes(records, nodes, raw_nodes):
+    """Set each instance record's ``node``: by providerID (``nodes``: instance id -> node summary); failing that by
+    name, as EKS names a node after its instance's private DNS name."""
+    by_name = {node["name"]: node for node in (node_summary(raw, INSTANCE_NODE_FIELDS) for raw in raw_nodes or [])
+               if instance_id_of(node["provider_id"]) is None}
+    for record in records:
+        record["node"] = nodes.get(record["instance_id"]) or by_name.get(record.get("private_dns_name"))
+    return records
+
+
 def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
     """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None; ``raw_nodes``:
     the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster)."""
@@ -89,11 +99,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
     state = group_state(group)
     records = group_instances(ec2, group)
     if nodes is not None:
-        # by providerID; failing that by name, as EKS names a node after its instance's private DNS name
-        by_name = {node["name"]: node for node in (node_summary(raw, INSTANCE_NODE_FIELDS) for raw in raw_nodes or [])
-                   if instance_id_of(node["provider_id"]) is None}
-        for record in records:
-            record["node"] = nodes.get(record["instance_id"]) or by_name.get(record.get("private_dns_name"))
+        join_nodes(records, nodes, raw_nodes)
     azs = group_azs(group)
     group_size = state["original_desired_capacity"] if state else group["DesiredCapacity"]
     plan_target = {"launch_template_id": target["launch_template_id"], "version": target["version"],

@@ -56,18 +56,11 @@ def wait_until(what, check, timeout=60.0, interval=0.5):
     raise AssertionError("timed out after %.0fs waiting for %s" % (timeout, what))
 
 
-def promised_floor(size, surge, batch_size):
+def promised_floor(size, max_unavailable):
     """The fewest Ready schedulable nodes docs/how-a-rollout-works.md ("Capacity during the upgrade") lets a group of
-    ``size`` nodes, all outdated, have: while a batch is drained and its replacements boot, ``original size + surge
-    still owed - batch size``; each batch pays back up to one batch size of surge. At least ``size`` as long as the
-    surge still owed covers the batch."""
-    floor, owed, left = size, surge, size
-    while left > 0:
-        batch = min(batch_size, left)
-        floor = min(floor, size + owed - batch)
-        owed -= min(batch, owed)
-        left -= batch
-    return floor
+    ``size`` nodes have during its rollout: ``size - max_unavailable``, whatever the surge (the surge lets more nodes
+    drain at once, never the group go lower)."""
+    return max(0, size - max_unavailable)
 
 
 def floor_until(events, end, client_prefix="nodeops.rollout"):

@@ -32,15 +32,16 @@ def _k8s(verb, resource, module):
     return {"api": "k8s", "verb": verb, "resource": resource, "module": module}
 
 
-# Every phase of a rollout of 3 nodes with max_surge 1 (one batch paying the surge back, two waiting for replacements).
+# Every phase of a rollout of 3 nodes with max_surge 1 (4 Ready over a floor of 2: a first drain of two, replaced; a
+# second of one, paying the surge back).
 POINTS = {
     "mid-surge": [{"match": _aws("DescribeAutoScalingGroups", "asg_surge"), "after": _aws("UpdateAutoScalingGroup", "asg_surge")}],
     "surge-then-taint": [{"match": _k8s("patch", "nodes", "node_taint")}],
     "mid-drain": [{"match": _k8s("evict", "pods/eviction", "node_drain"), "nth": 2}],
     "terminated-before-tag-write": [{"match": _aws("CreateOrUpdateTags", "instance_terminate"),
                                      "after": _aws("TerminateInstanceInAutoScalingGroup")}],
-    "waiting-for-replacements": [{"match": _aws("DescribeAutoScalingGroups", "instance_terminate"),
-                                  "after": _aws("TerminateInstanceInAutoScalingGroup"), "after_nth": 2, "nth": 2}],
+    "waiting-for-replacements": [{"match": _aws("DescribeAutoScalingGroups", "rollout_step"),
+                                  "after": _aws("TerminateInstanceInAutoScalingGroup"), "after_nth": 2}],
     "mid-validation": [{"match": _k8s("list", "nodes", "cluster_validate"), "after": _aws("TerminateInstanceInAutoScalingGroup"),
                         "nth": 2}],
     "mid-restore": [{"match": _aws("DeleteTags", "asg_surge")}],

@@ -69,9 +69,9 @@ def test_latest_and_default_are_resolved_before_comparing(sandbox):
         assert group["outdated_count"] == 6
         assert all("target version is 2" in entry["reason"] for entry in group["outdated"])
         plan = group["plan"]
-        # The surge comes up first and is the canary: batches of 3 spread over the 3 AZs.
-        assert plan["canary"] is False and [len(batch["instance_ids"]) for batch in plan["batches"]] == [3, 3]
-        assert sorted(plan["batches"][0]["azs"]) == ["us-east-1a", "us-east-1b", "us-east-1c"]
+        # The surge comes up first and is the canary; with it serving, 12 Ready nodes over a floor of 3: one wave.
+        assert plan["canary"] is False and [len(batch["instance_ids"]) for batch in plan["batches"]] == [6]
+        assert sorted(plan["batches"][0]["azs"]) == sorted(["us-east-1a", "us-east-1b", "us-east-1c"] * 2)
         assert plan["batch_size"] == 3 and plan["surge"] == 6  # EKS: max(2 x 3 AZs, 3), at most the 6 outdated
         # Without a surge nothing up to date exists before the first drain: a canary of one first.
         no_surge = one_group(sandbox, max_unavailable=3, max_surge=0)["plan"]

@@ -1,0 +1,233 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The next step of a group's rollout, decided from the group as it is now. Pure.
+
+The role repeats: read the group (``rollout_step``), do what :func:`next_step` says (terminate, validate, drain),
+until it says ``done``. Every fact the decision needs is on the group or its nodes, so a run that was killed
+resumes where the last one stopped: a node we cordoned and did not finish draining is drained again; a node
+``node_drain`` finished carries ``nodeops.rollout/drained-at`` and is terminated once the post-drain delay has
+passed since then.
+
+The surge is a pipeline with the semantics of a Deployment's ``maxSurge``/``maxUnavailable`` (and kops's):
+
+- **the capacity floor**: the group's Ready, schedulable nodes never drop below ``N - max_unavailable`` by our
+  hand, N being the group's original desired capacity. So while surge nodes are Ready and unused, more outdated
+  nodes than ``max_unavailable`` are drained at once; a node that is already out (not Ready, cordoned) is
+  drained without using the budget;
+- **at most N + surge instances**: desired capacity is raised once, by the surge, and never again. A termination
+  keeps desired (the group launches a replacement at once) unless the surge still owed covers every outdated
+  instance left after it: only the last ``surge owed`` terminations decrement, so the surge stays in service,
+  lending its capacity to every wave, until the end;
+- terminations never wait for replacements: replacements boot while other nodes drain, and a node's post-drain
+  delay runs while other nodes drain;
+- a canary of one: while no up-to-date node is Ready (nothing surged, nothing replaced yet), one outdated node
+  at a time, until its replacement is Ready.
+
+Instances are in ``clients.aws.instance_record``'s shape with ``node`` joined (``node_health.node_summary`` with
+``INSTANCE_NODE_FIELDS``).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, instance_is_detached
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, parse_time
+
+# Post-drain delays that end this close to the first one are waited for together: one termination call, not several.
+COALESCE_SECONDS = 5
+
+RUN, WAIT, DONE, BLOCKED = "run", "wait", "done", "blocked"
+
+
+def _node(instance):
+    node = instance.get("node")
+    return node if isinstance(node, dict) else None
+
+
+def _leaving(instance):
+    return (instance.get("lifecycle_state") or "").startswith("Terminat") or instance.get("ec2_state") in ("shutting-down", "terminated")
+
+
+def _serving(node):
+    """A node that takes pods: Ready (the node controller's not-ready taints count as not Ready) and not cordoned."""
+    return node is not None and bool(node.get("ready")) and bool(node.get("schedulable"))
+
+
+def drained_at(node):
+    """When node_drain finished draining the node (an aware datetime), or None. A node uncordoned since is not
+    drained any more: pods may have landed on it."""
+    if node is None or node.get("schedulable"):
+        return None
+    value = (node.get("annotations") or {}).get(ANNOTATION_DRAINED_AT)
+    if not value:
+        return None
+    try:
+        return parse_time(value, "annotation %s of node %s" % (ANNOTATION_DRAINED_AT, node.get("name")))
+    except PlanError:
+        return None  # not ours to trust: drain it again, which is harmless
+
+
+def _entry(instance):
+    node = _node(instance)
+    return {"instance_id": instance["instance_id"], "az": instance.get("az"), "node": node["name"] if node else None,
+            "launch_time": instance.get("launch_time")}
+
+
+def classify(instances, outdated_ids, now, post_drain_delay, skip=()):
+    """Sort the group's instances by where they are in the rollout.
+
+    Returns ``{"serving", "out", "drained", "delayed", "no_node", "skipped"}`` (outdated instances: serving
+    pods and taking new ones; out of service but not drained (not Ready, cordoned, a drain interrupted); drained
+    and past the post-drain delay; drained and still in the delay, with ``until`` seconds from now; never a
+    node; named in ``skip``), ``"outdated_left"`` (every active outdated instance), ``"capacity"`` (serving
+    nodes of the group, outdated or not), ``"up_to_date_ready"`` and ``"up_to_date_ids"`` (instance ids),
+    ``"booting"`` (up-to-date instances without a Ready node yet; a Ready node cordoned by someone else is not) and ``"members"`` (active members).
+    """
+    wanted = set(outdated_ids)
+    skip = set(skip or ())
+    sorted_ = {"serving": [], "out": [], "drained": [], "delayed": [], "no_node": [], "skipped": []}
+    capacity = members = 0
+    up_to_date_ready, up_to_date_ids, booting = [], [], []
+    outdated_left = 0
+    for instance in instances:
+        if _leaving(instance):
+            continue
+        node = _node(instance)
+        detached = instance_is_detached(instance)
+        if not instance_is_active(instance) and not detached:
+            continue
+        if not detached:
+            members += 1
+        if _serving(node):
+            capacity += 1
+        if instance["instance_id"] not in wanted:
+            up_to_date_ids.append(instance["instance_id"])
+            if _serving(node):
+                up_to_date_ready.append(instance["instance_id"])
+            elif node is None or not node.get("ready"):
+                booting.append(instance["instance_id"])
+            continue
+        outdated_left += 1
+        entry = _entry(instance)
+        if node is None:
+            sorted_["no_node" if instance.get("lifecycle_state") == "InService" or detached else "out"].append(entry)
+        elif node["name"] in skip:
+            sorted_["skipped"].append(entry)
+        elif drained_at(node) is not None:
+            remaining = (drained_at(node) - now).total_seconds() + post_drain_delay
+            if remaining <= 0:
+                sorted_["drained"].append(entry)
+            else:
+                entry["until"] = remaining
+                sorted_["delayed"].append(entry)
+        elif _serving(node):
+            sorted_["serving"].append(entry)
+        else:
+            sorted_["out"].append(entry)
+    sorted_.update({"outdated_left": outdated_left, "capacity": capacity, "members": members,
+                    "up_to_date_ready": up_to_date_ready, "up_to_date_ids": up_to_date_ids, "booting": booting})
+    return sorted_
+
+
+def decrement_for(terminating, outdated_left, surge_owed):
+    """How many of ``terminating`` outdated instances decrement desired: only as many as the surge still owed
+    exceeds the outdated instances that stay after them, so the surge serves until the last terminations."""
+    return max(0, min(terminating, surge_owed - (outdated_left - terminating)))
+
+
+def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canary=True):
+    """How many outdated nodes each wave of :func:`next_step` drains when every drain and boot of a wave ends before
+    the next (the plan's model): the surge plus ``max_unavailable`` while the surge serves, less as the last
+    terminations pay it back; a canary of one first when nothing is up to date and nothing is surged."""
+    outdated_count = int_at_least(outdated_count, "outdated_count", 0)
+    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
+    owed = extra = int_at_least(surge, "surge", 0)
+    left = outdated_count
+    ready = bool(int_at_least(up_to_date_count, "up_to_date_count", 0) or extra)
+    sizes = []
+    while left:
+        take = min(left, extra + max_unavailable) if ready or not canary else 1
+        paid = decrement_for(take, left, owed)
+        owed -= paid
+        extra -= paid
+        left -= take
+        sizes.append(take)
+        ready = True
+    return sizes
+
+
+def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
+              post_drain_delay=0, canary=True, skip=()):
+    """What the rollout of one group does next.
+
+    ``instances``: the group's instances with their nodes; ``outdated_ids``: the ones to replace;
+    ``original_size``: N, the desired capacity before the rollout; ``max_unavailable``: the resolved count;
+    ``surge_owed``: the surge not paid back yet (``rollout.sizes.surge_owed_now``); ``desired_capacity``: the
+    group's now; ``now``: an aware datetime; ``post_drain_delay``: seconds; ``canary``: one node first while
+    nothing is up to date; ``skip``: node names a drain gave up on in this run (left cordoned, not retried).
+
+    Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
+    "outdated_left", "capacity", "floor", "budget", "booting", "delayed", "skipped"}``. ``action`` is ``run`` (do
+    ``terminate`` (instance ids, the first ``decrement`` of them decrementing desired), then validate the
+    ``validate`` instances and drain the ``drain`` nodes), ``wait`` (``wait_seconds`` at most, for
+    ``waiting_for``), ``done`` (nothing outdated is left but ``skipped`` nodes, and every replacement is a Ready
+    node), or ``blocked`` (nothing in flight
+    can lift the group back over its floor; ``message`` says why).
+    """
+    original_size = int_at_least(original_size, "original_size", 0)
+    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
+    surge_owed = int_at_least(surge_owed, "surge_owed", 0)
+    desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
+    delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
+    state = classify(instances, outdated_ids, now, delay, skip)
+    floor = max(0, original_size - max_unavailable)
+    budget = state["capacity"] - floor
+    pending_launches = max(0, desired_capacity - state["members"])
+
+    terminate = [entry["instance_id"] for entry in state["drained"] + state["no_node"]]
+    decrement = decrement_for(len(terminate), state["outdated_left"], surge_owed)
+
+    drain = list(state["out"])  # out of service already: draining them costs no capacity
+    candidates = state["serving"]
+    if canary and not state["up_to_date_ready"]:
+        in_flight = state["out"] or state["delayed"] or state["drained"] or state["booting"] or pending_launches
+        allowed = 0 if in_flight else 1
+    else:
+        allowed = len(candidates)
+    take = max(0, min(budget, allowed, len(candidates)))
+    if take:
+        drain.extend(next_batch(candidates, 1, take))
+    drain = [{key: entry[key] for key in ("instance_id", "az", "node")} for entry in drain]
+
+    step = {"terminate": terminate, "decrement": decrement, "drain": drain,
+            "validate": list(state["up_to_date_ready"]) if drain else [],
+            "wait_seconds": None, "waiting_for": [], "message": "",
+            "outdated_left": state["outdated_left"], "capacity": state["capacity"], "floor": floor,
+            "budget": budget, "booting": len(state["booting"]) + pending_launches,
+            "delayed": [entry["node"] for entry in state["delayed"]],
+            "skipped": [entry["node"] for entry in state["skipped"]]}
+    if terminate or drain:
+        step["action"] = RUN
+        return step
+    if state["outdated_left"] == len(state["skipped"]) and not step["booting"] and not state["delayed"]:
+        step["action"] = DONE
+        return step
+    if state["delayed"]:
+        first = min(entry["until"] for entry in state["delayed"])
+        step["wait_seconds"] = max(entry["until"] for entry in state["delayed"] if entry["until"] <= first + COALESCE_SECONDS)
+        step["waiting_for"].append("the post-drain delay of %d node(s)" % len(state["delayed"]))
+    if step["booting"]:
+        step["waiting_for"].append("%d new instance(s) to become Ready nodes" % step["booting"])
+    if step["waiting_for"]:
+        step["action"] = WAIT
+        return step
+    step["action"] = BLOCKED
+    step["message"] = (
+        "%d outdated node(s) are left to drain, but the group has %d Ready schedulable node(s), not above its floor of %d "
+        "(original size %d - max_unavailable %d), and no new instance is on its way: draining one more would leave the "
+        "pods less room than promised. Bring the group's nodes back to Ready (or raise max_unavailable) and run again"
+        % (len(candidates), state["capacity"], floor, original_size, max_unavailable))
+    return step

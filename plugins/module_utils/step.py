@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""``rollout_step``: read one group, return the next step of its rollout (``rollout.steps.next_step``), and, when
+the step is to wait, wait in here until it is not.
+
+One read is one DescribeAutoScalingGroups, one DescribeInstances (two while instances are detached for surge) and one
+list of nodes. While the step waits for new instances to become Ready nodes, only the nodes are listed, every
+``poll_interval``; the group is read again when a node changes, when a post-drain delay ends, or every
+``REREAD_SECONDS`` at the latest.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import aws_clients, aws_errors, group_instances, require_group
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import join_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import node_summary
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import BLOCKED, WAIT, next_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
+
+REREAD_SECONDS = 60
+
+
+def check_options(params):
+    """Refuse bad options before any API call; returns ``(target, post_drain_delay, wait_timeout)``."""
+    target = normalize_target(params.get("target"))
+    delay = parse_duration(0 if params.get("post_drain_delay") is None else params["post_drain_delay"], "post_drain_delay")
+    timeout = parse_duration("10m" if params.get("wait_timeout") is None else params["wait_timeout"], "wait_timeout", minimum=1)
+    if params.get("max_unavailable") is not None:
+        max_unavailable_count(params["max_unavailable"], 1)
+    poll = params.get("poll_interval")
+    if isinstance(poll, bool) or not isinstance(poll, (int, float)) or poll <= 0:
+        raise PlanError("poll_interval: %r is not allowed; use a number of seconds > 0" % (poll,))
+    for index, name in enumerate(params.get("skip") or []):
+        if not isinstance(name, str) or not name.strip():
+            raise PlanError("skip[%d]: %r is not allowed; use a node name" % (index, name))
+    return target, delay, timeout
+
+
+def _fingerprint(raw_nodes):
+    """What of the nodes can change a step: which are there, Ready and schedulable."""
+    return frozenset((summary["name"], summary["ready"], summary["schedulable"])
+                     for summary in (node_summary(raw, ("name", "ready", "schedulable")) for raw in raw_nodes))
+
+
+class StepReader:
+    """Reads the group and its nodes, and decides."""
+
+    def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None):
+        self.params = params
+        self.autoscaling, self.ec2, self.api, self.region = autoscaling, ec2, api, region
+        self.target, self.delay = target, delay
+        self.now = now or (lambda: datetime.now(timezone.utc))
+        self.reads = 0
+        self.raw_nodes = []
+
+    def list_nodes(self):
+        with kube_errors("list", "nodes", self.params):
+            self.raw_nodes = self.api.list_nodes()
+        return self.raw_nodes
+
+    def decide(self):
+        name = self.params["name"]
+        self.reads += 1
+        with aws_errors("DescribeAutoScalingGroups", "Auto Scaling group '%s'" % name, self.params):
+            group = require_group(self.autoscaling, name, self.region)
+            state = group_state(group)
+            records = group_instances(self.ec2, group, include_detached=state is None or state.get("method") == "detach")
+        raw_nodes = self.list_nodes()
+        join_nodes(records, nodes_by_instance(raw_nodes), raw_nodes)
+        outdated = [entry["instance_id"] for entry in outdated_instances(records, self.target)]
+        sizes = sizes_of(group)
+        original = state["original_desired_capacity"] if state else sizes["desired_capacity"]
+        unavailable = max_unavailable_count(self.params.get("max_unavailable"), original)
+        step = next_step(records, outdated, original, unavailable, surge_owed_now(state, sizes), sizes["desired_capacity"],
+                         self.now(), post_drain_delay=self.delay, canary=self.params["canary"],
+                         skip=[name.strip() for name in self.params.get("skip") or []])
+        step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
+                         "max_unavailable": unavailable, "surge_owed": surge_owed_now(state, sizes),
+                         "rollout_id": state["rollout_id"] if state else None}
+        return step
+
+
+def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=time.sleep):
+    """Decide; while the step is to wait, sleep until a delay ends or a node changes, and decide again.
+
+    Fails naming what it waited for when ``timeout`` seconds pass."""
+    started = clock()
+    deadline = started + timeout
+    while True:
+        step = reader.decide()
+        if step["action"] != WAIT:
+            step["waited_seconds"] = round(clock() - started, 1)
+            return step
+        now = clock()
+        if now >= deadline:
+            raise RolloutError("waited %ds for %s; the rollout is held. Look at the group's new instances (did they boot, "
+                               "did their kubelets join?) and run again" % (timeout, " and ".join(step["waiting_for"])),
+                               step=step)
+        wake = min(deadline, now + (step["wait_seconds"] if step["wait_seconds"] is not None else REREAD_SECONDS))
+        seen = _fingerprint(reader.raw_nodes)
+        while clock() < wake:
+            sleep(max(0.0, min(poll_interval, wake - clock())))
+            if step["booting"] and _fingerprint(reader.list_nodes()) != seen:
+                break
+
+
+@reports_errors
+def run_rollout_step(module):
+    params = module.params
+    target, delay, timeout = check_options(params)
+    connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
+    api = KubeApi(k8s_client(module))
+    reader = StepReader(params, autoscaling, ec2, api, connection.region, target, delay)
+    if params["wait"]:
+        step = wait_for_step(reader, timeout, float(params["poll_interval"]))
+    else:
+        step = reader.decide()
+        step["waited_seconds"] = 0
+    step["reads"] = reader.reads
+    if step["action"] == BLOCKED:
+        module.fail_json(msg=step["message"], step=step)
+    module.exit_json(changed=False, step=step)

@@ -1,0 +1,237 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: rollout_step
+short_description: Decide the next step of a node group's rollout from the group as it is now
+version_added: 0.2.0
+author: nodeops.rollout maintainers (@nodeops)
+description:
+  - Reads one Auto Scaling group and its Kubernetes nodes and returns what its rollout does next - which drained
+    instances to terminate and how many of them decrement desired capacity, which outdated nodes to drain, which
+    up-to-date instances to validate first - or that it must wait (and for what), or that it is done.
+  - The rollout is a pipeline with the semantics of a Deployment's maxSurge and maxUnavailable. The group's Ready,
+    schedulable nodes never drop below its original desired capacity minus O(max_unavailable), so while surge nodes are
+    Ready, more outdated nodes than O(max_unavailable) are drained at once. Desired capacity is never raised above the
+    original plus the surge. Terminations keep desired capacity (the group launches a replacement at once) except the
+    last ones, as many as the surge still owed, which pay it back. A node's post-drain delay counts from when
+    M(nodeops.rollout.node_drain) finished it (node annotation C(nodeops.rollout/drained-at)).
+  - Everything the decision needs is on the group and its nodes, so a run that was stopped resumes where it was.
+  - With O(wait=true), a step that would wait is waited for here (for a post-drain delay to end, for new instances
+    to become Ready nodes), and the next step that does something is returned.
+  - Makes no changes.
+extends_documentation_fragment:
+  - nodeops.rollout.aws
+  - nodeops.rollout.k8s
+  - nodeops.rollout.attributes.AWS
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: N/A
+options:
+  name:
+    description: Name of the Auto Scaling group.
+    type: str
+    required: true
+  target:
+    description:
+      - The launch template version the rollout moves the group to, as M(nodeops.rollout.launch_template_version)
+        returns it (RV(nodeops.rollout.launch_template_version#module:target)).
+    type: dict
+    required: true
+    suboptions:
+      launch_template_id:
+        description: The launch template id.
+        type: str
+        required: true
+      version:
+        description: The explicit launch template version number.
+        type: raw
+        required: true
+      image_id:
+        description: The AMI of that version.
+        type: str
+  max_unavailable:
+    description:
+      - How many nodes may be below the group's original desired capacity at once, a whole number or a percentage of
+        the original desired capacity (rounded down), at least 1. Default is one node, as EKS.
+    type: raw
+  post_drain_delay:
+    description:
+      - How long a drained node stays before its instance is terminated, as seconds or a duration (V(60s)).
+    type: raw
+    default: 0
+  canary:
+    description:
+      - While no up-to-date node is Ready, replace one outdated node at a time until its replacement is Ready.
+    type: bool
+    default: true
+  skip:
+    description:
+      - Nodes a drain of this run gave up on (left cordoned); they are neither drained again nor terminated.
+    type: list
+    elements: str
+    default: []
+  wait:
+    description:
+      - Wait here while the step is to wait, and return the next step that does something.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - How long to wait at most, as seconds or a duration (V(10m)); the module then fails, naming what it waited for.
+    type: raw
+    default: 10m
+  poll_interval:
+    description:
+      - Seconds between two lists of the nodes while new instances boot.
+    type: float
+    default: 2.0
+notes:
+  - Each read is one DescribeAutoScalingGroups, one DescribeInstances and one list of nodes; while waiting for new
+    instances only the nodes are listed, and the group is read again when a node changes.
+"""
+
+EXAMPLES = r"""
+- name: Decide the next step
+  nodeops.rollout.rollout_step:
+    name: workers-blue
+    target: "{{ ltv.target }}"
+    max_unavailable: 2
+    post_drain_delay: 60s
+  register: next_step
+
+- name: Terminate what is drained
+  nodeops.rollout.instance_terminate:
+    asg_name: workers-blue
+    instance_ids: "{{ next_step.step.terminate }}"
+    decrement_desired_capacity: "{{ next_step.step.decrement }}"
+  when: next_step.step.terminate | length > 0
+"""
+
+RETURN = r"""
+step:
+  description: The next step.
+  returned: success, and on failure when the step is known
+  type: dict
+  contains:
+    action:
+      description:
+        - V(run) - terminate RV(step.terminate), then validate RV(step.validate), then drain RV(step.drain).
+        - V(wait) - only with O(wait=false) - nothing can be done before RV(step.waiting_for).
+        - V(done) - no outdated instance is left but the RV(step.skipped) nodes.
+        - V(blocked) - the module fails - the group is at its capacity floor and nothing in flight can lift it.
+      type: str
+    terminate:
+      description: Outdated instances drained and past the post-drain delay (or that never became nodes).
+      type: list
+      elements: str
+    decrement:
+      description: How many of RV(step.terminate), the first ones, decrement desired capacity (pay the surge back).
+      type: int
+    drain:
+      description: The outdated nodes to drain now, C(instance_id), C(az) and C(node) each.
+      type: list
+      elements: dict
+    validate:
+      description: The up-to-date instances with Ready nodes, to validate before the drain.
+      type: list
+      elements: str
+    outdated_left:
+      description: Outdated instances still in the group, those in RV(step.terminate) included.
+      type: int
+    capacity:
+      description: Ready, schedulable nodes of the group now.
+      type: int
+    floor:
+      description: The capacity the group never drops below by the rollout's hand.
+      type: int
+    budget:
+      description: How many more nodes may go out of service now (capacity - floor).
+      type: int
+    booting:
+      description: Up-to-date instances that are not Ready nodes yet, and launches the group has still to start.
+      type: int
+    delayed:
+      description: Drained nodes still in their post-drain delay.
+      type: list
+      elements: str
+    skipped:
+      description: The outdated nodes of O(skip).
+      type: list
+      elements: str
+    waiting_for:
+      description: What the step waited for (or, with O(wait=false), waits for).
+      type: list
+      elements: str
+    wait_seconds:
+      description: With O(wait=false), when the next post-drain delay ends, in seconds from now.
+      type: float
+    waited_seconds:
+      description: How long the module waited.
+      type: float
+    reads:
+      description: How many times the group was read.
+      type: int
+    group:
+      description: C(desired_capacity), C(original_size), C(max_unavailable) (resolved), C(surge_owed) and C(rollout_id).
+      type: dict
+  sample:
+    action: run
+    terminate: [i-0a1b2c3d4e5f60001]
+    decrement: 0
+    drain: [{"instance_id": "i-0a1b2c3d4e5f60004", "az": "eu-west-1b", "node": "ip-10-0-2-4.eu-west-1.compute.internal"}]
+    validate: [i-0a1b2c3d4e5f60100, i-0a1b2c3d4e5f60101]
+    outdated_left: 7
+    capacity: 11
+    floor: 9
+    budget: 2
+    booting: 1
+    delayed: []
+    skipped: []
+    waiting_for: []
+    wait_seconds: null
+    waited_seconds: 31.5
+    reads: 3
+    group: {"desired_capacity": 12, "original_size": 10, "max_unavailable": 1, "surge_owed": 2, "rollout_id": "r-20261125T0700Z-ab12"}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.step import run_rollout_step
+
+
+def argument_spec():
+    spec = dict(AWS_ARGUMENT_SPEC, **K8S_ARGUMENT_SPEC)
+    spec.update(
+        name=dict(type="str", required=True),
+        target=dict(type="dict", required=True, options=dict(
+            launch_template_id=dict(type="str", required=True),
+            version=dict(type="raw", required=True),
+            image_id=dict(type="str"),
+        )),
+        max_unavailable=dict(type="raw"),
+        post_drain_delay=dict(type="raw", default=0),
+        canary=dict(type="bool", default=True),
+        skip=dict(type="list", elements="str", default=[]),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="raw", default="10m"),
+        poll_interval=dict(type="float", default=2.0),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    run_rollout_step(module)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""rollout/steps.py: the next step of a rollout, as a table of group states, and whole rollouts played against it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import decrement_for, next_step
+
+NOW = datetime(2026, 11, 25, 7, 0, 0, tzinfo=timezone.utc)
+
+
+def stamp(seconds_ago):
+    return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def inst(iid, az="a", node="auto", ready=True, cordoned=False, drained=None, ours=True, lifecycle="InService"):
+    """An instance record; ``drained``: seconds since node_drain finished it."""
+    if node == "auto":
+        annotations = {}
+        if cordoned and ours:
+            annotations["nodeops.rollout/cordoned"] = "true"
+        if drained is not None:
+            annotations["nodeops.rollout/drained-at"] = stamp(drained)
+        node = {"name": "n-" + iid, "ready": ready, "schedulable": not cordoned, "taints": [], "annotations": annotations}
+    return {"instance_id": iid, "az": az, "lifecycle_state": lifecycle, "launch_time": "2026-11-01T00:00:00Z", "node": node}
+
+
+def old(count, prefix="o", azs="abc"):
+    return [inst("%s%d" % (prefix, n), az=azs[n % len(azs)]) for n in range(count)]
+
+
+def new(count, prefix="u", azs="abc", **kwargs):
+    return [inst("%s%d" % (prefix, n), az=azs[n % len(azs)], **kwargs) for n in range(count)]
+
+
+def ids_of(instances):
+    return [i["instance_id"] for i in instances]
+
+
+def step(instances, outdated, size, unavailable=1, owed=0, desired=None, delay=0, canary=True, skip=()):
+    desired = len([i for i in instances if not i["lifecycle_state"].startswith("Terminat")]) if desired is None else desired
+    return next_step(instances, outdated, size, unavailable, owed, desired, NOW, post_drain_delay=delay, canary=canary, skip=skip)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------------------------
+
+def test_ready_surge_lets_more_nodes_drain_than_max_unavailable():
+    group = old(6) + new(2)
+    result = step(group, ids_of(group[:6]), size=6, unavailable=1, owed=2)
+    # 8 Ready over a floor of 5: three drain at once, spread over the AZs
+    assert result["action"] == "run" and result["floor"] == 5 and result["budget"] == 3
+    assert sorted(entry["az"] for entry in result["drain"]) == ["a", "b", "c"]
+    assert result["terminate"] == [] and result["validate"] == ["u0", "u1"]
+
+
+def test_without_surge_the_first_step_is_a_canary_of_one_and_nothing_more_until_its_replacement_is_ready():
+    group = old(4)
+    first = step(group, ids_of(group), size=4, unavailable=2)
+    assert first["action"] == "run" and len(first["drain"]) == 1 and first["validate"] == []
+    canary = first["drain"][0]["instance_id"]
+    drained = [inst(i["instance_id"], az=i["az"], cordoned=True, drained=100) if i["instance_id"] == canary else i for i in group]
+    second = step(drained, ids_of(group), size=4, unavailable=2)
+    assert second["terminate"] == [canary] and second["decrement"] == 0 and second["drain"] == []
+    booting = [i for i in drained if i["instance_id"] != canary] + [inst("u0", node=None, lifecycle="Pending")]
+    third = step(booting, ids_of(group), size=4, unavailable=2)
+    assert third["action"] == "wait" and third["booting"] == 1
+    ready = booting[:-1] + [inst("u0")]
+    fourth = step(ready, ids_of(group), size=4, unavailable=2)
+    assert len(fourth["drain"]) == 2 and fourth["validate"] == ["u0"]
+    assert step(ready, ids_of(group), size=4, unavailable=2, canary=False)["drain"]  # the canary rule can be turned off
+
+
+def test_at_the_floor_the_step_waits_for_replacements_and_says_so():
+    group = new(2, cordoned=False) + [inst("o0", cordoned=True), inst("o1", cordoned=True)] + [inst("u9", node=None, lifecycle="Pending")]
+    result = step(group, ["o0", "o1"], size=4, unavailable=2)
+    # o0, o1 were cordoned by an interrupted drain: drained again, without using the budget
+    assert [entry["instance_id"] for entry in result["drain"]] == ["o0", "o1"] and result["budget"] == 0
+
+
+def test_the_post_drain_delay_is_counted_from_the_drain_and_close_delays_are_waited_for_together():
+    group = [inst("o0", cordoned=True, drained=10), inst("o1", cordoned=True, drained=8), inst("o2", cordoned=True, drained=1)]
+    group += new(3)
+    result = step(group, ["o0", "o1", "o2"], size=3, unavailable=3, delay=60)
+    assert result["action"] == "wait" and result["delayed"] == ["n-o0", "n-o1", "n-o2"]
+    assert result["wait_seconds"] == pytest.approx(52)  # o1's end: o0's is 2 s before it, o2's 9 s after o0's
+    later = step(group, ["o0", "o1", "o2"], size=3, unavailable=3, delay=9)
+    assert later["terminate"] == ["o0"] and later["action"] == "run"
+
+
+def test_an_uncordoned_node_is_not_drained_any_more_whatever_its_annotation_says():
+    node = {"name": "n-o0", "ready": True, "schedulable": True, "taints": [],
+            "annotations": {"nodeops.rollout/drained-at": stamp(600)}}
+    result = step([inst("o0", node=node)] + new(2), ["o0"], size=2, unavailable=1)
+    assert result["terminate"] == [] and [entry["instance_id"] for entry in result["drain"]] == ["o0"]
+
+
+def test_a_bad_drained_at_annotation_means_drain_again():
+    node = {"name": "n-o0", "ready": True, "schedulable": False, "taints": [],
+            "annotations": {"nodeops.rollout/drained-at": "yesterday"}}
+    result = step([inst("o0", node=node)] + new(2), ["o0"], size=2, unavailable=1)
+    assert result["terminate"] == [] and [entry["instance_id"] for entry in result["drain"]] == ["o0"]
+
+
+def test_only_the_last_terminations_pay_the_surge_back():
+    assert decrement_for(3, outdated_left=10, surge_owed=2) == 0    # 7 outdated stay: replacements needed
+    assert decrement_for(3, outdated_left=4, surge_owed=2) == 1     # 1 stays, 2 owed: one of these pays back
+    assert decrement_for(3, outdated_left=3, surge_owed=2) == 2
+    assert decrement_for(3, outdated_left=3, surge_owed=5) == 3     # never more than terminated
+    group = [inst("o%d" % n, cordoned=True, drained=100) for n in range(3)] + old(1, prefix="p") + new(2)
+    result = step(group, ["o0", "o1", "o2", "p0"], size=4, unavailable=1, owed=2, desired=6)
+    assert result["terminate"] == ["o0", "o1", "o2"] and result["decrement"] == 1
+
+
+def test_an_instance_that_never_became_a_node_is_terminated_without_a_drain():
+    group = [inst("o0", node=None)] + new(2)
+    result = step(group, ["o0"], size=2, unavailable=1, owed=1, desired=3)
+    assert result["terminate"] == ["o0"] and result["decrement"] == 1 and result["drain"] == []
+
+
+def test_skipped_nodes_are_neither_drained_nor_terminated_and_the_rollout_ends_without_them():
+    group = [inst("o0", cordoned=True)] + new(2)
+    result = step(group, ["o0"], size=2, unavailable=1, skip=["n-o0"])
+    assert result["action"] == "done" and result["skipped"] == ["n-o0"] and result["outdated_left"] == 1
+
+
+def test_done_when_nothing_outdated_is_left_and_the_last_replacements_are_ready():
+    assert step(new(3), [], size=3)["action"] == "done"
+    booting = new(2) + [inst("u9", node=None, lifecycle="Pending")]
+    result = step(booting, [], size=3)
+    assert result["action"] == "wait" and result["waiting_for"] == ["1 new instance(s) to become Ready nodes"]
+
+
+def test_a_group_below_its_floor_with_nothing_on_the_way_is_blocked_by_name():
+    group = old(2) + [inst("u0", ready=False)]
+    # u0 is up to date but not Ready and nothing boots: only 2 of 3 Ready, floor 2; the step cannot drain
+    result = step(group, ["o0", "o1"], size=3, unavailable=1, desired=3)
+    assert result["action"] == "wait"   # u0 counts as booting: its node may still become Ready
+    group = old(2) + [inst("x0", node={"name": "n-x0", "ready": True, "schedulable": False, "taints": [], "annotations": {}})]
+    blocked = step(group, ["o0", "o1"], size=3, unavailable=1, desired=3)
+    assert blocked["action"] == "blocked" and "floor of 2" in blocked["message"] and "max_unavailable" in blocked["message"]
+
+
+def test_not_ready_outdated_nodes_drain_without_using_the_budget():
+    group = [inst("o0", ready=False)] + old(2, prefix="p")
+    result = step(group, ["o0", "p0", "p1"], size=3, unavailable=1, canary=False)
+    # capacity 2 (o0 is not Ready) = the floor: only o0, which takes nothing more away
+    assert [entry["instance_id"] for entry in result["drain"]] == ["o0"] and result["budget"] == 0
+
+
+def test_terminating_instances_are_neither_capacity_nor_outdated():
+    group = old(2) + [inst("o9", lifecycle="Terminating", cordoned=True, drained=500)] + new(1)
+    result = step(group, ["o0", "o1", "o9"], size=3, unavailable=1, desired=3)
+    assert result["outdated_left"] == 2 and result["capacity"] == 3 and "o9" not in result["terminate"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Whole rollouts: play the steps against a simulated group and check the promises at every step
+# ---------------------------------------------------------------------------------------------------------
+
+def play(size, unavailable, surge, canary=True):
+    """Play a rollout in which every drain and boot finishes before the next step; returns the steps' actions."""
+    group = old(size)
+    outdated = set(ids_of(group))
+    group += new(surge, prefix="s")
+    desired, owed, launched, actions = size + surge, surge, 0, []
+    for _round in range(4 * size + 10):
+        result = step(group, sorted(outdated & set(ids_of(group))), size, unavailable, owed, desired, canary=canary)
+        actions.append(result["action"])
+        if result["action"] == "done":
+            return actions
+        if result["action"] == "wait":
+            group = [inst(i["instance_id"], az=i["az"]) if i["node"] is None else i for i in group]  # the boots end
+            continue
+        assert result["action"] == "run"
+        serving = sum(1 for i in group if i["node"] and i["node"]["ready"] and i["node"]["schedulable"])
+        assert serving - len(result["drain"]) >= size - unavailable, "a drain below the floor"
+        gone = set(result["terminate"])
+        group = [i for i in group if i["instance_id"] not in gone]
+        desired -= result["decrement"]
+        owed -= result["decrement"]
+        for _launch in range(len(gone) - result["decrement"]):
+            launched += 1
+            group.append(inst("r%d" % launched, az="abc"[launched % 3], node=None, lifecycle="Pending"))
+        assert len(group) <= size + surge, "more instances than size + surge"
+        drained = {entry["instance_id"] for entry in result["drain"]}
+        group = [inst(i["instance_id"], az=i["az"], cordoned=True, drained=3600) if i["instance_id"] in drained else i
+                 for i in group]
+    raise AssertionError("the rollout did not end: %s" % actions)
+
+
+@pytest.mark.parametrize("size,unavailable,surge", [(30, 3, 6), (30, 1, 6), (30, 3, 30), (5, 1, 0), (3, 2, 2), (10, 10, 0), (1, 1, 0)])
+def test_every_rollout_ends_replaced_with_the_floor_and_the_instance_cap_held(size, unavailable, surge):
+    actions = play(size, unavailable, surge)
+    assert actions[-1] == "done"
+
+
+def test_a_full_surge_drains_every_node_in_one_step():
+    actions = play(30, 3, 30)
+    assert actions[0] == "run" and actions.count("run") == 2   # drain all 30, then terminate all 30 (paying back)

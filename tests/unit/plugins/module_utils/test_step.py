@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""step.py: rollout_step waits while the step is to wait, looks only at the nodes meanwhile, and names what it waited for."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.step import check_options, wait_for_step
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import make_node
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+class Reader:
+    """Decides from a script of steps; its nodes turn Ready at ``ready_at`` (clock seconds)."""
+
+    def __init__(self, clock, steps, ready_at=None):
+        self.clock, self.steps, self.ready_at = clock, list(steps), ready_at
+        self.decisions, self.node_lists = 0, 0
+        self.raw_nodes = self._nodes()
+
+    def _nodes(self):
+        return [make_node("n1", ready=self.ready_at is not None and self.clock() >= self.ready_at)]
+
+    def list_nodes(self):
+        self.node_lists += 1
+        self.raw_nodes = self._nodes()
+        return self.raw_nodes
+
+    def decide(self):
+        self.decisions += 1
+        self.raw_nodes = self._nodes()
+        if self.ready_at is not None:
+            return dict(self.steps[0] if self.clock() < self.ready_at else self.steps[1])
+        return dict(self.steps.pop(0) if len(self.steps) > 1 else self.steps[0])
+
+
+def waiting(seconds=None, booting=0, why="1 new instance(s) to become Ready nodes"):
+    return {"action": "wait", "wait_seconds": seconds, "booting": booting, "waiting_for": [why]}
+
+
+RUN = {"action": "run", "terminate": ["i-1"], "drain": [], "booting": 0}
+
+
+def test_a_post_drain_delay_is_slept_through_and_the_next_step_returned():
+    clock = Clock()
+    reader = Reader(clock, [waiting(seconds=42.0, why="the post-drain delay of 3 node(s)"), RUN])
+    step = wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert step["action"] == "run" and step["waited_seconds"] == 42.0
+    assert reader.decisions == 2 and reader.node_lists == 0   # nothing boots: no node list while it waits
+
+
+def test_while_new_instances_boot_only_the_nodes_are_listed_and_a_change_reads_the_group_again():
+    clock = Clock()
+    reader = Reader(clock, [waiting(booting=1), RUN], ready_at=31.0)
+    step = wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert step["action"] == "run" and 31.0 <= step["waited_seconds"] <= 33.0
+    assert reader.decisions == 2 and reader.node_lists == 16
+
+
+def test_waiting_too_long_fails_naming_what_it_waited_for():
+    clock = Clock()
+    reader = Reader(clock, [waiting(booting=2, why="2 new instance(s) to become Ready nodes")])
+    with pytest.raises(RolloutError) as raised:
+        wait_for_step(reader, timeout=300, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert "waited 300s for 2 new instance(s) to become Ready nodes" in raised.value.msg
+    assert raised.value.details["step"]["action"] == "wait" and clock() == pytest.approx(300)
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"target": {"launch_template_id": "lt-1", "version": "$Latest"}}, "target"),
+    ({"post_drain_delay": "soon"}, "post_drain_delay"),
+    ({"wait_timeout": 0}, "wait_timeout"),
+    ({"max_unavailable": "150%"}, "max_unavailable"),
+    ({"poll_interval": 0}, "poll_interval"),
+    ({"skip": ["n1", " "]}, "skip[1]"),
+])
+def test_bad_options_are_refused_by_name_before_any_call(params, field):
+    base = {"target": {"launch_template_id": "lt-1", "version": "3"}, "post_drain_delay": 0, "wait_timeout": "10m",
+            "max_unavailable": None, "poll_interval": 2.0, "skip": []}
+    base.update(params)
+    with pytest.raises(PlanError) as raised:
+        check_options(base)
+    assert str(raised.value).startswith(field) or field in str(raised.value)
