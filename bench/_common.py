@@ -177,6 +177,10 @@ def invariants(report):
         "min_ready_schedulable_nodes": report["min_ready_schedulable_nodes"],
         "max_zero_ready_seconds": max([d["zero_ready_seconds"] for d in report["deployments"].values()] or [0.0]),
         "nodes_replaced": report["nodes_replaced"],
+        "evictions_per_pre_existing_pod": report["evictions"]["per_pre_existing_pod"],
+        "max_evictions_per_pod": report["evictions"]["max_evictions_per_pod"],
+        "evicted_born_during_rollout": report["evictions"]["evicted_born_during_rollout"],
+        "max_pending_seconds": report["max_pending_seconds"],
     }
 
 
@@ -291,16 +295,21 @@ class Run:
 
 
 def replacement_waits(nodes, max_unavailable, surge):
-    """Batches whose terminations the surge does not cover: each waits for its replacements to boot.
+    """How many times the rollout must wait for replacements to boot before it can drain again: what the pipeline
+    (plugins/module_utils/rollout/steps.py) cannot go below.
 
-    The role decrements the desired capacity while surge is owed and waits for replacements once a batch is
-    larger than what is still owed (roles/rolling_update/tasks/batch.yml)."""
-    owed, waits = surge, 0
-    for start in range(0, nodes, max_unavailable):
-        size = min(max_unavailable, nodes - start)
-        if owed < size:
+    The Ready nodes never drop below nodes - max_unavailable and the group never holds more than nodes + surge
+    instances, so a wave drains at most surge + max_unavailable nodes (what the surge still serving allows), and the
+    next wave waits for the replacements of the terminations that did not pay the surge back (only the last ones do)."""
+    left, extra, owed, waits = nodes, surge, surge, 0
+    while left:
+        take = min(left, extra + max_unavailable)
+        paid = max(0, min(take, owed - (left - take)))
+        owed -= paid
+        extra -= paid
+        left -= take
+        if left or take > paid:
             waits += 1
-        owed = max(0, owed - size)
     return waits
 
 

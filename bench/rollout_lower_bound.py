@@ -14,9 +14,11 @@ seconds, i.e. ``speed`` simulated seconds each. At the default speed 1 both cloc
 - ``ratio``: rollout_sim_seconds / LB;
 - ``ratio_without_configured_waits``: the same with the post-drain delays and the validation intervals the
   inventory configures taken out (they are the operator's choice, not the role's cost);
-- ``design_bound_sim_seconds`` and ``ratio_to_design_bound``: LB plus one boot for every batch the surge does not
-  cover (the role then terminates with replacement and waits for it, as EKS does), i.e. what this design cannot
-  go below; what is left over it is the role's own cost (Ansible's per-task start, polling, API round trips).
+- ``design_bound_sim_seconds`` and ``ratio_to_design_bound``: LB plus one boot for every wait for replacements the
+  pipeline cannot avoid (``_common.replacement_waits``: the Ready nodes never go below N - U and the group never
+  holds more than N + surge instances, so a wave drains at most surge + U nodes and the next one waits for its
+  replacements), i.e. what this design cannot go below; what is left over it is the role's own cost (Ansible's
+  per-task start, polling, API round trips).
 
 Run from the repository root: ``.venv/bin/python -m bench.rollout_lower_bound [--nodes 30] [--max-unavailable 3]
 [--speed 1] [--max-surge 100%]``.
@@ -60,12 +62,12 @@ def main(argv=None):
         surge = int(group["plan"]["surge"])
         waits = _common.replacement_waits(args.nodes, args.max_unavailable, surge)
         design = lb + waits * bound["boot_sim_seconds"]
-        batches = group["batches"]
+        batches = group["batches"]   # one per step that drained
         interval = _common.duration_seconds(args.validate_interval)
         configured = (len(batches) * args.post_drain_delay + len(batches) * max(0, args.validate_passes - 1) * interval) * args.speed
         out = {
             "N": args.nodes, "U": args.max_unavailable, "azs": args.azs, "speed": args.speed, "kube": args.kube,
-            "surge": surge, "batches": len(batches), "batches_waiting_for_replacements": waits,
+            "surge": surge, "drain_steps": len(batches), "waits_for_replacements": waits,
             "pods": args.nodes * args.pods_per_node, "deployments": args.deployments,
             "pdb_max_unavailable": args.pdb_max_unavailable,
             "delays_sim_seconds": delays,

@@ -65,20 +65,22 @@ def next_batch(outdated, up_to_date_count, batch_size):
     return _take(_az_queues(outdated), limit)
 
 
-def plan_batches(outdated, up_to_date_count, batch_size):
-    """Every batch of the rollout in order (the canary first when nothing is up to date yet).
+def plan_batches(outdated, sizes):
+    """The outdated instances in the order the rollout drains them, cut into waves of ``sizes`` (as
+    ``rollout.steps.wave_sizes`` predicts them), each spread across Availability Zones as :func:`next_batch` does.
 
-    Assumes each batch's replacements come up, as the rollout only continues when they do. Every outdated
-    instance appears in exactly one batch.
+    Every outdated instance appears in exactly one wave; a last wave takes what the sizes leave over.
     """
-    done = int_at_least(up_to_date_count, "up_to_date_count", 0)
-    int_at_least(batch_size, "batch_size", 1)
     queues = _az_queues(outdated)
     batches = []
     remaining = len(outdated)
-    while remaining:
-        batch = _take(queues, batch_limit(done, batch_size))
+    for index, size in enumerate(sizes):
+        size = int_at_least(size, "sizes[%d]" % index, 1)
+        if not remaining:
+            break
+        batch = _take(queues, size)
         batches.append(batch)
-        done += len(batch)
         remaining -= len(batch)
+    if remaining:
+        batches.append(_take(queues, remaining))
     return batches

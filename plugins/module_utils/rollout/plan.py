@@ -19,37 +19,41 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
     up_to_date_instances,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import decrement_for, wave_sizes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, is_int, parse_duration
 
 
-def estimate_duration(batches, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0):
-    """Predicted seconds for a rollout of ``batches`` (lists of instances, or their sizes).
+def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0):
+    """Predicted seconds for a rollout of ``waves`` (lists of instances, or their sizes; :func:`steps.wave_sizes`).
 
-    The model follows the rollout: when ``surge`` > 0, new instances boot once up front; each batch then
-    drains (its nodes in parallel), waits the post-drain delay, and terminates. Instances covered by the surge
-    still owed are not replaced (the surge is paid back); a batch needing replacements waits for them to boot.
-    Every batch ends with a validation. Durations accept what :func:`parse_duration` accepts.
+    The model follows the pipeline of ``rollout.steps``: when ``surge`` > 0, new instances boot once up front and are
+    validated; each wave then drains (its nodes in parallel) and waits the post-drain delay; its terminations that do
+    not pay the surge back are replaced, and the next wave waits for the replacements to boot and validates them.
+    Durations accept what :func:`parse_duration` accepts.
     """
     boot = parse_duration(boot_seconds, "boot_seconds")
     drain = parse_duration(drain_seconds, "drain_seconds")
     delay = parse_duration(post_drain_delay, "post_drain_delay")
     validate = parse_duration(validate_seconds, "validate_seconds")
     owed = int_at_least(surge, "surge", 0)
-    if not isinstance(batches, (list, tuple)):
-        raise PlanError("batches: %r is not allowed; use a list of batches" % (batches,))
-    total = boot if owed and batches else 0
-    for index, batch in enumerate(batches):
-        size = batch if is_int(batch) else (len(batch) if isinstance(batch, (list, tuple)) else None)
+    if not isinstance(waves, (list, tuple)):
+        raise PlanError("waves: %r is not allowed; use a list of waves" % (waves,))
+    sizes = []
+    for index, wave in enumerate(waves):
+        size = wave if is_int(wave) else (len(wave) if isinstance(wave, (list, tuple)) else None)
         if size is None or size < 0:
-            raise PlanError("batches[%d]: %r is not allowed; use a list of instances or a count" % (index, batch))
-        if size == 0:
-            continue
-        total += drain + delay
-        paid = min(owed, size)
+            raise PlanError("waves[%d]: %r is not allowed; use a list of instances or a count" % (index, wave))
+        if size:
+            sizes.append(size)
+    left = sum(sizes)
+    total = boot + validate if owed and sizes else 0
+    for index, size in enumerate(sizes):
+        total += (validate if index else 0) + drain + delay
+        paid = decrement_for(size, left, owed)
         owed -= paid
+        left -= size
         if size > paid:
             total += boot
-        total += validate
     return total
 
 
@@ -95,8 +99,9 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     in_group_outdated = sum(1 for instance in outdated if instance_is_active(instance))
     surge = min(surge_requested, in_group_outdated)
     # Surged instances come up (and are validated) before the first old node is drained, so they are the canary:
-    # a canary batch of one is only needed when nothing is up to date and nothing is surged.
-    batches = plan_batches(outdated, len(up_to_date) + surge, unavailable)
+    # a canary of one is only needed when nothing is up to date and nothing is surged.
+    sizes = wave_sizes(in_group_outdated, unavailable, surge, len(up_to_date))
+    batches = plan_batches(outdated, sizes)
     canary = bool(batches) and not up_to_date and not surge
 
     entries = []

@@ -27,8 +27,8 @@ def test_info_resolves_latest_and_marks_every_old_instance_outdated(world, run):
     assert sorted(entry["instance_id"] for entry in group["outdated"]) == world.member_ids()
     assert all(instance["outdated"] and "target version is 2" in instance["outdated_reasons"][0] for instance in group["instances"])
     plan = group["plan"]
-    # the surged instances come first, so no canary batch of one; batches of max_unavailable (1)
-    assert plan["canary"] is False and plan["batches"][0]["instance_ids"] and len(plan["batches"][0]["instance_ids"]) == 1
+    # the surged instances come first, so no canary of one; with the surge serving, all 3 drain in one wave
+    assert plan["canary"] is False and len(plan["batches"]) == 1 and len(plan["batches"][0]["instance_ids"]) == 3
     # EKS default surge max(2 x 3 AZs, 1) = 6, never more than the 3 outdated instances.
     assert plan["surge_requested"] == 6 and plan["surge"] == 3
     assert group["state"] is None

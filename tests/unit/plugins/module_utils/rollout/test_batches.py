@@ -56,16 +56,19 @@ def test_batches_refuse_bad_times_and_sizes():
     assert_plan_error(lambda: next_batch(bad, 1, 1), "outdated[1].launch_time", "ISO 8601")
     assert_plan_error(lambda: next_batch([instance("i-1")], 1, 0), "batch_size", "integer >= 1")
     assert_plan_error(lambda: next_batch([instance("i-1")], -1, 1), "up_to_date_count")
-    assert_plan_error(lambda: plan_batches([instance("i-1")], 0, True), "batch_size")
+    assert_plan_error(lambda: plan_batches([instance("i-1")], [True]), "sizes[0]")
 
 
-def test_plan_batches_canary_first_then_full_batches():
+def test_plan_batches_cut_the_drain_order_into_the_waves_given():
     outdated = [instance("i-%s%d" % (az, n), az, minutes=n) for az in "abc" for n in range(3)]
-    batches = plan_batches(outdated, 0, 3)
+    batches = plan_batches(outdated, [1, 3, 3, 2])
     assert [len(batch) for batch in batches] == [1, 3, 3, 2]
     assert ids(batches[0]) == ["i-a0"]
     assert ids(batches[1]) == ["i-b0", "i-c0", "i-a1"]
-    assert plan_batches([], 0, 3) == []
+    # sizes that fall short: a last wave takes the rest; sizes left over are not used
+    assert [len(batch) for batch in plan_batches(outdated, [4])] == [4, 5]
+    assert [len(batch) for batch in plan_batches(outdated, [8, 8])] == [8, 1]
+    assert plan_batches([], [3]) == []
 
 
 outdated_groups = st.lists(
@@ -108,23 +111,19 @@ def test_next_batch_properties(specs, up_to_date, batch_size):
 @given(outdated_groups, st.integers(min_value=0, max_value=3), st.integers(min_value=1, max_value=12), st.randoms())
 def test_plan_batches_cover_every_instance_once_deterministically(specs, up_to_date, batch_size, rnd):
     outdated = _instances_from(specs)
-    batches = plan_batches(outdated, up_to_date, batch_size)
+    sizes = [1] + [batch_size] * len(outdated) if up_to_date == 0 else [batch_size] * len(outdated)
+    batches = plan_batches(outdated, sizes)
     flat = [item for batch in batches for item in ids(batch)]
     assert sorted(flat) == sorted(ids(outdated))
     assert len(flat) == len(set(flat))
-    if outdated and up_to_date == 0:
-        assert len(batches[0]) == 1
-    for batch in batches[1:] if (outdated and up_to_date == 0) else batches:
-        assert 1 <= len(batch) <= batch_size
-    for batch in batches[:-1]:
-        assert len(batch) == (1 if batch is batches[0] and up_to_date == 0 else batch_size)
+    assert [len(batch) for batch in batches[:-1]] == sizes[:len(batches) - 1]
     shuffled = list(outdated)
     rnd.shuffle(shuffled)
-    assert [ids(batch) for batch in plan_batches(shuffled, up_to_date, batch_size)] == [ids(batch) for batch in batches]
+    assert [ids(batch) for batch in plan_batches(shuffled, sizes)] == [ids(batch) for batch in batches]
     # plan_batches is next_batch applied repeatedly.
     remaining, done = list(outdated), up_to_date
-    for batch in batches:
-        assert ids(next_batch(remaining, done, batch_size)) == ids(batch)
+    for batch, size in zip(batches, sizes):
+        assert ids(next_batch(remaining, 1, size)) == ids(batch)
         chosen = set(ids(batch))
         remaining = [item for item in remaining if item["instance_id"] not in chosen]
         done += len(batch)

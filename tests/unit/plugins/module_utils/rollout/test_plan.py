@@ -12,29 +12,50 @@ from hypothesis import given, settings, strategies as st
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration, rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import outdated_taint_effect
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import wave_sizes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import TARGET, assert_plan_error, instance
 
 
 def test_estimate_duration():
     assert estimate_duration([], 180, 90, 60, 30, surge=3) == 0
-    # No surge: every batch drains, waits, and waits for its replacements to boot, then validates.
-    assert estimate_duration([[1], [1, 2, 3]], 100, 10, 5, 1) == 2 * (10 + 5 + 100 + 1)
-    # Surge 4: boot once up front; batches of 1 and 3 are paid by the surge, the third needs replacements.
-    assert estimate_duration([1, 3, 3], 100, 10, 5, 1, surge=4) == 100 + 2 * (10 + 5 + 1) + (10 + 5 + 100 + 1)
-    assert estimate_duration([2], "3m", "1m", "0", "30s", surge=1) == 180 + 60 + 0 + 180 + 30
+    # No surge: every wave drains, waits, and waits for its replacements to boot; the next one validates them first.
+    assert estimate_duration([[1], [1, 2, 3]], 100, 10, 5, 1) == (10 + 5 + 100) + (1 + 10 + 5 + 100)
+    # Surge 4: boot and validate once up front; 5 outdated left, so the first wave (1) is replaced, the second (4)
+    # pays the surge back with all its terminations: no boot to wait for at the end.
+    assert estimate_duration([1, 4], 100, 10, 5, 1, surge=4) == (100 + 1) + (10 + 5 + 100) + (1 + 10 + 5)
+    assert estimate_duration([2], "3m", "1m", "0", "30s", surge=1) == (180 + 30) + (60 + 0) + 180
     assert_plan_error(lambda: estimate_duration([1], "soon", 1, 1, 1), "boot_seconds")
     assert_plan_error(lambda: estimate_duration([1], 1, 1, 1, 1, surge=-1), "surge")
-    assert_plan_error(lambda: estimate_duration(["x"], 1, 1, 1, 1), "batches[0]")
+    assert_plan_error(lambda: estimate_duration(["x"], 1, 1, 1, 1), "waves[0]")
 
 
-@given(st.lists(st.integers(min_value=1, max_value=10), max_size=12), st.integers(min_value=0, max_value=60))
-def test_estimate_duration_surge_never_slows_the_plan_beyond_one_boot(sizes, surge):
-    without = estimate_duration(sizes, 120, 60, 30, 10)
+@pytest.mark.parametrize("outdated, unavailable, surge, up_to_date, expected", [
+    (30, 3, 6, 0, [9, 9, 9, 3]),     # 9 while the surge serves; the third wave pays back 3 of 6, the fourth the rest
+    (30, 3, 30, 0, [30]),            # a full surge: every node at once
+    (30, 1, 6, 0, [7, 7, 7, 7, 2]),
+    (6, 2, 0, 0, [1, 2, 2, 1]),      # no surge: a canary of one first
+    (6, 2, 0, 1, [2, 2, 2]),         # something is up to date already: no canary
+    (0, 1, 0, 0, []),
+])
+def test_wave_sizes(outdated, unavailable, surge, up_to_date, expected):
+    assert wave_sizes(outdated, unavailable, surge, up_to_date) == expected
+
+
+@given(st.integers(min_value=0, max_value=60), st.integers(min_value=1, max_value=10), st.integers(min_value=0, max_value=60))
+def test_waves_cover_every_outdated_node_and_a_bigger_surge_never_adds_waves(outdated, unavailable, surge):
+    sizes = wave_sizes(outdated, unavailable, surge)
+    assert sum(sizes) == outdated and all(size >= 1 for size in sizes)
+    assert all(size <= surge + unavailable for size in sizes[1:]) and len(wave_sizes(outdated, unavailable, surge + 1)) <= len(sizes)
+
+
+@given(st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=5), st.integers(min_value=0, max_value=60))
+def test_estimate_duration_a_full_surge_boots_once(outdated, unavailable, surge):
+    sizes = wave_sizes(outdated, unavailable, surge)
     with_surge = estimate_duration(sizes, 120, 60, 30, 10, surge=surge)
-    assert with_surge <= without + 120
-    if sizes and surge >= sum(sizes):
-        assert with_surge == 120 + len(sizes) * (60 + 30 + 10)
+    if surge >= outdated:
+        assert with_surge == 120 + 10 + (len(sizes) - 1) * 10 + len(sizes) * (60 + 30)
+    assert with_surge >= 60 + 30
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -51,14 +72,15 @@ def test_rollout_plan_defaults_surge_then_one_at_a_time():
     assert result["group_size"] == 6 and result["az_count"] == 3 and result["azs"] == ["eu-west-1a", "eu-west-1b", "eu-west-1c"]
     assert result["max_unavailable"] == 1 and result["batch_size"] == 1
     assert result["surge_requested"] == 6 and result["surge"] == 6
-    # the surged nodes are up and validated before any old node is drained: they are the canary, no batch of one
-    assert result["canary"] is False and result["batch_count"] == 6 and result["outdated_count"] == 6
-    assert result["batches"][0] == {"index": 1, "canary": False, "instance_ids": ["i-a0"], "azs": ["eu-west-1a"], "nodes": ["node-i-a0"]}
-    assert [batch["canary"] for batch in result["batches"]] == [False] * 6
-    assert [batch["azs"][0] for batch in result["batches"]] == ["eu-west-1a", "eu-west-1b", "eu-west-1c"] * 2
+    # the surged nodes are up and validated before any old node is drained: they are the canary, no batch of one;
+    # with 12 Ready nodes over a floor of 5, all 6 old nodes drain in one wave
+    assert result["canary"] is False and result["batch_count"] == 1 and result["outdated_count"] == 6
+    assert result["batches"][0]["index"] == 1 and result["batches"][0]["canary"] is False
+    assert result["batches"][0]["azs"] == ["eu-west-1a", "eu-west-1b", "eu-west-1c"] * 2
     assert result["target"] == {"launch_template_id": "lt-new", "version": "5", "image_id": None}
-    # All six replacements are surged up front: one boot, then drain + delay + validate per batch.
-    assert result["eta_seconds"] == 180 + 6 * (90 + 60 + 30)
+    # All six replacements are surged up front: one boot and a validation, then one drain and its delay; every
+    # termination pays the surge back, so nothing is left to boot.
+    assert result["eta_seconds"] == 180 + 30 + 90 + 60
     assert result["timings"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30}
     json.dumps(result)
 
@@ -80,7 +102,7 @@ def test_rollout_plan_percentages_and_existing_up_to_date_nodes():
     assert [len(batch["instance_ids"]) for batch in result["batches"]] == [3, 3]
     assert all(len(set(batch["azs"])) == 3 for batch in result["batches"])
     assert result["surge"] == 0
-    assert result["eta_seconds"] == 2 * (120 + 60 + 180 + 30)
+    assert result["eta_seconds"] == (120 + 60 + 180) + (30 + 120 + 60 + 180)
     outdated = result["outdated"][0]
     assert set(outdated) == {"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason", "reasons"}
     assert "target version is 5" in outdated["reason"]
@@ -129,7 +151,7 @@ def test_rollout_plan_properties(specs, max_unavailable, max_surge):
     planned = sorted(instance_id for batch in result["batches"] for instance_id in batch["instance_ids"])
     assert planned == outdated_ids
     assert 0 <= result["surge"] <= min(result["surge_requested"], len(outdated_ids))
-    assert all(len(batch["instance_ids"]) <= result["batch_size"] for batch in result["batches"])
+    assert all(len(batch["instance_ids"]) <= result["batch_size"] + result["surge"] for batch in result["batches"])
     assert result["canary"] == bool(outdated_ids and result["up_to_date_count"] == 0 and result["surge"] == 0)
     if result["canary"]:
         assert len(result["batches"][0]["instance_ids"]) == 1
