@@ -39,21 +39,22 @@ class NodeConflict(RolloutError):
     """Every attempt of a read-modify-write met a concurrent writer."""
 
 
-def update_node(api, name, decide, check_mode=False, attempts=CONFLICT_ATTEMPTS, sleep=time.sleep):
-    """Read node ``name``, ``decide(node)`` (a :func:`node_edits.node_edit` result), write the patch with the
-    resourceVersion read; on 409 Conflict start over from a fresh read.
+def update_node(api, name, decide, check_mode=False, attempts=CONFLICT_ATTEMPTS, sleep=time.sleep, node=None):
+    """Read node ``name`` (or take ``node``, read just before), ``decide(node)`` (a :func:`node_edits.node_edit`
+    result), write the patch with the resourceVersion read; on 409 Conflict start over from a fresh read.
 
     Returns ``{"name", "changed", "changes", "before", "after", "conflicts", "node"}`` (``node`` is the object as
     written, or as read when nothing changed or in check mode). Raises NodeNotFound, NodeConflict or ApiException.
     """
     conflicts = 0
     for attempt in range(attempts):
-        try:
-            node = api.get_node(name)
-        except ApiException as exc:
-            if exc.status == 404:
-                raise NodeNotFound(name) from None
-            raise
+        if node is None or attempt:
+            try:
+                node = api.get_node(name)
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise NodeNotFound(name) from None
+                raise
         decision = decide(node)
         result = {"name": name, "changed": decision["changed"], "changes": decision["changes"],
                   "before": decision["before"], "after": decision["after"], "conflicts": conflicts, "node": node}
@@ -88,8 +89,8 @@ def update_nodes(api, names, decide, check_mode=False, workers=NODE_WORKERS):
             raise
 
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(names)))) as pool:
-        list(pool.map(read, names))
-        return list(pool.map(lambda name: update_node(api, name, decide, check_mode), names))
+        nodes = list(pool.map(read, names))
+        return list(pool.map(lambda pair: update_node(api, pair[0], decide, check_mode, node=pair[1]), zip(names, nodes)))
 
 
 def _cordon(node):
