@@ -111,6 +111,7 @@ class Survey:
     def __init__(self):
         self.nodes = {}
         self.pods_by_node = {}
+        self.versions = {}   # node -> the resourceVersion of its pod list, where a watch of them starts
         self.pdbs = []
         self.replicasets = {}
         self.deployments = {}
@@ -165,7 +166,10 @@ class Drain:
                     if exc.status == 404:
                         raise NodeNotFound(name) from None
                     raise
-            survey.pods_by_node[name] = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
+            if self.watch and not full:
+                survey.pods_by_node[name], survey.versions[name] = self.api.list_node_pods(name, label_selector=self.opts.pod_selector)
+            else:
+                survey.pods_by_node[name] = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
         survey.pdbs = self.api.list_pdbs()
         for pdb in survey.pdbs:
             self.gates.seed(pdb_key(pdb), (pdb.get("status") or {}).get("disruptionsAllowed"))
@@ -412,9 +416,10 @@ class Drain:
 
     def _drain_node(self, name, result, started):
         watch = None
-        if self.watch:
-            pods, version = self.api.list_node_pods(name, label_selector=self.opts.pod_selector)
-            watch = PodWatch(self.api, name, pods, version, label_selector=self.opts.pod_selector).start()
+        if self.survey.versions.get(name):
+            # from the list read before the cordon: the watch brings every pod that landed since
+            pods = self.survey.pods_by_node[name]
+            watch = PodWatch(self.api, name, pods, self.survey.versions[name], label_selector=self.opts.pod_selector).start()
         else:
             pods = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
         try:
