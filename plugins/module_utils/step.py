@@ -91,6 +91,18 @@ class StepReader:
         return step
 
 
+def timeout_message(step, timeout):
+    """What a step that waited ``timeout`` seconds in vain says: new instances that are no Ready nodes are EKS's
+    NodeCreationFailure, named; a delay that never ends cannot happen (it is bounded by the post-drain delay)."""
+    if step["booting"]:
+        launches = step["booting"] - len(step["booting_ids"])
+        return ("NodeCreationFailure: %d new instance(s) did not become Ready nodes within %ds: %s%s. The rollout is held: "
+                "look at those instances (did they boot, did their kubelets join the cluster?) and run again"
+                % (step["booting"], timeout, ", ".join(step["booting_ids"]) or "none launched yet",
+                   "; %d more the group has not launched" % launches if launches and step["booting_ids"] else ""))
+    return "waited %ds for %s; the rollout is held, run again" % (timeout, " and ".join(step["waiting_for"]))
+
+
 def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=time.sleep):
     """Decide; while the step is to wait, sleep until a delay ends or a node changes, and decide again.
 
@@ -104,9 +116,7 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
             return step
         now = clock()
         if now >= deadline:
-            raise RolloutError("waited %ds for %s; the rollout is held. Look at the group's new instances (did they boot, "
-                               "did their kubelets join?) and run again" % (timeout, " and ".join(step["waiting_for"])),
-                               step=step)
+            raise RolloutError(timeout_message(step, timeout), step=step)
         wake = min(deadline, now + (step["wait_seconds"] if step["wait_seconds"] is not None else REREAD_SECONDS))
         seen = _fingerprint(reader.raw_nodes)
         while clock() < wake:

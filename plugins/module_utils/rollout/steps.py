@@ -170,7 +170,7 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     nothing is up to date; ``skip``: node names a drain gave up on in this run (left cordoned, not retried).
 
     Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
-    "outdated_left", "capacity", "floor", "budget", "booting", "delayed", "skipped"}``. ``action`` is ``run`` (do
+    "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "skipped"}``. ``action`` is ``run`` (do
     ``terminate`` (instance ids, the first ``decrement`` of them decrementing desired), then validate the
     ``validate`` instances and drain the ``drain`` nodes), ``wait`` (``wait_seconds`` at most, for
     ``waiting_for``), ``done`` (nothing outdated is left but ``skipped`` nodes, and every replacement is a Ready
@@ -207,6 +207,7 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
             "wait_seconds": None, "waiting_for": [], "message": "",
             "outdated_left": state["outdated_left"], "capacity": state["capacity"], "floor": floor,
             "budget": budget, "booting": len(state["booting"]) + pending_launches,
+            "booting_ids": list(state["booting"]),
             "delayed": [entry["node"] for entry in state["delayed"]],
             "skipped": [entry["node"] for entry in state["skipped"]]}
     if terminate or drain:

@@ -48,8 +48,9 @@ class Reader:
         return dict(self.steps.pop(0) if len(self.steps) > 1 else self.steps[0])
 
 
-def waiting(seconds=None, booting=0, why="1 new instance(s) to become Ready nodes"):
-    return {"action": "wait", "wait_seconds": seconds, "booting": booting, "waiting_for": [why]}
+def waiting(seconds=None, booting=0, why="1 new instance(s) to become Ready nodes", ids=None):
+    return {"action": "wait", "wait_seconds": seconds, "booting": booting, "waiting_for": [why],
+            "booting_ids": ["i-%d" % n for n in range(booting)] if ids is None else ids}
 
 
 RUN = {"action": "run", "terminate": ["i-1"], "drain": [], "booting": 0}
@@ -71,12 +72,13 @@ def test_while_new_instances_boot_only_the_nodes_are_listed_and_a_change_reads_t
     assert reader.decisions == 2 and reader.node_lists == 16
 
 
-def test_waiting_too_long_fails_naming_what_it_waited_for():
+def test_new_instances_that_never_become_nodes_fail_as_node_creation_failure_naming_them():
     clock = Clock()
-    reader = Reader(clock, [waiting(booting=2, why="2 new instance(s) to become Ready nodes")])
+    reader = Reader(clock, [waiting(booting=3, why="3 new instance(s) to become Ready nodes", ids=["i-0a", "i-0b"])])
     with pytest.raises(RolloutError) as raised:
         wait_for_step(reader, timeout=300, poll_interval=2, clock=clock, sleep=clock.sleep)
-    assert "waited 300s for 2 new instance(s) to become Ready nodes" in raised.value.msg
+    assert raised.value.msg.startswith("NodeCreationFailure: 3 new instance(s) did not become Ready nodes within 300s: i-0a, i-0b; "
+                                       "1 more the group has not launched")
     assert raised.value.details["step"]["action"] == "wait" and clock() == pytest.approx(300)
 
 
