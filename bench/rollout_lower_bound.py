@@ -12,6 +12,8 @@ and the modules' polling: node_drain every 2 s, the Auto Scaling waits with a ba
 seconds, i.e. ``speed`` simulated seconds each. At the default speed 1 both clocks agree. The JSON reports:
 
 - ``ratio``: rollout_sim_seconds / LB;
+- ``plan_eta_over_measured``: the plan's estimated duration (``node_group_info``'s ``eta_seconds``, told the
+  sandbox's boot and an a-priori drain time, ``_common.estimate_inputs``) over the measured rollout;
 - ``ratio_without_configured_waits``: the same with the post-drain delays and the validation intervals the
   inventory configures taken out (they are the operator's choice, not the role's cost);
 - ``design_bound_sim_seconds`` and ``ratio_to_design_bound``: LB plus one boot for every wait for replacements the
@@ -49,6 +51,12 @@ def main(argv=None):
                  "rolling_update_validate_passes": args.validate_passes}
     if args.max_surge:
         role_vars["rolling_update_max_surge"] = args.max_surge
+    # What the plan's estimate is told, known before the run: the sandbox's boot, and a drain of the first wave
+    # (surge + U nodes) taking as many rounds of pod termination + start as its budgets need.
+    estimate = _common.estimate_inputs(delays, args.nodes, args.max_unavailable, args.max_surge, args.azs,
+                                       args.pods_per_node, args.deployments, args.pdb_max_unavailable)
+    role_vars["rolling_update_estimate_boot"] = max(1, round(estimate["boot_sim_seconds"] / args.speed))
+    role_vars["rolling_update_estimate_drain"] = max(1, round(estimate["drain_sim_seconds"] / args.speed))
     workload = _common.spread_workload(args.nodes * args.pods_per_node, args.deployments, args.pdb_max_unavailable)
     with _common.Run(args.nodes, args.azs, args.speed, delays, args.max_unavailable, role_vars, workload=workload,
                      keep=args.keep, kube=args.kube) as run:
@@ -80,6 +88,9 @@ def main(argv=None):
             "ratio": round(rollout / lb, 2),
             "configured_waits_sim_seconds": round(configured, 1),
             "ratio_without_configured_waits": round((rollout - configured) / lb, 2),
+            "plan_eta_sim_seconds": round(float(group["plan"]["eta_seconds"]) * args.speed, 1),
+            "plan_eta_over_measured": round(float(group["plan"]["eta_seconds"]) * args.speed / rollout, 2),
+            "plan_estimate_inputs_sim_seconds": estimate,
             "design_bound_sim_seconds": design,
             "ratio_to_design_bound": round(rollout / design, 2),
             "wall_seconds": figures["wall_seconds"],

@@ -111,7 +111,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
         plan_target["version"] = int(plan_target["version"])
     plan = rollout_plan(records, plan_target, max_unavailable=params.get("max_unavailable"),
                         max_surge=params.get("max_surge"), az_count=len(azs), group_size=group_size,
-                        taint_effect=params.get("taint_effect") or "NoSchedule")
+                        taint_effect=params.get("taint_effect") or "NoSchedule", **(params.get("timings") or {}))
     outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}
     in_group = members(group)
     owed = surge_owed_now(state, sizes_of(group))

@@ -80,6 +80,27 @@ options:
       image_id:
         description: The AMI of that version.
         type: str
+  timings:
+    description:
+      - What the estimated duration of the plan (C(eta_seconds) in RV(node_groups[].plan)) assumes, each as seconds or a duration.
+    type: dict
+    suboptions:
+      boot_seconds:
+        description: From launch to a Ready node.
+        type: raw
+        default: 180
+      drain_seconds:
+        description: The drain of one wave of nodes.
+        type: raw
+        default: 90
+      post_drain_delay:
+        description: The wait between a node's drain and its termination.
+        type: raw
+        default: 60
+      validate_seconds:
+        description: One validation of the new nodes.
+        type: raw
+        default: 30
   join_timeout:
     description:
       - How long a new instance may take to become a Ready node, as seconds (V(600)) or a duration (V(10m)).
@@ -108,7 +129,7 @@ options:
     default: NoSchedule
 notes:
   - The plan is data for the C(nodeops.rollout.rolling_update) role and for review in check mode; the estimated duration
-    uses default timings (boot 180 s, drain 90 s, post-drain delay 60 s, validation 30 s per batch).
+    follows the rollout's pipeline with the timings of O(timings).
 seealso:
   - module: nodeops.rollout.asg_surge
   - module: nodeops.rollout.launch_template_version
@@ -385,6 +406,12 @@ def argument_spec():
         taint_key=dict(type="str", default="nodeops.rollout/outdated", no_log=False),
         taint_effect=dict(type="str", choices=list(OUTDATED_TAINT_EFFECTS), default="NoSchedule"),
         join_timeout=dict(type="raw"),
+        timings=dict(type="dict", options=dict(
+            boot_seconds=dict(type="raw", default=180),
+            drain_seconds=dict(type="raw", default=90),
+            post_drain_delay=dict(type="raw", default=60),
+            validate_seconds=dict(type="raw", default=30),
+        )),
         target=dict(type="dict", options=dict(
             launch_template_id=dict(type="str"),
             version=dict(type="raw", required=True),

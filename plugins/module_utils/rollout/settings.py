@@ -33,6 +33,8 @@ DURATIONS = {
     "validate_interval": (1, False),
     "validate_timeout": (1, False),
     "lock_duration": (1, True),
+    "estimate_boot": (0, False),
+    "estimate_drain": (0, False),
 }
 CHOICES = {
     "surge_method": METHODS,
@@ -165,7 +167,12 @@ def check_role_settings(values):
     if lock is None:
         lock = (seconds["drain_timeout"] + seconds["post_drain_delay"] + 2 * seconds["node_ready_timeout"]
                 + seconds["validate_timeout"] + LOCK_MARGIN_SECONDS)
-    return {"seconds": seconds, "lock_duration": lock, "node_groups": node_groups, "validate_passes": int(passes)}
+    # what the plan's estimated duration assumes (rollout.plan.estimate_duration): the operator's own waits, and the
+    # boot and drain times they expect
+    estimate = {"boot_seconds": seconds["estimate_boot"], "drain_seconds": seconds["estimate_drain"],
+                "post_drain_delay": seconds["post_drain_delay"], "validate_seconds": (int(passes) - 1) * seconds["validate_interval"]}
+    return {"seconds": seconds, "lock_duration": lock, "node_groups": node_groups, "validate_passes": int(passes),
+            "estimate": estimate}
 
 
 def role_error(message, index, group):

@@ -13,7 +13,7 @@ DEFAULTS = {
     "rolling_update_post_drain_delay": 60, "rolling_update_node_ready_timeout": "15m", "rolling_update_validate_passes": 2,
     "rolling_update_validate_interval": "10s", "rolling_update_validate_timeout": "10m", "rolling_update_aws": {},
     "rolling_update_k8s": {}, "rolling_update_report_file": "", "rolling_update_lock_namespace": "kube-system",
-    "rolling_update_lock_duration": "",
+    "rolling_update_lock_duration": "", "rolling_update_estimate_boot": "3m", "rolling_update_estimate_drain": "90s",
 }
 
 
@@ -26,6 +26,8 @@ def test_the_defaults_settle_with_the_lock_covering_one_batch():
     assert settings["seconds"]["drain_timeout"] == 900 and settings["seconds"]["grace_period"] is None
     assert settings["lock_duration"] == 900 + 60 + 2 * 900 + 600 + 300
     assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": ""}]
+    # the plan's estimate: the boot and drain the operator expects, and the waits they configured (2 passes 10 s apart)
+    assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 10}
 
 
 def test_a_group_s_own_counts_win_over_the_role_s_and_survey_strings_are_read():
