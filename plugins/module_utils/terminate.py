@@ -265,9 +265,10 @@ def run_instance_terminate(module):
             _terminate(autoscaling, ec2, termination, result)
         result["changed"] = bool(result["terminated"] or result["terminated_detached"])
         ended = result["terminated"] + result["terminated_detached"]
-        if params["wait"] and ended:
+        if params["wait"] and (ended or termination.gone):
+            # the listed instances already leaving too: their Node objects are deleted once they are terminated
             with aws_errors("DescribeInstances", resource):
-                _wait_terminated(ec2, ended, params["wait_timeout"])
+                _wait_terminated(ec2, ended + list(termination.gone), params["wait_timeout"])
         if params["delete_node"]:
             with aws_errors("delete nodes", resource), kube_errors("delete", "nodes of instances %s" % instances):
                 _delete_lingering_nodes(api, ec2, ended + list(termination.gone), result)

@@ -62,7 +62,7 @@ options:
     default: false
   wait:
     description:
-      - Wait until EC2 reports every terminated instance V(terminated).
+      - Wait until EC2 reports every terminated instance V(terminated), and the listed instances that were already leaving.
     type: bool
     default: true
   wait_timeout:
