@@ -88,7 +88,7 @@ with open(sys.argv[1], encoding="utf-8") as fh:
 with open(sys.argv[2], encoding="utf-8") as fh:
     report = json.load(fh)
 for group in result["node_groups"]:
-    print("node group %s: %s, %s nodes replaced in %s batches, %s evictions, %s restarted without downtime, %ss"
+    print("node group %s: %s, %s nodes replaced in %s drain steps, %s evictions, %s restarted without downtime, %ss"
           % (group["name"], group["status"], group["nodes_replaced"], len(group["batches"]), group["evictions"],
              len(group["restarted"]), group["seconds"]))
     print("  seconds per phase: %s" % json.dumps(group["phase_seconds"]))
