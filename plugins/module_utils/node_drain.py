@@ -58,6 +58,11 @@ def utc_now_text():
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def utc_now_precise():
+    """Now, to the millisecond: a post-drain delay counted from a time cut to the second could end a second early."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 class DrainOptions:
     """The module's drain options, validated (raises PlanError naming the field)."""
 
@@ -131,7 +136,7 @@ class Drain:
     """One drain run over ``names``; ``run()`` returns the module result (without exiting)."""
 
     def __init__(self, api, names, options, check_mode=False, diff=False, clock=time.monotonic, sleep=time.sleep,
-                 now_text=utc_now_text, watch=False):
+                 now_text=utc_now_text, watch=False, drained_text=utc_now_precise):
         self.api = api
         self.watch = watch
         self.names = names
@@ -141,6 +146,7 @@ class Drain:
         self.clock = clock
         self.sleep = sleep
         self.now_text = now_text
+        self.drained_text = drained_text
         self.survey = None
         self.pool = None
         self._lock = threading.Lock()
@@ -407,7 +413,7 @@ class Drain:
     def _mark_drained(self, name, result):
         """Record on the node when its drain ended (the post-drain delay counts from it), with the load-balancer
         exclusion label when asked: one merge patch."""
-        stamp = self.now_text()
+        stamp = self.drained_text()
         metadata = {"annotations": {ANNOTATION_DRAINED_AT: stamp}}
         if self.opts.exclude_from_load_balancers:
             metadata["labels"] = {LABEL_EXCLUDE_LB: "true"}
