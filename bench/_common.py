@@ -313,12 +313,12 @@ def replacement_waits(nodes, max_unavailable, surge):
     return waits
 
 
-def estimate_inputs(delays, nodes, max_unavailable, max_surge, azs, pods_per_node, deployments, pdb_max_unavailable):
+def estimate_inputs(delays, nodes, max_unavailable, max_surge, azs, pods_per_node, deployments, pdb_max_unavailable, speed):
     """The boot and drain times a plan would be told for this bench, from the sandbox's delays alone (simulated s).
 
     A wave drains surge + U nodes (the first one, the largest); each Deployment has pods_per_node x wave / deployments
     pods on them, and its budget lets ``pdb_max_unavailable`` of its replicas go at a time: that many rounds of pod
-    termination + pod start."""
+    termination + pod start, each followed by the drain's next look at the budget (every 2 wall seconds)."""
     surge = math.ceil(nodes * int(max_surge[:-1]) / 100) if str(max_surge).endswith("%") else \
         (int(max_surge) if str(max_surge).strip() else max(2 * azs, max_unavailable))
     wave = min(nodes, surge + max_unavailable)
@@ -327,7 +327,7 @@ def estimate_inputs(delays, nodes, max_unavailable, max_surge, azs, pods_per_nod
     allowed = max(1, math.floor(replicas * int(percent[:-1]) / 100) if percent.endswith("%") else int(percent))
     rounds = math.ceil(wave * pods_per_node / deployments / allowed)
     boot = delays["boot_seconds"] + delays["node_register_seconds"] + delays["node_ready_seconds"]
-    step = delays["pod_shutdown_seconds"] + delays["pod_start_seconds"] + delays["pod_ready_seconds"]
+    step = delays["pod_shutdown_seconds"] + delays["pod_start_seconds"] + delays["pod_ready_seconds"] + 2 * speed
     return {"boot_sim_seconds": boot, "drain_sim_seconds": rounds * step, "pdb_rounds_per_wave": rounds}
 
 

@@ -54,7 +54,7 @@ def main(argv=None):
     # What the plan's estimate is told, known before the run: the sandbox's boot, and a drain of the first wave
     # (surge + U nodes) taking as many rounds of pod termination + start as its budgets need.
     estimate = _common.estimate_inputs(delays, args.nodes, args.max_unavailable, args.max_surge, args.azs,
-                                       args.pods_per_node, args.deployments, args.pdb_max_unavailable)
+                                       args.pods_per_node, args.deployments, args.pdb_max_unavailable, args.speed)
     role_vars["rolling_update_estimate_boot"] = max(1, round(estimate["boot_sim_seconds"] / args.speed))
     role_vars["rolling_update_estimate_drain"] = max(1, round(estimate["drain_sim_seconds"] / args.speed))
     workload = _common.spread_workload(args.nodes * args.pods_per_node, args.deployments, args.pdb_max_unavailable)
