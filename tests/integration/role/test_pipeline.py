@@ -88,4 +88,3 @@ def test_each_node_is_terminated_its_own_post_drain_delay_after_its_drain(rollou
             assert e["t"] - drained[node_of[e["instance_id"]]] >= DELAY * SPEED * 0.95, e
             checked += 1
     assert checked == NODES, checked
-
