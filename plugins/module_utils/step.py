@@ -82,11 +82,12 @@ class StepReader:
         sizes = sizes_of(group)
         original = state["original_desired_capacity"] if state else sizes["desired_capacity"]
         unavailable = max_unavailable_count(self.params.get("max_unavailable"), original)
-        step = next_step(records, outdated, original, unavailable, surge_owed_now(state, sizes), sizes["desired_capacity"],
+        owed = surge_owed_now(state, sizes)
+        step = next_step(records, outdated, original, unavailable, owed, sizes["desired_capacity"],
                          self.now(), post_drain_delay=self.delay, canary=self.params["canary"],
                          skip=[name.strip() for name in self.params.get("skip") or []])
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
-                         "max_unavailable": unavailable, "surge_owed": surge_owed_now(state, sizes),
+                         "max_unavailable": unavailable, "surge_owed": owed,
                          "rollout_id": state["rollout_id"] if state else None}
         return step
 

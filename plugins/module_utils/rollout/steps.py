@@ -83,14 +83,15 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=()):
     pods and taking new ones; out of service but not drained (not Ready, cordoned, a drain interrupted); drained
     and past the post-drain delay; drained and still in the delay, with ``until`` seconds from now; never a
     node; named in ``skip``), ``"outdated_left"`` (every active outdated instance), ``"capacity"`` (serving
-    nodes of the group, outdated or not), ``"up_to_date_ready"`` and ``"up_to_date_ids"`` (instance ids),
-    ``"booting"`` (up-to-date instances without a Ready node yet; a Ready node cordoned by someone else is not) and ``"members"`` (active members).
+    nodes of the group, outdated or not), ``"up_to_date_ready"`` (instance ids), ``"booting"`` (instances still
+    launching, and up-to-date instances without a Ready node yet; a Ready node cordoned by someone else is not) and
+    ``"members"`` (active members).
     """
     wanted = set(outdated_ids)
     skip = set(skip or ())
     sorted_ = {"serving": [], "out": [], "drained": [], "delayed": [], "no_node": [], "skipped": []}
     capacity = members = 0
-    up_to_date_ready, up_to_date_ids, booting = [], [], []
+    up_to_date_ready, booting = [], []
     outdated_left = 0
     for instance in instances:
         if _leaving(instance):
@@ -104,7 +105,6 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=()):
         if _serving(node):
             capacity += 1
         if instance["instance_id"] not in wanted:
-            up_to_date_ids.append(instance["instance_id"])
             if _serving(node):
                 up_to_date_ready.append(instance["instance_id"])
             elif node is None or not node.get("ready"):
@@ -112,12 +112,16 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=()):
             continue
         outdated_left += 1
         entry = _entry(instance)
-        if node is None:
-            sorted_["no_node" if instance.get("lifecycle_state") == "InService" or detached else "out"].append(entry)
+        ended = drained_at(node)
+        if node is None and (instance.get("lifecycle_state") == "InService" or detached):
+            sorted_["no_node"].append(entry)
+        elif node is None:
+            # still launching: nothing to drain yet, and it may still become a node; waited for like a replacement
+            booting.append(instance["instance_id"])
         elif node["name"] in skip:
             sorted_["skipped"].append(entry)
-        elif drained_at(node) is not None:
-            remaining = (drained_at(node) - now).total_seconds() + post_drain_delay
+        elif ended is not None:
+            remaining = (ended - now).total_seconds() + post_drain_delay
             if remaining <= 0:
                 sorted_["drained"].append(entry)
             else:
@@ -128,7 +132,7 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=()):
         else:
             sorted_["out"].append(entry)
     sorted_.update({"outdated_left": outdated_left, "capacity": capacity, "members": members,
-                    "up_to_date_ready": up_to_date_ready, "up_to_date_ids": up_to_date_ids, "booting": booting})
+                    "up_to_date_ready": up_to_date_ready, "booting": booting})
     return sorted_
 
 

@@ -124,6 +124,13 @@ def test_an_instance_that_never_became_a_node_is_terminated_without_a_drain():
     assert result["terminate"] == ["o0"] and result["decrement"] == 1 and result["drain"] == []
 
 
+def test_an_outdated_instance_still_launching_is_waited_for_not_drained():
+    group = [inst("o0", node=None, lifecycle="Pending")] + new(2)
+    result = step(group, ["o0"], size=2, unavailable=1)
+    assert result["action"] == "wait" and result["drain"] == [] and result["terminate"] == []
+    assert result["booting_ids"] == ["o0"]
+
+
 def test_skipped_nodes_are_neither_drained_nor_terminated_and_the_rollout_ends_without_them():
     group = [inst("o0", cordoned=True)] + new(2)
     result = step(group, ["o0"], size=2, unavailable=1, skip=["n-o0"])
