@@ -238,6 +238,15 @@ class Drain:
     def _send(self, work):
         """Make one request for the pod; returns ``(answer, retry_after)`` (answer from drain_rules.eviction_answer)."""
         try:
+            return self._request(work)
+        finally:
+            if work.admitted:
+                with self._lock:
+                    self.gates.answered(work.admitted)
+                work.admitted = None
+
+    def _request(self, work):
+        try:
             if work.mode == "evict":
                 self.api.evict_pod(work.namespace, work.name, work.uid, self.opts.grace_period)
             elif work.mode == "delete":
@@ -287,45 +296,50 @@ class Drain:
         return out
 
     def _select_due(self, works, now):
-        """The pods to send a request for now; evictions are paced by their budget (BudgetGates)."""
+        """The pods to send a request for now; evictions are paced by their budget (BudgetGates, shared by the nodes)."""
         due = []
-        checks = {}
         for work in works.values():
             if work.state != "todo" or work.next_try > now:
                 continue
             if work.mode != "evict" or not work.pdb or not paced_by_budget(work.pod):
                 due.append(work)
                 continue
+            pdb = work.pdb
             with self._lock:
-                verdict, when = self.gates.decide(work.pdb, now)
-                if verdict == "go":
-                    self.gates.sent(work.pdb)
+                verdict, when = self.gates.decide(pdb, now)
+                if verdict == "check":
+                    self.gates.reading(pdb)
+            if verdict == "check":
+                verdict, when = self._check_budget(pdb, now)
+                if verdict == "gone":
+                    work.pdb = None
                     due.append(work)
-                elif verdict == "wait":
-                    work.next_try = when
-                    self._hold(work)
-                else:
-                    checks.setdefault(work.pdb, []).append(work)
-        for pdb, waiting in checks.items():
+                    continue
+            if verdict == "go":
+                with self._lock:
+                    self.gates.sent(pdb)
+                work.admitted = pdb
+                due.append(work)
+            else:  # "wait", or "check" again: the pods just let through hold the budget's count
+                work.next_try = when if verdict == "wait" else now + self.opts.poll_interval
+                self._hold(work)
+        return due
+
+    def _check_budget(self, pdb, now):
+        """Read the budget this caller holds the gate of; the gate's verdict for the next pod, or "gone"."""
+        allowed = None
+        try:
             allowed = self._disruptions_allowed(pdb)
+        finally:
             with self._lock:
                 if allowed == "gone":
                     self.gates.forget(pdb)
                 else:
                     self.gates.checked(pdb, allowed, self.clock())
-                for work in waiting:
-                    if allowed == "gone":
-                        work.pdb = None
-                        due.append(work)
-                        continue
-                    verdict, when = self.gates.decide(pdb, now)
-                    if verdict == "go":
-                        self.gates.sent(pdb)
-                        due.append(work)
-                    else:  # the budget's disruptions are taken by the pods just sent: look again a little later
-                        work.next_try = when if verdict == "wait" else now + self.opts.poll_interval
-                        self._hold(work)
-        return due
+        if allowed == "gone":
+            return "gone", None
+        with self._lock:
+            return self.gates.decide(pdb, now)
 
     def _hold(self, work):
         """Record that the pod waits for its budget, with the budget's last known status."""

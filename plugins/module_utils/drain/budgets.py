@@ -206,22 +206,34 @@ class BudgetGates:
     budget is read again. While a read finds 0, the budget is read again every ``check_interval`` seconds (the
     drain's poll interval: a replacement becoming Ready frees a disruption at any moment, and a read costs one
     request whatever the number of pods waiting); without ``check_interval`` the backoff applies to reads too.
+
+    The nodes of one drain share the gates, so a budget is read by one caller at a time, and only once every
+    eviction it let through has its answer: the eviction handler takes a disruption off ``status.disruptionsAllowed``
+    when it admits an eviction, so a read made while evictions are in flight (or by two nodes at once, each then
+    spending the whole count) counts disruptions twice and ends in refusals. Callers that meet a gate being read or
+    waiting for answers try again after ``settle`` seconds.
     Pure bookkeeping: the caller supplies the clock and does the reading.
     """
 
-    def __init__(self, cap=16.0, jitter=None, check_interval=None):
+    def __init__(self, cap=16.0, jitter=None, check_interval=None, settle=0.1):
         self.cap = cap
         self.jitter = jitter
         self.check_interval = check_interval
+        self.settle = settle
         self.gates = {}
+
+    @staticmethod
+    def _gate(tokens=0):
+        return {"until": 0.0, "attempts": 0, "tokens": tokens, "inflight": 0, "reading": False}
 
     def seed(self, pdb, disruptions_allowed):
         """Start with what the budget's status said when the drain began (a hint; the Eviction API decides)."""
         if isinstance(disruptions_allowed, int) and not isinstance(disruptions_allowed, bool) and disruptions_allowed >= 0:
-            self.gates[pdb] = {"until": 0.0, "attempts": 0, "tokens": disruptions_allowed}
+            self.gates[pdb] = self._gate(disruptions_allowed)
 
     def decide(self, pdb, now):
-        """``("go", None)``: send one eviction now; ``("wait", t)``: not before ``t``; ``("check", None)``: read the budget first."""
+        """``("go", None)``: send one eviction now; ``("wait", t)``: not before ``t``; ``("check", None)``: read the
+        budget first (:meth:`reading`, then :meth:`checked`)."""
         gate = self.gates.get(pdb) if pdb else None
         if gate is None:
             return "go", None
@@ -229,17 +241,31 @@ class BudgetGates:
             return "wait", gate["until"]
         if gate["tokens"] > 0:
             return "go", None
+        if gate["reading"] or gate["inflight"] > 0:
+            return "wait", now + self.settle
         return "check", None
+
+    def reading(self, pdb):
+        """The caller that got ``"check"`` reads the budget: nobody else does until :meth:`checked`."""
+        self.gates.setdefault(pdb, self._gate())["reading"] = True
 
     def forget(self, pdb):
         """The budget is gone: its pods are free to go."""
         self.gates.pop(pdb, None)
 
     def sent(self, pdb):
-        """One eviction of the budget's pods is on its way: it uses one of the disruptions counted."""
+        """One eviction of the budget's pods is on its way: it uses one of the disruptions counted, and the budget is
+        not read again before its answer (:meth:`answered`)."""
         gate = self.gates.get(pdb) if pdb else None
-        if gate is not None and gate["tokens"] > 0:
-            gate["tokens"] -= 1
+        if gate is not None:
+            gate["tokens"] = max(0, gate["tokens"] - 1)
+            gate["inflight"] += 1
+
+    def answered(self, pdb):
+        """An eviction let through by :meth:`sent` has its answer, whatever it was."""
+        gate = self.gates.get(pdb) if pdb else None
+        if gate is not None and gate["inflight"] > 0:
+            gate["inflight"] -= 1
 
     def accepted(self, pdb):
         """The budget took an eviction: the backoff starts over."""
@@ -249,7 +275,7 @@ class BudgetGates:
 
     def refused(self, pdb, now, retry_after=None):
         """The budget refused an eviction (429): closed until the backoff delay is over; returns that time."""
-        gate = self.gates.setdefault(pdb, {"until": 0.0, "attempts": 0, "tokens": 0})
+        gate = self.gates.setdefault(pdb, self._gate())
         gate["attempts"] += 1
         gate["tokens"] = 0
         gate["until"] = max(gate["until"], now + retry_delay(gate["attempts"], retry_after, self.cap, self.jitter))
@@ -260,7 +286,8 @@ class BudgetGates:
 
         ``None`` (unknown) lets one eviction through to ask the Eviction API itself.
         """
-        gate = self.gates.setdefault(pdb, {"until": 0.0, "attempts": 0, "tokens": 0})
+        gate = self.gates.setdefault(pdb, self._gate())
+        gate["reading"] = False
         if disruptions_allowed is None:  # the budget could not be read, or has no status yet: let one eviction probe it
             gate["tokens"] = 1
             return "go", None

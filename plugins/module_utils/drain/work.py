@@ -33,6 +33,7 @@ class PodWork:
         self.state = {"wait": "sent", "ignore": "ignored"}.get(mode, "todo")
         self.restart = restart
         self.pdb = None  # the one PodDisruptionBudget covering the pod, when it is evicted
+        self.admitted = None  # the budget whose gate let the request go, until the request has its answer
         self.attempts = 0
         self.next_try = 0.0
         self.blocking = None

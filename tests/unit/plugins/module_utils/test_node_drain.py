@@ -111,6 +111,25 @@ def test_evictions_are_paced_by_the_budget_instead_of_refused_pod_by_pod():
     assert reads and all(target == "shop/web" for _verb, target in reads)
 
 
+def test_nodes_sharing_a_budget_read_it_one_at_a_time_and_are_never_refused():
+    """Four nodes drain at once, their twelve pods behind one budget allowing 2: a count read from the budget is spent
+    once between them (not once per node), so the budget refuses nothing."""
+    names = ("n1", "n2", "n3", "n4")
+    kube = cluster(*names, linger=2)
+    kube.enforce_pdbs = True
+    for name in names:
+        for index in range(3):
+            kube.add_pod(make_pod("web-%s-%d" % (name, index), name, labels={"app": "web"}))
+    pdb = budget("web", {"app": "web"}, maxUnavailable=2)
+    pdb["status"] = {"disruptionsAllowed": 2}
+    kube.pdbs.append(pdb)
+    result = run(kube, list(names), retry_max_delay=0.05)
+    assert result["drained"] == list(names)
+    evictions = [entry for entry in kube.requests if entry[0] == "evict_pod"]
+    assert len(evictions) == 12
+    assert sum(node["eviction_retries"] for node in result["nodes"].values()) == 0
+
+
 def test_retry_after_from_the_server_is_honoured():
     kube = cluster("n1")
     kube.add_pod(make_pod("web-1", "n1"))

@@ -395,13 +395,36 @@ def test_an_unknown_budget_is_open():
     assert gates.decide(None, 0.0) == ("go", None)
 
 
-def test_seeded_tokens_let_that_many_through_then_ask_for_a_read():
-    gates = BudgetGates()
+def test_seeded_tokens_let_that_many_through_then_ask_for_a_read_once_they_are_answered():
+    gates = BudgetGates(settle=0.1)
     gates.seed("shop/web", 2)
     for _attempt in range(2):
         assert gates.decide("shop/web", 0.0) == ("go", None)
         gates.sent("shop/web")
-    assert gates.decide("shop/web", 0.0) == ("check", None)
+    # the handler takes a disruption off the status when it admits an eviction: a read before the answers counts twice
+    assert gates.decide("shop/web", 0.0) == ("wait", 0.1)
+    gates.answered("shop/web")
+    assert gates.decide("shop/web", 0.1) == ("wait", 0.2)
+    gates.answered("shop/web")
+    assert gates.decide("shop/web", 0.2) == ("check", None)
+
+
+def test_one_reader_at_a_time_and_its_count_is_spent_once():
+    """Two nodes of one drain meet a budget at 0: one reads it, the other waits for that read instead of reading
+    too (each read's count spent by each node would send twice what the budget allows)."""
+    gates = BudgetGates(settle=0.1)
+    gates.refused("shop/web", 0.0)
+    assert gates.decide("shop/web", 5.0) == ("check", None)
+    gates.reading("shop/web")
+    assert gates.decide("shop/web", 5.0) == ("wait", 5.1)   # the other node
+    assert gates.checked("shop/web", 2, 5.0) == ("go", None)
+    verdicts = []
+    for _node in range(3):
+        verdict = gates.decide("shop/web", 5.1)
+        verdicts.append(verdict[0])
+        if verdict[0] == "go":
+            gates.sent("shop/web")
+    assert verdicts == ["go", "go", "wait"]
 
 
 def test_a_refusal_closes_the_budget_with_growing_backoff():
@@ -429,6 +452,7 @@ def test_an_unreadable_budget_gets_one_probe_and_a_deleted_one_is_forgotten():
     gates.refused("shop/web", 0.0)
     assert gates.checked("shop/web", None, 100.0) == ("go", None)
     gates.sent("shop/web")
+    gates.answered("shop/web")
     assert gates.decide("shop/web", 100.0) == ("check", None)
     gates.forget("shop/web")
     assert gates.decide("shop/web", 100.0) == ("go", None)
