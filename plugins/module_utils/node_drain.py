@@ -42,7 +42,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import 
     remaining_works,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names
+from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names, read_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT, LABEL_EXCLUDE_LB
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
 
@@ -162,16 +162,11 @@ class Drain:
     def read(self, full=False):
         """Nodes (each must exist), their pods, the budgets, and the workloads behind single-replica pods."""
         survey = Survey()
-        for name in self.names:
+        if full:
             # a drain's cordon reads every node before it writes any (a missing one fails before a change): the check
             # mode, which does not cordon, reads them here
-            if full:
-                try:
-                    survey.nodes[name] = self.api.get_node(name)
-                except ApiException as exc:
-                    if exc.status == 404:
-                        raise NodeNotFound(name) from None
-                    raise
+            survey.nodes = dict(zip(self.names, read_nodes(self.api, self.names)))
+        for name in self.names:
             if self.watch and not full:
                 survey.pods_by_node[name], survey.versions[name] = self.api.list_node_pods(name, label_selector=self.opts.pod_selector)
             else:

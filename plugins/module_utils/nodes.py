@@ -75,21 +75,31 @@ def update_node(api, name, decide, check_mode=False, attempts=CONFLICT_ATTEMPTS,
     raise NodeConflict("node %s: %d writes in a row met a concurrent change (409 Conflict); giving up" % (name, conflicts))
 
 
+def read_nodes(api, names):
+    """The nodes ``names``, in that order: one GET for one node, one LIST for more (a request per node costs more than
+    one list of the cluster's nodes). Raises NodeNotFound for the first name that is not a node."""
+    if len(names) == 1:
+        try:
+            return [api.get_node(names[0])]
+        except ApiException as exc:
+            if exc.status == 404:
+                raise NodeNotFound(names[0]) from None
+            raise
+    listed = {(node.get("metadata") or {}).get("name"): node for node in api.list_nodes()}
+    for name in names:
+        if name not in listed:
+            raise NodeNotFound(name)
+    return [listed[name] for name in names]
+
+
 def update_nodes(api, names, decide, check_mode=False, workers=NODE_WORKERS):
     """:func:`update_node` for each name, several at once; returns the results in the order of ``names``.
 
-    Every node is read before any is written, so a missing node fails the whole request with nothing changed.
+    Every node is read (:func:`read_nodes`) before any is written, so a missing node fails the whole request with
+    nothing changed.
     """
-    def read(name):
-        try:
-            return api.get_node(name)
-        except ApiException as exc:
-            if exc.status == 404:
-                raise NodeNotFound(name) from None
-            raise
-
+    nodes = read_nodes(api, names)
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(names)))) as pool:
-        nodes = list(pool.map(read, names))
         return list(pool.map(lambda pair: update_node(api, pair[0], decide, check_mode, node=pair[1]), zip(names, nodes)))
 
 

@@ -74,6 +74,9 @@ def test_many_nodes_are_changed_and_returned_in_order():
         kube.add_node(make_node(name))
     results = nodes.update_nodes(kube, names, taint_outdated)
     assert [r["name"] for r in results] == names and all(r["changed"] for r in results)
+    # one list of the nodes, not a read per node; a write per node
+    assert sorted(set(entry[0] for entry in kube.requests)) == ["list_nodes", "patch_node"]
+    assert [entry[0] for entry in kube.requests].count("list_nodes") == 1
     assert all(kube.nodes[name]["spec"]["taints"][0]["key"] == "nodeops.rollout/outdated" for name in names)
 
 
