@@ -38,7 +38,7 @@ HASH_LENGTH = 8
 INT32_MAX = 2 ** 31 - 1
 MICRO_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
-ACQUIRE_ACTIONS = ("create", "acquire", "take_over", "renew", "refuse")
+ACQUIRE_ACTIONS = ("create", "acquire", "take_over", "renew", "keep", "refuse")
 RELEASE_ACTIONS = ("release", "none")
 
 _DNS_LABEL_CHARS = re.compile(r"[^a-z0-9]+")
@@ -117,6 +117,23 @@ def check_duration(seconds):
     if isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 < seconds <= INT32_MAX:
         raise LockError("duration: %r is not allowed; use a duration of at least one second" % (seconds,))
     return seconds
+
+
+def still_held(held_until, min_valid_for, now):
+    """Whether a renewal can wait: the Lease this run wrote last (``held_until``, the ``expires_at`` its previous call
+    returned) stays ours for at least ``min_valid_for`` more seconds. Nobody may take a Lease over before it expires,
+    so no read is needed to know that. Both or neither given; raises LockError naming a bad one."""
+    if held_until is None and min_valid_for is None:
+        return False
+    if held_until is None or min_valid_for is None:
+        raise LockError("held_until and min_valid_for: %s is not allowed alone; give both (the previous call's "
+                        "lease.expires_at and how long the Lease must still hold), or neither"
+                        % ("held_until" if held_until is not None else "min_valid_for"))
+    until = parse_time(held_until)
+    if until is None:
+        raise LockError("held_until: %r is not allowed; use the lease.expires_at of this run's previous call, an RFC 3339 "
+                        "time such as 2026-11-23T10:57:40.654321Z" % (held_until,))
+    return (until - now).total_seconds() >= min_valid_for
 
 
 def lease_state(lease, now):

@@ -141,9 +141,16 @@ def run_rollout_lock(module, make_client, now=utc_now):
     holder = lease_lock.check_holder(params["holder"])
     name = lease_lock.lease_name(params["name"])
     duration = None
+    namespace = params["namespace"]
+    min_valid_for = None if params.get("min_valid_for") is None else parse_duration(params["min_valid_for"], "min_valid_for")
     if params["state"] == "acquired":
         duration = lease_lock.check_duration(_duration_seconds(params["duration"]))
-    namespace = params["namespace"]
+        if lease_lock.still_held(params.get("held_until"), min_valid_for, now()):
+            module.exit_json(changed=False, action="keep", previous_holder=holder,
+                             lease={"name": name, "namespace": namespace, "holder": holder,
+                                    "expires_at": params["held_until"]})
+    elif params.get("held_until") is not None or min_valid_for is not None:
+        raise lease_lock.LockError("held_until, min_valid_for: not allowed with state=released; a release always writes")
     api = KubeApi(make_client(module))
     verb = "take" if params["state"] == "acquired" else "release"
     with kube_errors(verb, "Lease %s/%s of node group %s" % (namespace, name, params["name"]), detailed=True):

@@ -60,6 +60,18 @@ options:
       - Used with O(state=acquired).
     type: raw
     default: 30m
+  held_until:
+    description:
+      - The RV(lease.expires_at) this run's previous call returned. With O(min_valid_for), a renewal is skipped (no
+        request at all, RV(action=keep)) while the Lease stays ours for at least that long; nobody may take a Lease
+        over before it expires, so there is nothing to read.
+      - Used with O(state=acquired). Give both or neither.
+    type: str
+  min_valid_for:
+    description:
+      - How long the Lease must still be valid for a renewal to be skipped (see O(held_until)) - seconds, or a duration
+        such as V(40m). Give at least the longest stretch until the next renewal.
+    type: raw
   state:
     description:
       - V(acquired) takes or renews the lock, V(released) gives it up.
@@ -104,6 +116,15 @@ EXAMPLES = r"""
     holder: "{{ workers_lock.lease.holder }}"
     duration: 45m
 
+- name: Renew it only when less than 40 minutes of it are left (no request otherwise)
+  nodeops.rollout.rollout_lock:
+    name: workers
+    holder: "{{ workers_lock.lease.holder }}"
+    duration: 45m
+    held_until: "{{ workers_lock.lease.expires_at }}"
+    min_valid_for: 40m
+  register: workers_lock
+
 - name: Give it up when the rollout is over
   nodeops.rollout.rollout_lock:
     name: workers
@@ -122,7 +143,9 @@ action:
   description:
     - What was done (or would be done, in check mode). V(create) made the Lease; V(acquire) took a Lease without
       holder; V(take_over) took an expired Lease from another holder; V(renew) renewed our own; V(release) cleared our
-      hold; V(none) left the Lease as it was (O(state=released) on a Lease that is missing, free or not ours).
+      hold; V(none) left the Lease as it was (O(state=released) on a Lease that is missing, free or not ours);
+      V(keep) sent no request, the Lease this run holds being valid for at least O(min_valid_for) (its RV(lease) then
+      has only C(name), C(namespace), C(holder) and C(expires_at)).
     - V(refuse) comes with a failure when another run holds the Lease.
   returned: success, and on a refusal
   type: str
@@ -203,6 +226,8 @@ def argument_spec():
         namespace=dict(type="str", default="kube-system"),
         holder=dict(type="str", required=True),
         duration=dict(type="raw", default="30m"),
+        held_until=dict(type="str"),
+        min_valid_for=dict(type="raw"),
         state=dict(type="str", choices=["acquired", "released"], default="acquired"),
     )
     return spec

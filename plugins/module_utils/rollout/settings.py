@@ -167,11 +167,14 @@ def check_role_settings(values):
     if lock is None:
         lock = (seconds["drain_timeout"] + seconds["post_drain_delay"] + 2 * seconds["node_ready_timeout"]
                 + seconds["validate_timeout"] + LOCK_MARGIN_SECONDS)
+    # a renewal is skipped while the Lease holds for this long (rollout_lock's min_valid_for): what is left then still
+    # covers the longest step, with half the margin (a tenth of a duration the operator set)
+    lock_min_valid = lock - min(LOCK_MARGIN_SECONDS // 2, lock // 10)
     # what the plan's estimated duration assumes (rollout.plan.estimate_duration): the operator's own waits, and the
     # boot and drain times they expect
     estimate = {"boot_seconds": seconds["estimate_boot"], "drain_seconds": seconds["estimate_drain"],
                 "post_drain_delay": seconds["post_drain_delay"], "validate_seconds": (int(passes) - 1) * seconds["validate_interval"]}
-    return {"seconds": seconds, "lock_duration": lock, "node_groups": node_groups, "validate_passes": int(passes),
+    return {"seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             "estimate": estimate}
 
 

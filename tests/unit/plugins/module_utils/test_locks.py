@@ -178,3 +178,33 @@ def test_module_check_mode_sends_no_write(api, capsys, monkeypatch):
     result = run({"name": "workers", "holder": US}, capsys, api, monkeypatch, check=True)
     assert (result["changed"], result["action"]) == (True, "create")
     assert api.writes == [] and api.leases == {}
+
+
+def test_a_renewal_waits_without_a_request_while_the_lease_still_covers_what_is_asked(api, capsys, monkeypatch):
+    taken = run({"name": "workers", "holder": US, "duration": "30m"}, capsys, api, monkeypatch)
+    reads = []
+    real_get = api.get_lease
+    api.get_lease = lambda namespace, name: reads.append(name) or real_get(namespace, name)
+    writes = len(api.writes)
+    args = {"name": "workers", "holder": US, "duration": "30m", "held_until": taken["lease"]["expires_at"]}
+    kept = run(dict(args, min_valid_for="25m"), capsys, api, monkeypatch)
+    assert (kept["changed"], kept["action"]) == (False, "keep")
+    assert kept["lease"]["expires_at"] == taken["lease"]["expires_at"] and kept["lease"]["holder"] == US
+    assert reads == [] and len(api.writes) == writes
+    # asked for more than is left: renewed, with a read and a write
+    renewed = run(dict(args, min_valid_for="31m"), capsys, api, monkeypatch)
+    assert renewed["action"] == "renew" and reads == [NAME] and len(api.writes) == writes + 1
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"held_until": "2026-11-23T10:57:40Z"}, "held_until and min_valid_for: held_until is not allowed alone"),
+    ({"min_valid_for": "10m"}, "held_until and min_valid_for: min_valid_for is not allowed alone"),
+    ({"held_until": "tomorrow", "min_valid_for": "10m"}, "held_until: 'tomorrow' is not allowed; use the lease.expires_at"),
+    ({"held_until": "2026-11-23T10:57:40Z", "min_valid_for": "soon"}, "min_valid_for: 'soon' is not allowed"),
+    ({"held_until": "2026-11-23T10:57:40Z", "min_valid_for": "10m", "state": "released"},
+     "held_until, min_valid_for: not allowed with state=released"),
+])
+def test_a_bad_renewal_window_is_named_before_any_request(api, capsys, monkeypatch, args, message):
+    result = run(dict({"name": "workers", "holder": US}, **args), capsys, api, monkeypatch)
+    assert result["failed"] and result["msg"].startswith(message)
+    assert api.writes == []

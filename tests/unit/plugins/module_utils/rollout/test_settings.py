@@ -25,6 +25,8 @@ def test_the_defaults_settle_with_the_lock_covering_one_batch():
     settings = settle()
     assert settings["seconds"]["drain_timeout"] == 900 and settings["seconds"]["grace_period"] is None
     assert settings["lock_duration"] == 900 + 60 + 2 * 900 + 600 + 300
+    # renewals wait while the Lease still covers the longest step and half the margin
+    assert settings["lock_min_valid"] == 900 + 60 + 2 * 900 + 600 + 150
     assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": ""}]
     # the plan's estimate: the boot and drain the operator expects, and the waits they configured (2 passes 10 s apart)
     assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 10}
@@ -35,7 +37,8 @@ def test_a_group_s_own_counts_win_over_the_role_s_and_survey_strings_are_read():
                       node_groups=[{"name": "a"}, {"name": "b", "max_unavailable": "25%", "launch_template_version": 7}])
     assert [(g["name"], g["max_unavailable"], g["max_surge"]) for g in settings["node_groups"]] == [("a", "2", "50%"), ("b", "25%", "50%")]
     assert settings["node_groups"][1]["launch_template_version"] == "7"
-    assert settings["validate_passes"] == 3 and settings["lock_duration"] == 2700
+    assert settings["validate_passes"] == 3 and settings["lock_duration"] == 2700 and settings["lock_min_valid"] == 2700 - 150
+    assert settle(lock_duration="10m")["lock_min_valid"] == 540   # a tenth of a short duration the operator set
 
 
 @pytest.mark.parametrize("change, expected", [
