@@ -33,7 +33,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetGates, paced_by_budget, pdb_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, drain_options, owner_key, pod_is_terminating, pod_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import PodWatch
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import BudgetWatch, PodWatch
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import (
     apply_answer,
     budget_wait,
@@ -52,6 +52,9 @@ MAX_EVICTION_THREADS = 64
 FORCE_SLACK_SECONDS = 30
 # Seconds between two looks at a node's pods while a watch keeps them current (a look then costs no request).
 WATCH_LOOK_SECONDS = 0.5
+# While the budgets' watch shows a budget allowing nothing, it is read again only this often (every poll interval
+# without the watch): the watch brings the change that frees a disruption, the read stays the count's source.
+WATCHED_BUDGET_READ_SECONDS = 20.0
 
 
 def utc_now_text():
@@ -118,6 +121,7 @@ class Survey:
         self.pods_by_node = {}
         self.versions = {}   # node -> the resourceVersion of its pod list, where a watch of them starts
         self.pdbs = []
+        self.pdbs_version = None   # the resourceVersion of the budgets' list, where a watch of them starts
         self.replicasets = {}
         self.deployments = {}
         self.namespace_pods = []
@@ -152,7 +156,10 @@ class Drain:
         self._lock = threading.Lock()
         self._restarted = {}
         self._budget_status = {}
-        self.gates = BudgetGates(cap=options.retry_max_delay, check_interval=options.poll_interval)
+        self._budget_read_at = {}
+        self.budget_watch = None
+        self.gates = BudgetGates(cap=options.retry_max_delay, check_interval=options.poll_interval,
+                                 settle=min(0.1, options.poll_interval))
 
     # ---- reading ------------------------------------------------------------------------------
     def _owned_namespaces(self, pods, kinds):
@@ -171,7 +178,10 @@ class Drain:
                 survey.pods_by_node[name], survey.versions[name] = self.api.list_node_pods(name, label_selector=self.opts.pod_selector)
             else:
                 survey.pods_by_node[name] = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
-        survey.pdbs = self.api.list_pdbs()
+        if self.watch and not full:
+            survey.pdbs, survey.pdbs_version = self.api.list_pdbs_versioned()
+        else:
+            survey.pdbs = self.api.list_pdbs()
         for pdb in survey.pdbs:
             self.gates.seed(pdb_key(pdb), (pdb.get("status") or {}).get("disruptionsAllowed"))
             self._budget_status[pdb_key(pdb)] = pdb.get("status") or {}
@@ -322,8 +332,13 @@ class Drain:
 
     def _check_budget(self, pdb, now):
         """Read the budget this caller holds the gate of; the gate's verdict for the next pod, or "gone"."""
+        if self._still_zero(pdb):
+            with self._lock:
+                self.gates.checked(pdb, 0, self.clock())
+                return self.gates.decide(pdb, now)
         allowed = None
         try:
+            self._budget_read_at[pdb] = self.clock()
             allowed = self._disruptions_allowed(pdb)
         finally:
             with self._lock:
@@ -335,6 +350,17 @@ class Drain:
             return "gone", None
         with self._lock:
             return self.gates.decide(pdb, now)
+
+    def _still_zero(self, pdb):
+        """Whether the budgets' watch shows ``pdb`` still allowing nothing since it was last read, recently enough that
+        no request is needed to know it."""
+        watch = self.budget_watch
+        if watch is None or not watch.healthy:
+            return False
+        seen = watch.get(pdb)
+        read_at = self._budget_read_at.get(pdb)
+        return (seen is not None and read_at is not None and (seen.get("status") or {}).get("disruptionsAllowed") == 0
+                and self.clock() - read_at < WATCHED_BUDGET_READ_SECONDS)
 
     def _hold(self, work):
         """Record that the pod waits for its budget, with the budget's last known status."""
@@ -584,9 +610,15 @@ class Drain:
             results[name]["cordoned"] = cordoned[name]
         node_workers = min(len(self.names), self.opts.max_concurrent_nodes or len(self.names))
         pool_size = max(1, min(MAX_EVICTION_THREADS, node_workers * self.opts.max_concurrent_evictions))
-        with ThreadPoolExecutor(max_workers=pool_size) as pool, ThreadPoolExecutor(max_workers=node_workers) as node_pool:
-            self.pool = pool
-            list(node_pool.map(lambda name: self.drain_node(name, results[name]), self.names))
+        if self.survey.pdbs_version:
+            self.budget_watch = BudgetWatch(self.api, self.survey.pdbs, self.survey.pdbs_version).start()
+        try:
+            with ThreadPoolExecutor(max_workers=pool_size) as pool, ThreadPoolExecutor(max_workers=node_workers) as node_pool:
+                self.pool = pool
+                list(node_pool.map(lambda name: self.drain_node(name, results[name]), self.names))
+        finally:
+            if self.budget_watch is not None:
+                self.budget_watch.stop()
         for result in results.values():
             result.pop("forced_pods", None)
         drained = [name for name in self.names if results[name]["status"] == "drained"]

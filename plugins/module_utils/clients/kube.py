@@ -223,6 +223,19 @@ class KubeApi:
             return self._call(self.policy.list_namespaced_pod_disruption_budget, namespace).get("items") or []
         return self._call(self.policy.list_pod_disruption_budget_for_all_namespaces).get("items") or []
 
+    def list_pdbs_versioned(self):
+        """Every budget of the cluster and the list's ``resourceVersion``, from which a watch of them starts."""
+        answer = self._call(self.policy.list_pod_disruption_budget_for_all_namespaces)
+        return answer.get("items") or [], (answer.get("metadata") or {}).get("resourceVersion")
+
+    def open_pdb_watch(self, resource_version, timeout_seconds):
+        """Start a watch of every budget from ``resource_version``; the open response (see :meth:`open_pod_watch`)."""
+        response = self.policy.list_pod_disruption_budget_for_all_namespaces(
+            _preload_content=False, _request_timeout=(self.request_timeout[0], timeout_seconds + 30), watch=True,
+            resource_version=resource_version, timeout_seconds=max(1, int(timeout_seconds)), allow_watch_bookmarks=True)
+        self.reached = True
+        return response
+
     def get_pdb(self, namespace, name):
         return self._call(self.policy.read_namespaced_pod_disruption_budget, name, namespace)
 

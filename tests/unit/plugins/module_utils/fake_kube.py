@@ -232,6 +232,11 @@ class FakeKube:
         self._log("list_pdbs", namespace)
         return copy.deepcopy(self.pdbs)
 
+    def list_pdbs_versioned(self):
+        """No resourceVersion: the drain cannot watch the budgets of this fake, and reads a budget every poll interval
+        while it allows nothing."""
+        return self.list_pdbs(), None
+
     def get_pdb(self, namespace, name):
         self._log("get_pdb", "%s/%s" % (namespace, name))
         for pdb in self.pdbs:

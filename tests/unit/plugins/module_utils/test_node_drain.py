@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 import threading
 import time
 
@@ -128,6 +130,62 @@ def test_nodes_sharing_a_budget_read_it_one_at_a_time_and_are_never_refused():
     evictions = [entry for entry in kube.requests if entry[0] == "evict_pod"]
     assert len(evictions) == 12
     assert sum(node["eviction_retries"] for node in result["nodes"].values()) == 0
+
+
+class WatchedBudgets(FakeKube):
+    """A cluster whose budgets can be watched: the watch sends a budget's new state whenever its status changes."""
+
+    closed = False
+
+    def list_pdbs_versioned(self):
+        return self.list_pdbs(), "1"
+
+    def open_pdb_watch(self, resource_version, timeout_seconds):  # pylint: disable=unused-argument
+        kube = self
+
+        class Response:
+            def stream(self, amt=None, decode_content=False):  # pylint: disable=unused-argument
+                seen = {}
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and not kube.closed:
+                    with kube.lock:
+                        budgets = copy.deepcopy(kube.pdbs)
+                    for budget in budgets:
+                        key = budget["metadata"]["name"]
+                        if seen.get(key) != budget.get("status"):
+                            seen[key] = budget.get("status")
+                            yield json.dumps({"type": "MODIFIED", "object": budget}).encode() + b"\n"
+                    time.sleep(0.002)
+
+            def release_conn(self):
+                pass
+
+        return Response()
+
+
+def drain_behind_one_budget(kube, watch):
+    kube.enforce_pdbs = True
+    for index in range(12):
+        kube.add_pod(make_pod("web-%d" % index, "n1", labels={"app": "web"}))
+    pdb = budget("web", {"app": "web"}, maxUnavailable=2)
+    pdb["status"] = {"disruptionsAllowed": 2}
+    kube.pdbs.append(pdb)
+    result = drain.Drain(kube, ["n1"], options(retry_max_delay=0.05), watch=watch,
+                         now_text=lambda: "2024-05-01T12:00:00Z").run()
+    kube.closed = True
+    assert result["drained"] == ["n1"] and len(result["nodes"]["n1"]["evicted"]) == 12
+    return len([entry for entry in kube.requests if entry[0] == "get_pdb"])
+
+
+def test_a_watched_budget_allowing_nothing_is_read_again_when_it_changes_not_every_poll():
+    """Each pod takes 6 looks at its node to go: a budget at 0 is read at every look without a watch of the budgets,
+    and only when the watch shows a disruption freed with one."""
+    polled = drain_behind_one_budget(cluster("n1", linger=6), watch=False)
+    kube = WatchedBudgets(linger=6)
+    kube.add_node(make_node("n1"))
+    watched = drain_behind_one_budget(kube, watch=True)
+    # 12 pods two at a time: 5 more rounds, each read once its disruptions are freed (give or take one per round)
+    assert watched <= 12 < polled
 
 
 def test_retry_after_from_the_server_is_honoured():
