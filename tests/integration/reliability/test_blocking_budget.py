@@ -49,16 +49,24 @@ def test_a_budget_that_never_allows_deletes_nothing_without_eviction(sandbox, tm
     original = sizes(sandbox)
     node, pod = pinned_node(sandbox)
     rc, out, group = roll(sandbox, tmp_path, action)
+    # a failed group carries the fields of a finished one, filled from what the run did before it stopped
+    assert {"nodes_replaced", "evictions", "restarted", "deleted", "blockers", "skipped_nodes", "batches", "target", "plan",
+            "seconds", "failed_task", "message"} <= set(group), sorted(group)
+    assert group["evictions"] == sum(len(batch["evicted"]) for batch in group["batches"]), group
     if action == "fail":
         assert rc != 0, out[-3000:]
         assert group["status"] == "failed"
         assert pod in group["message"] and "shop/pinned" in group["message"], group["message"]
+        assert group["skipped_nodes"] == [], group
+        assert node not in [n for batch in group["batches"] for n in batch["nodes"]], group["batches"]
     else:
         # the other nodes were replaced; the run then stops rather than call the group replaced
         assert rc != 0 and group["status"] == "failed", out[-3000:]
         assert group["skipped_nodes"] == [node], group
         assert pod in group["message"], group["message"]
         assert len([i for batch in group["batches"] for i in batch["instance_ids"]]) == 2, group["batches"]
+        assert group["nodes_replaced"] == 2, group
+        assert any(pod in str(blocker) for blocker in group["blockers"]), group["blockers"]
     first = "%s: %s" % (group["status"], group["message"][:160])
     assert pinned_node(sandbox) == (node, pod), "the pod the budget protects must still run where it ran"
     assert sandbox.core().read_node(node).spec.unschedulable, "the blocked node stays cordoned"
