@@ -15,8 +15,9 @@ options and environment together:
 5. in-cluster service account when ``KUBERNETES_SERVICE_HOST`` is set;
 6. ``$KUBECONFIG`` or ``~/.kube/config``.
 
-``validate_certs``, ``ca_cert``, ``client_cert``, ``client_key``, ``api_key`` and ``host`` given alongside
-modes 2, 5 and 6 override what the kubeconfig or service account says.
+``validate_certs``, ``ca_cert``, ``client_cert``, ``client_key``, ``api_key`` and ``host`` (option or K8S_AUTH_*
+variable) given alongside modes 2, 5 and 6 override what the kubeconfig or service account says, for every request
+(see :func:`_apply_overrides`); with mode 3 only ``validate_certs`` applies.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def _existing_kubeconfig(paths):
     return any(os.path.exists(os.path.expanduser(p)) for p in paths.split(os.pathsep) if p)
 
 
-def _apply_overrides(configuration, options, mode):
+def _set_overrides(configuration, options, mode):
     if mode != "eks":
         if options["host"]:
             configuration.host = options["host"].rstrip("/")
@@ -219,6 +220,31 @@ def _apply_overrides(configuration, options, mode):
             configuration.key_file = options["client_key"]
     if options["validate_certs"] is not None:
         configuration.verify_ssl = options["validate_certs"]
+
+
+def _apply_overrides(configuration, options, mode):
+    """Apply host, api_key, ca_cert, client_cert, client_key and validate_certs on top of the chosen connection.
+
+    A kubeconfig whose user has a token (an exec plugin such as ``aws eks get-token`` too) and the in-cluster service
+    account leave a refresh hook that the client runs before every request; it copies the kubeconfig's token, server
+    and certificates back into the configuration (and installs itself again), which would undo the overrides from the
+    first request on. An
+    ``api_key`` replaces the kubeconfig's credentials, so its token refresh is dropped; any other override is applied
+    again after each refresh.
+    """
+    _set_overrides(configuration, options, mode)
+    hook = configuration.refresh_api_key_hook
+    if hook is None or mode in ("eks", "explicit"):
+        return
+    if options["api_key"]:
+        configuration.refresh_api_key_hook = None
+    elif any(options[name] for name in ("host", "ca_cert", "client_cert", "client_key")) or options["validate_certs"] is not None:
+        def refresh_then_override(config):
+            hook(config)
+            _set_overrides(config, options, mode)
+            # the kubeconfig loader's hook installs itself again each time it runs
+            config.refresh_api_key_hook = refresh_then_override
+        configuration.refresh_api_key_hook = refresh_then_override
 
 
 def _check_files(options, sources):

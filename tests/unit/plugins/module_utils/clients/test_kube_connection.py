@@ -139,6 +139,30 @@ def test_kubeconfig_from_k8s_auth_environment_and_option_overrides(monkeypatch, 
     assert client.configuration.verify_ssl is True, "validate_certs overrides the kubeconfig's insecure-skip-tls-verify"
 
 
+def test_host_and_api_key_from_the_environment_apply_on_top_of_a_kubeconfig(monkeypatch, tmp_path):
+    # the order the README documents: the kubeconfig is chosen, then every host/api_key/certificate set is applied,
+    # and stays applied after the token refresh the kubernetes client runs before each request (_authorization)
+    path = _write_kubeconfig(tmp_path / "kc.yaml", {"blue": "https://blue:6443"}, "blue")
+    monkeypatch.setenv("K8S_AUTH_HOST", "https://elsewhere:6443/")
+    monkeypatch.setenv("K8S_AUTH_API_KEY", "env-token")
+    client = k8s_client(dict(kubeconfig=path))
+    for _request in range(2):
+        assert _authorization(client) == "Bearer env-token"
+        assert client.configuration.host == "https://elsewhere:6443"
+
+
+def test_host_and_certificates_over_a_token_kubeconfig_survive_each_request(tmp_path):
+    path = _write_kubeconfig(tmp_path / "kc.yaml", {"blue": "https://blue:6443"}, "blue")
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(CA_PEM)
+    client = k8s_client(dict(kubeconfig=path, host="https://proxy:8443", ca_cert=str(ca), validate_certs=True))
+    for _request in range(2):
+        assert _authorization(client) == "Bearer token-blue", "the kubeconfig's token is kept and refreshed"
+        assert client.configuration.host == "https://proxy:8443"
+        assert client.configuration.ssl_ca_cert == str(ca)
+        assert client.configuration.verify_ssl is True
+
+
 def test_unknown_context_is_named(tmp_path):
     path = _write_kubeconfig(tmp_path / "kc.yaml", {"blue": "https://blue:6443"}, "blue")
     with pytest.raises(K8sConfigurationError) as err:
@@ -167,6 +191,25 @@ def test_in_cluster_service_account_when_running_in_a_pod(monkeypatch, tmp_path)
     scheme, token_value = _authorization(client).split(" ", 1)
     assert (scheme.lower(), token_value) == ("bearer", "pod-token")
     assert client.configuration.ssl_ca_cert == str(ca)
+
+
+def test_a_ca_over_the_in_cluster_service_account_survives_each_request(monkeypatch, tmp_path):
+    token, ca, own_ca = tmp_path / "token", tmp_path / "ca.crt", tmp_path / "own-ca.crt"
+    token.write_text("pod-token")
+    ca.write_bytes(CA_PEM)
+    own_ca.write_bytes(CA_PEM)
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setenv("K8S_AUTH_SSL_CA_CERT", str(own_ca))
+
+    client = k8s_client({})
+
+    for _request in range(2):
+        assert _authorization(client).split(" ", 1)[1] == "pod-token"
+        assert client.configuration.host == "https://10.0.0.1:443"
+        assert client.configuration.ssl_ca_cert == str(own_ca)
 
 
 def test_default_kubeconfig_in_home_then_kubeconfig_variable(isolated_env, monkeypatch, tmp_path):
