@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import RETRY_MODES
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import TIMEOUT_ACTIONS
@@ -44,7 +45,7 @@ CHOICES = {
 GROUP_TARGETS = ("image_id", "ssm_parameter", "launch_template_version")
 # the module option behind each role field, where the names differ
 _MODULE_OPTION = {"launch_template_version": "version"}
-AWS_OPTIONS = ("region", "profile", "access_key", "secret_key", "session_token", "endpoint_url")
+AWS_OPTIONS = ("region", "profile", "access_key", "secret_key", "session_token", "endpoint_url", "retry_mode", "max_attempts")
 K8S_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "eks_cluster")
 # A lock must outlast the longest step between two renewals: one batch, plus this margin.
 LOCK_MARGIN_SECONDS = 300
@@ -122,6 +123,17 @@ def _check_connection(value, field, allowed):
         raise SettingsError("%s: %s is not an option; use %s" % (field, ", ".join(unknown), ", ".join(allowed)))
 
 
+def _check_aws_retries(aws, field):
+    if not isinstance(aws, dict):
+        return
+    mode = aws.get("retry_mode")
+    if mode is not None and mode not in RETRY_MODES:
+        raise SettingsError("%s.retry_mode: %r is not allowed; use one of %s" % (field, mode, ", ".join(RETRY_MODES)))
+    attempts = aws.get("max_attempts")
+    if attempts is not None and (isinstance(attempts, bool) or not re.match(r"^\s*[0-9]+\s*$", str(attempts)) or int(attempts) < 1):
+        raise SettingsError("%s.max_attempts: %r is not allowed; use a whole number, at least 1" % (field, attempts))
+
+
 def check_role_settings(values):
     """Every value of the role's variables (``{"rolling_update_max_unavailable": ..., ...}``), settled.
 
@@ -156,6 +168,7 @@ def check_role_settings(values):
     defaults = {"max_unavailable": _count(var("max_unavailable"), VARIABLE_PREFIX + "max_unavailable", False),
                 "max_surge": "" if _empty(var("max_surge")) else _count(var("max_surge"), VARIABLE_PREFIX + "max_surge", True)}
     _check_connection(var("aws"), VARIABLE_PREFIX + "aws", AWS_OPTIONS)
+    _check_aws_retries(var("aws"), VARIABLE_PREFIX + "aws")
     _check_connection(var("k8s"), VARIABLE_PREFIX + "k8s", K8S_OPTIONS)
     groups = var("node_groups")
     if not isinstance(groups, list) or not groups or not all(isinstance(item, dict) for item in groups):

@@ -41,6 +41,12 @@ def test_a_group_s_own_counts_win_over_the_role_s_and_survey_strings_are_read():
     assert settle(lock_duration="10m")["lock_min_valid"] == 540   # a tenth of a short duration the operator set
 
 
+def test_the_aws_retry_options_are_taken():
+    # the modules' retry_mode and max_attempts (AWS_ARGUMENT_SPEC), a survey's string count included
+    settle(aws={"region": "eu-west-1", "retry_mode": "adaptive", "max_attempts": "4"})
+    settle(aws={"retry_mode": "standard", "max_attempts": 10})
+
+
 @pytest.mark.parametrize("change, expected", [
     ({"max_unavailable": "0"}, "rolling_update_max_unavailable: '0' is not allowed; use an integer >= 1 or a percentage between 1% and 100%"),
     ({"max_surge": "150%"}, "rolling_update_max_surge: '150%' is not allowed; use an integer >= 0 or a percentage between 0% and 100%"),
@@ -52,6 +58,8 @@ def test_a_group_s_own_counts_win_over_the_role_s_and_survey_strings_are_read():
     ({"report_file": "r.json"}, "rolling_update_report_file: 'r.json' is not allowed; use an absolute path"),
     ({"validate_passes": "0"}, "rolling_update_validate_passes: '0' is not allowed; use a whole number, at least 1"),
     ({"aws": {"secret": "x"}}, "rolling_update_aws: secret is not an option; use region, profile, access_key, secret_key"),
+    ({"aws": {"retry_mode": "legacy"}}, "rolling_update_aws.retry_mode: 'legacy' is not allowed; use one of standard, adaptive"),
+    ({"aws": {"max_attempts": "0"}}, "rolling_update_aws.max_attempts: '0' is not allowed; use a whole number, at least 1"),
     ({"node_groups": []}, "rolling_update_node_groups: [] is not allowed; use a list of at least one node group"),
     ({"node_groups": [{"name": "a"}, {"name": "a"}]}, "rolling_update_node_groups[1] (a): the group is listed twice (also at index 0)"),
     ({"node_groups": [{"name": "a", "image_id": "ami-0123456789abcdef0", "launch_template_version": 3}]},
