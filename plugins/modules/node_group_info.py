@@ -293,8 +293,10 @@ node_groups:
           description: Whether a rollout detached the instance from the group for surge.
           type: bool
         node:
-          description: The instance's node (C(name), C(ready), C(schedulable), C(taints)), or null when none is registered
-            or O(include_nodes=false).
+          description:
+            - The instance's node as a dict - C(name), C(ready), C(schedulable), C(taints) - or null when none is
+              registered or O(include_nodes=false).
+            - Unlike C(outdated[].node), which is the node's name only; here the name is C(node.name).
           type: dict
         outdated:
           description: Whether the instance must be replaced.
@@ -308,10 +310,34 @@ node_groups:
       type: list
       elements: str
     outdated:
-      description: The outdated instances with C(instance_id), C(az), C(node), C(launch_time), C(lifecycle_state), C(reason) and
-        C(reasons).
+      description: The outdated instances, in the order of C(instances).
       type: list
       elements: dict
+      contains:
+        instance_id:
+          description: EC2 instance id.
+          type: str
+        az:
+          description: Availability Zone.
+          type: str
+        node:
+          description:
+            - The name of the instance's node (a string, not the dict of C(instances[].node)), or null when none is
+              registered or O(include_nodes=false).
+          type: str
+        launch_time:
+          description: Launch time, UTC, ISO 8601.
+          type: str
+        lifecycle_state:
+          description: Auto Scaling lifecycle state; V(Detached) for an instance detached for surge.
+          type: str
+        reason:
+          description: Every reason the instance must be replaced, as one text (C(reasons) joined by C(; )).
+          type: str
+        reasons:
+          description: Every reason the instance must be replaced.
+          type: list
+          elements: str
     outdated_count:
       description: Number of outdated instances.
       type: int
