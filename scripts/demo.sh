@@ -71,7 +71,7 @@ step "Before: nodes and pods"
 "$PY" -m sandbox show --state-dir "$STATE"
 
 step "Plan (check mode: changes nothing)"
-ansible-playbook -i "$DEMO/inventory.yml" playbooks/plan.yml | grep -E '^(TASK|ok|changed|fatal)|"msg"|^ +"[a-z].*: [0-9]+ outdated|surge |pre-flight|blockers' | grep -vE '^ok: \[sandbox\]$' || true
+ansible-playbook -i "$DEMO/inventory.yml" playbooks/plan.yml | grep -E '^(TASK \[.*(show the plan|Sum up)|fatal)|^        "|^    "msg": "' || true
 
 step "Upgrade to the new AMI"
 ansible-playbook -i "$DEMO/inventory.yml" playbooks/upgrade.yml | grep -E '^(TASK \[nodeops.rollout.rolling_update : (Setup|Scale|Upgrade|Rolling update \| sandbox-nodes \| keep)|PLAY RECAP|fatal)|^sandbox +:' || true

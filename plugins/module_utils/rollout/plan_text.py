@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The plan of one node group as lines a person reads at a glance (the plan playbook prints them). Pure.
+
+In: the group's plan as ``node_group_info`` returns it (``plan``), the target, how many instances the group has,
+and the drain pre-flight's nodes (``node_drain`` in check mode: per node ``blocking``). Out: a list of lines - a
+heading, the drain waves as a table (nodes and AZs), the blockers and warnings grouped by kind with the pod, its node
+and its PodDisruptionBudget named. No Python reprs.
+"""
+
+from __future__ import annotations
+
+# Node names shown per wave; the rest are counted.
+NAMES_SHOWN = 8
+
+
+def human_duration(seconds):
+    """``400`` -> ``6m 40s``; ``5400`` -> ``1h 30m``; None -> ``unknown``."""
+    if seconds is None:
+        return "unknown"
+    total = int(round(float(seconds)))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return "%dh %02dm" % (hours, minutes)
+    if minutes:
+        return "%dm %02ds" % (minutes, secs)
+    return "%ds" % secs
+
+
+def target_text(target):
+    """``launch template lt-0abc version 5, image ami-0123`` from a target dict (missing parts left out)."""
+    target = target or {}
+    parts = []
+    if target.get("launch_template_id"):
+        parts.append("launch template %s" % target["launch_template_id"])
+    if target.get("version") not in (None, ""):
+        parts.append("version %s" % target["version"])
+    text = " ".join(parts)
+    if target.get("image_id"):
+        text = "%s, image %s" % (text, target["image_id"]) if text else "image %s" % target["image_id"]
+    return text or "the group's current launch template"
+
+
+def _az_counts(azs):
+    counts = {}
+    for az in azs:
+        counts[az or "?"] = counts.get(az or "?", 0) + 1
+    return ", ".join("%s %d" % (az, count) for az, count in sorted(counts.items()))
+
+
+def _names(nodes):
+    shown = [node or "(no node)" for node in nodes[:NAMES_SHOWN]]
+    more = len(nodes) - len(shown)
+    return ", ".join(shown) + (" and %d more" % more if more > 0 else "")
+
+
+def _table(rows, headers):
+    widths = [max(len(str(row[column])) for row in [headers] + rows) for column in range(len(headers))]
+    return ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers] + rows]
+
+
+def _found(preflight, severity):
+    """The pre-flight's blockers of ``severity`` grouped by kind: ``{kind: ["pod on node (PDB x): reason"]}``."""
+    grouped = {}
+    for node in sorted(preflight or {}):
+        for blocker in (preflight[node] or {}).get("blocking") or []:
+            if (blocker.get("severity") or "error") != severity:
+                continue
+            message = blocker.get("message") or blocker.get("reason") or ""
+            # the budget named once: most pre-flight messages already name it
+            budget = " (PodDisruptionBudget %s)" % blocker["pdb"] if blocker.get("pdb") and blocker["pdb"] not in message else ""
+            grouped.setdefault(blocker.get("kind") or "other", []).append(
+                "%s on %s%s: %s" % (blocker.get("pod"), node, budget, message))
+    return grouped
+
+
+def _found_lines(title, grouped):
+    count = sum(len(items) for items in grouped.values())
+    if not count:
+        return ["%s: none" % title]
+    lines = ["%s (%d):" % (title, count)]
+    for kind in sorted(grouped):
+        lines.append("  %s (%d)" % (kind, len(grouped[kind])))
+        lines.extend("    " + item for item in grouped[kind])
+    return lines
+
+
+def plan_lines(plan, name, instance_count=None, target=None, preflight=None):
+    """The plan of node group ``name`` as lines (see the module's docstring)."""
+    plan = plan or {}
+    outdated = plan.get("outdated_count")
+    if outdated is None:
+        outdated = len(plan.get("outdated") or [])
+    total = instance_count if instance_count is not None else plan.get("group_size")
+    heading = "%s: %s outdated of %s instances; target %s"
+    lines = [heading % (name, outdated, total if total is not None else "?", target_text(target or plan.get("target")))]
+    batches = plan.get("batches") or []
+    if not batches:
+        lines.append("nothing to replace")
+        return lines
+    canary = ", a canary of one first" if plan.get("canary") else ""
+    lines.append("surge %s, max unavailable %s%s, outdated nodes tainted %s; %d drain waves, estimated %s"
+                 % (plan.get("surge"), plan.get("batch_size", plan.get("max_unavailable")), canary,
+                    plan.get("taint_effect", "NoSchedule"), len(batches), human_duration(plan.get("eta_seconds"))))
+    rows = [[batch.get("index", index + 1), len(batch.get("nodes") or batch.get("instance_ids") or []),
+             _az_counts(batch.get("azs") or []), _names(batch.get("nodes") or [])]
+            for index, batch in enumerate(batches)]
+    lines.extend(_table(rows, ["wave", "nodes", "AZs", "node names"]))
+    if preflight is not None:
+        lines.extend(_found_lines("blockers", _found(preflight, "error")))
+        lines.extend(_found_lines("warnings", _found(preflight, "warning")))
+    return lines

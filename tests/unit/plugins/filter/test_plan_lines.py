@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The plan as a person reads it: a heading, the waves as a table, blockers grouped by kind; no Python reprs."""
+
+from __future__ import annotations
+
+from ansible_collections.nodeops.rollout.plugins.filter.plan_lines import FilterModule
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration, plan_lines
+
+PLAN = {
+    "outdated_count": 10, "surge": 6, "batch_size": 1, "canary": False, "taint_effect": "PreferNoSchedule",
+    "eta_seconds": 412,
+    "batches": [
+        {"index": 1, "canary": False, "instance_ids": ["i-%d" % n for n in range(7)],
+         "azs": ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1a", "us-east-1b", "us-east-1c", "us-east-1a"],
+         "nodes": ["node-%d" % n for n in range(7)]},
+        {"index": 2, "canary": False, "instance_ids": ["i-7", "i-8", "i-9"], "azs": ["us-east-1b", "us-east-1c", None],
+         "nodes": ["node-7", "node-8", None]},
+    ],
+}
+TARGET = {"launch_template_id": "lt-0abc", "version": 5, "image_id": "ami-0123"}
+
+
+def test_heading_settings_and_waves_read_as_text_and_a_table():
+    lines = plan_lines(PLAN, "workers", 10, TARGET, preflight={})
+    assert lines[0] == "workers: 10 outdated of 10 instances; target launch template lt-0abc version 5, image ami-0123"
+    assert lines[1] == ("surge 6, max unavailable 1, outdated nodes tainted PreferNoSchedule; 2 drain waves, "
+                        "estimated 6m 52s")
+    assert lines[2].split() == ["wave", "nodes", "AZs", "node", "names"]
+    assert lines[3].startswith("1     7      us-east-1a 3, us-east-1b 2, us-east-1c 2  node-0, node-1")
+    assert lines[4].endswith("node-7, node-8, (no node)") and "? 1" in lines[4]
+    assert lines[5:] == ["blockers: none", "warnings: none"]
+    assert not any("{" in line or "[" in line for line in lines)
+
+
+def test_blockers_and_warnings_are_grouped_by_kind_with_pod_node_and_budget():
+    preflight = {
+        "node-1": {"blocking": [
+            {"pod": "shop/web-1", "kind": "pdb_zero", "pdb": "shop/web", "severity": "error", "message": "allows 0 disruptions"},
+            {"pod": "shop/db-0", "kind": "single_replica", "pdb": None, "severity": "warning", "message": "downtime"}]},
+        "node-0": {"blocking": [
+            {"pod": "shop/web-2", "kind": "pdb_zero", "pdb": "shop/web", "severity": "error", "message": "allows 0 disruptions"}]},
+    }
+    lines = plan_lines(PLAN, "workers", 10, TARGET, preflight)
+    assert lines[lines.index("blockers (2):"):] == [
+        "blockers (2):",
+        "  pdb_zero (2)",
+        "    shop/web-2 on node-0 (PodDisruptionBudget shop/web): allows 0 disruptions",
+        "    shop/web-1 on node-1 (PodDisruptionBudget shop/web): allows 0 disruptions",
+        "warnings (1):",
+        "  single_replica (1)",
+        "    shop/db-0 on node-1: downtime",
+    ]
+    # a message that names the budget already is not told it twice
+    named = {"node-0": {"blocking": [{"pod": "shop/web-2", "kind": "pdb_insufficient", "pdb": "shop/web", "severity": "warning",
+                                      "message": "PodDisruptionBudget shop/web allows 1 disruption(s)"}]}}
+    assert plan_lines(PLAN, "workers", 10, TARGET, named)[-1] == "    shop/web-2 on node-0: PodDisruptionBudget shop/web allows 1 disruption(s)"
+
+
+def test_long_waves_name_a_few_nodes_and_count_the_rest_and_an_up_to_date_group_says_so():
+    wide = dict(PLAN, batches=[{"index": 1, "nodes": ["n%d" % n for n in range(200)], "azs": ["a"] * 200}])
+    row = plan_lines(wide, "big", 200)[3]
+    assert row.startswith("1     200    a 200") and row.endswith("n7 and 192 more")
+    assert plan_lines({"outdated_count": 0, "batches": []}, "workers", 3, TARGET) == [
+        "workers: 0 outdated of 3 instances; target launch template lt-0abc version 5, image ami-0123", "nothing to replace"]
+
+
+def test_durations_read_as_a_person_says_them():
+    assert [human_duration(s) for s in (None, 42, 412, 5400.4)] == ["unknown", "42s", "6m 52s", "1h 30m"]
+
+
+def test_the_filter_is_the_function():
+    assert FilterModule().filters()["plan_lines"] is plan_lines
