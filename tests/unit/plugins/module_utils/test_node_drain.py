@@ -95,14 +95,19 @@ def test_refused_evictions_are_retried_with_backoff_until_the_budget_allows():
     assert time.monotonic() - started >= 3 * 0.05
 
 
-def test_evictions_are_paced_by_the_budget_instead_of_refused_pod_by_pod():
-    kube = cluster("n1", linger=2)
+def twelve_pods_behind_one_budget(kube):
+    """Twelve pods on n1 behind one budget that allows 2 disruptions at a time, enforced by the fake."""
     kube.enforce_pdbs = True
     for index in range(12):
         kube.add_pod(make_pod("web-%d" % index, "n1", labels={"app": "web"}))
     pdb = budget("web", {"app": "web"}, maxUnavailable=2)
     pdb["status"] = {"disruptionsAllowed": 2}
     kube.pdbs.append(pdb)
+
+
+def test_evictions_are_paced_by_the_budget_instead_of_refused_pod_by_pod():
+    kube = cluster("n1", linger=2)
+    twelve_pods_behind_one_budget(kube)
     result = run(kube, ["n1"], retry_max_delay=0.05)
     node = result["nodes"]["n1"]
     assert node["status"] == "drained" and len(node["evicted"]) == 12
@@ -164,12 +169,7 @@ class WatchedBudgets(FakeKube):
 
 
 def drain_behind_one_budget(kube, watch):
-    kube.enforce_pdbs = True
-    for index in range(12):
-        kube.add_pod(make_pod("web-%d" % index, "n1", labels={"app": "web"}))
-    pdb = budget("web", {"app": "web"}, maxUnavailable=2)
-    pdb["status"] = {"disruptionsAllowed": 2}
-    kube.pdbs.append(pdb)
+    twelve_pods_behind_one_budget(kube)
     result = drain.Drain(kube, ["n1"], options(retry_max_delay=0.05), watch=watch,
                          now_text=lambda: "2024-05-01T12:00:00Z").run()
     kube.closed = True
