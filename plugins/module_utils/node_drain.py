@@ -52,9 +52,10 @@ MAX_EVICTION_THREADS = 64
 FORCE_SLACK_SECONDS = 30
 # Seconds between two looks at a node's pods while a watch keeps them current (a look then costs no request).
 WATCH_LOOK_SECONDS = 0.5
-# While the budgets' watch shows a budget allowing nothing, it is read again only this often (every poll interval
-# without the watch): the watch brings the change that frees a disruption, the read stays the count's source.
-WATCHED_BUDGET_READ_SECONDS = 20.0
+# While the budgets' watch shows a budget allowing nothing, it is read again only every this many poll intervals (every
+# poll interval without the watch): the watch brings the change that frees a disruption, the read stays the count's
+# source, and a watch that falls behind delays a drain by a few seconds at most.
+WATCHED_BUDGET_READ_POLLS = 4
 
 
 def utc_now_text():
@@ -360,7 +361,7 @@ class Drain:
         seen = watch.get(pdb)
         read_at = self._budget_read_at.get(pdb)
         return (seen is not None and read_at is not None and (seen.get("status") or {}).get("disruptionsAllowed") == 0
-                and self.clock() - read_at < WATCHED_BUDGET_READ_SECONDS)
+                and self.clock() - read_at < WATCHED_BUDGET_READ_POLLS * self.opts.poll_interval)
 
     def _hold(self, work):
         """Record that the pod waits for its budget, with the budget's last known status."""
