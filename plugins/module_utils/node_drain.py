@@ -312,7 +312,7 @@ class Drain:
                 continue
             pdb = work.pdb
             with self._lock:
-                verdict, when = self.gates.decide(pdb, now)
+                verdict, when = self._decide_and_take(pdb, now)
                 if verdict == "check":
                     self.gates.reading(pdb)
             if verdict == "check":
@@ -322,8 +322,6 @@ class Drain:
                     due.append(work)
                     continue
             if verdict == "go":
-                with self._lock:
-                    self.gates.sent(pdb)
                 work.admitted = pdb
                 due.append(work)
             else:  # "wait", or "check" again: the pods just let through hold the budget's count
@@ -331,12 +329,20 @@ class Drain:
                 self._hold(work)
         return due
 
+    def _decide_and_take(self, pdb, now):
+        """The gate's verdict, with the disruption taken at once on "go" (the caller holds the lock): two nodes must not
+        both be let through on the last one."""
+        verdict, when = self.gates.decide(pdb, now)
+        if verdict == "go":
+            self.gates.sent(pdb)
+        return verdict, when
+
     def _check_budget(self, pdb, now):
         """Read the budget this caller holds the gate of; the gate's verdict for the next pod, or "gone"."""
         if self._still_zero(pdb):
             with self._lock:
                 self.gates.checked(pdb, 0, self.clock())
-                return self.gates.decide(pdb, now)
+                return self._decide_and_take(pdb, now)
         allowed = None
         try:
             self._budget_read_at[pdb] = self.clock()
@@ -350,7 +356,7 @@ class Drain:
         if allowed == "gone":
             return "gone", None
         with self._lock:
-            return self.gates.decide(pdb, now)
+            return self._decide_and_take(pdb, now)
 
     def _still_zero(self, pdb):
         """Whether the budgets' watch shows ``pdb`` still allowing nothing since it was last read, recently enough that
