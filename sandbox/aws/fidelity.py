@@ -55,13 +55,16 @@ _INSTALLED = False
 _CTX = None
 _LOCAL = threading.local()
 _SEQ = itertools.count(1)
+# Called with each instance whose simulated boot completed, under the context's lock (targets.py registers it).
+RUNNING_HOOKS = []
 
 
 class Context:
     """What the patches need from the running sandbox: clock, event log, boot delay, fault settings."""
 
-    def __init__(self, clock, events, boot_seconds, faults):
+    def __init__(self, clock, events, boot_seconds, faults, lock=None):
         self.clock = clock
+        self.lock = lock if lock is not None else threading.RLock()   # the lock that serialises moto access
         self.events = events
         self.boot_seconds = float(boot_seconds)
         self.faults = faults
@@ -99,6 +102,9 @@ class Context:
                 info = instance.__dict__.get("_sb_info") or {}
                 self.emit("instance.running", instance_id=instance.id, group=info.get("group"),
                           az=info.get("az"), ready_at=round(ready_at, 3))
+                with self.lock:
+                    for hook in RUNNING_HOOKS:
+                        hook(instance)
 
     def stop(self):
         with self._boot_cond:
@@ -560,6 +566,7 @@ def _wrap(cls, name, before=None, after=None):
 
     wrapper.__name__ = name
     wrapper.__doc__ = original.__doc__
+    wrapper.__wrapped__ = original   # a wrapper of a wrapper binds its arguments by the same names
     setattr(cls, name, wrapper)
 
 
@@ -725,4 +732,6 @@ def install():
         _patch_group()
         _patch_backend()
         _patch_instance_pages()
+        from . import targets  # pylint: disable=import-outside-toplevel
+        targets.install()
         _INSTALLED = True

@@ -216,7 +216,7 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         moto_api.moto_api_backend.reset()
         fidelity.install()
         self._moto = {"asg": autoscaling_backends, "ec2": ec2_backends, "fidelity": fidelity}
-        self._ctx = fidelity.Context(self.clock, self.events, self._boot_seconds, self.faults)
+        self._ctx = fidelity.Context(self.clock, self.events, self._boot_seconds, self.faults, lock=self.lock)
         fidelity.activate(self._ctx)
 
         class Handler(MotoRequestHandler):

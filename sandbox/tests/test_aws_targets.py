@@ -1,0 +1,136 @@
+"""Target groups of an Auto Scaling group in the sandbox behave as on AWS, as a boto3 user observes them.
+
+One AwsSandbox serves the module (100 simulated seconds per wall second, boot 60 s); each test makes its own group
+and target group.
+"""
+
+import time
+
+import pytest
+
+from sandbox.aws import AwsSandbox
+from sandbox.clock import Clock
+from sandbox.events import EventLog
+
+SPEED = 100.0
+BOOT = 60.0
+AZS = ("us-east-1a", "us-east-1b", "us-east-1c")
+
+
+@pytest.fixture(scope="module")
+def aws(tmp_path_factory):
+    clock = Clock(speed=SPEED)
+    sandbox = AwsSandbox(clock, EventLog(clock), str(tmp_path_factory.mktemp("aws")), boot_seconds=BOOT)
+    sandbox.start()
+    try:
+        estate = sandbox.provision(nodes=0, azs=3)
+        yield sandbox, estate
+    finally:
+        sandbox.stop()
+
+
+def client(sandbox, service):
+    return sandbox.client(service, user_agent=None, user_agent_extra="nodeops.rollout/0.1.0 test_aws_targets")
+
+
+def wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
+def make_group(aws, name, size, target_groups=()):
+    sandbox, estate = aws
+    template = client(sandbox, "ec2").create_launch_template(
+        LaunchTemplateName=name, LaunchTemplateData={"ImageId": estate["amis"]["old"], "InstanceType": "m5.large"},
+    )["LaunchTemplate"]
+    client(sandbox, "autoscaling").create_auto_scaling_group(
+        AutoScalingGroupName=name, MinSize=0, MaxSize=size + 3, DesiredCapacity=size,
+        LaunchTemplate={"LaunchTemplateId": template["LaunchTemplateId"], "Version": "1"},
+        VPCZoneIdentifier=",".join(estate["subnets"][az] for az in AZS), TargetGroupARNs=list(target_groups))
+
+
+def make_target_group(aws, name):
+    sandbox, estate = aws
+    return client(sandbox, "elbv2").create_target_group(
+        Name=name, Protocol="HTTP", Port=30080, VpcId=estate["vpc_id"], TargetType="instance")["TargetGroups"][0]["TargetGroupArn"]
+
+
+def lifecycle(aws, name):
+    group = client(aws[0], "autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+    return {i["InstanceId"]: i["LifecycleState"] for i in group["Instances"]}
+
+
+def in_service(aws, name, count):
+    states = wait_for(lambda: (lambda s: s if sum(v == "InService" for v in s.values()) == count else None)(lifecycle(aws, name)))
+    assert states, lifecycle(aws, name)
+    return sorted(i for i, v in states.items() if v == "InService")
+
+
+def targets(aws, arn):
+    """{instance id: state} of the target group's targets, as DescribeTargetHealth lists them."""
+    health = client(aws[0], "elbv2").describe_target_health(TargetGroupArn=arn)["TargetHealthDescriptions"]
+    return {t["Target"]["Id"]: t["TargetHealth"]["State"] for t in health}
+
+
+def test_a_booted_group_attaches_a_target_group_and_registers_its_instances(aws):
+    make_group(aws, "tg-attach", 3)
+    ids = in_service(aws, "tg-attach", 3)
+    arn = make_target_group(aws, "tg-attach")
+    client(aws[0], "autoscaling").attach_load_balancer_target_groups(AutoScalingGroupName="tg-attach", TargetGroupARNs=[arn])
+    assert targets(aws, arn) == {i: "healthy" for i in ids}
+
+
+def test_a_booting_instance_is_registered_once_it_is_in_service(aws):
+    arn = make_target_group(aws, "tg-boot")
+    make_group(aws, "tg-boot", 2, target_groups=[arn])
+    first = in_service(aws, "tg-boot", 2)
+    assert targets(aws, arn) == {i: "healthy" for i in first}
+    # a scale-up while the group has a target group: the new instances boot, and only then become targets
+    client(aws[0], "autoscaling").set_desired_capacity(AutoScalingGroupName="tg-boot", DesiredCapacity=4)
+    assert sorted(v for v in lifecycle(aws, "tg-boot").values()) == ["InService", "InService", "Pending", "Pending"]
+    assert set(targets(aws, arn)) == set(first)
+    ids = in_service(aws, "tg-boot", 4)
+    assert wait_for(lambda: targets(aws, arn) == {i: "healthy" for i in ids}), targets(aws, arn)
+
+
+def test_standby_leaves_the_target_groups_and_comes_back(aws):
+    arn = make_target_group(aws, "tg-standby")
+    make_group(aws, "tg-standby", 3, target_groups=[arn])
+    ids = in_service(aws, "tg-standby", 3)
+    autoscaling = client(aws[0], "autoscaling")
+    # without a decrement the group launches a replacement, which boots while the instance is in Standby
+    autoscaling.enter_standby(AutoScalingGroupName="tg-standby", InstanceIds=[ids[0]], ShouldDecrementDesiredCapacity=False)
+    states = lifecycle(aws, "tg-standby")
+    assert states[ids[0]] == "Standby" and sorted(states.values()).count("Pending") == 1
+    assert targets(aws, arn).get(ids[0]) != "healthy"
+    replacement = next(i for i, v in states.items() if v == "Pending")
+    assert wait_for(lambda: targets(aws, arn).get(replacement) == "healthy"), targets(aws, arn)
+    autoscaling.exit_standby(AutoScalingGroupName="tg-standby", InstanceIds=[ids[0]])
+    assert targets(aws, arn)[ids[0]] == "healthy"
+
+
+def test_a_target_deregistered_by_someone_else_stays_out_when_the_group_resizes(aws):
+    arn = make_target_group(aws, "tg-others")
+    make_group(aws, "tg-others", 2, target_groups=[arn])
+    ids = in_service(aws, "tg-others", 2)
+    client(aws[0], "elbv2").deregister_targets(TargetGroupArn=arn, Targets=[{"Id": ids[0]}])
+    client(aws[0], "autoscaling").set_desired_capacity(AutoScalingGroupName="tg-others", DesiredCapacity=3)
+    everyone = in_service(aws, "tg-others", 3)
+    assert wait_for(lambda: all(targets(aws, arn).get(i) == "healthy" for i in everyone if i != ids[0]))
+    assert targets(aws, arn).get(ids[0]) != "healthy"
+
+
+def test_detaching_instances_or_the_target_group_deregisters(aws):
+    arn = make_target_group(aws, "tg-detach")
+    make_group(aws, "tg-detach", 3, target_groups=[arn])
+    ids = in_service(aws, "tg-detach", 3)
+    autoscaling = client(aws[0], "autoscaling")
+    autoscaling.detach_instances(AutoScalingGroupName="tg-detach", InstanceIds=[ids[0]], ShouldDecrementDesiredCapacity=True)
+    assert targets(aws, arn).get(ids[0]) != "healthy"
+    autoscaling.detach_load_balancer_target_groups(AutoScalingGroupName="tg-detach", TargetGroupARNs=[arn])
+    assert not [i for i, state in targets(aws, arn).items() if state == "healthy"]
+    assert autoscaling.describe_load_balancer_target_groups(AutoScalingGroupName="tg-detach")["LoadBalancerTargetGroups"] == []
