@@ -65,9 +65,11 @@ def lifecycle(aws, name):
 
 
 def in_service(aws, name, count):
-    states = wait_for(lambda: (lambda s: s if sum(v == "InService" for v in s.values()) == count else None)(lifecycle(aws, name)))
-    assert states, lifecycle(aws, name)
-    return sorted(i for i, v in states.items() if v == "InService")
+    """The group's instance ids once ``count`` of them are InService."""
+    ids = wait_for(lambda: [i for i, v in lifecycle(aws, name).items() if v == "InService"] if
+                   sum(v == "InService" for v in lifecycle(aws, name).values()) == count else None)
+    assert ids, lifecycle(aws, name)
+    return sorted(ids)
 
 
 def targets(aws, arn):
