@@ -6,7 +6,8 @@
 #      with a sample workload (Deployments behind PodDisruptionBudgets, a single-replica Deployment, a DaemonSet);
 #   3. shows the plan (ansible-playbook nodeops.rollout.plan: check mode, changes nothing);
 #   4. runs the upgrade to the "new" AMI (ansible-playbook nodeops.rollout.upgrade);
-#   5. prints the rollout's result and the sandbox's invariant report, then stops the sandbox.
+#   5. prints the rollout's result and the sandbox's invariant report, and the path of the HTML report (the rollout's
+#      timeline, plan and nodes, with the invariant report as a section), then stops the sandbox.
 #
 # DEMO_SPEED (default 10) sets the sandbox's simulated seconds per wall second; DEMO_NODES (default 6) its size;
 # DEMO_KUBE (default embedded) its Kubernetes backend: "reference" runs the real kube-apiserver, controllers and
@@ -43,7 +44,7 @@ step "Starting the sandbox ($KUBE Kubernetes): $NODES nodes over 3 AZs, speed $S
 
 # An inventory with one cluster, as a user writes it; only the endpoint and kubeconfig point at the sandbox.
 "$PY" - "$STATE" "$DEMO/inventory.yml" "$PY" <<'PYEOF'
-import json, sys
+import json, os, sys
 state_dir, path, python = sys.argv[1:4]
 with open(state_dir + "/sandbox.json", encoding="utf-8") as fh:
     st = json.load(fh)
@@ -56,7 +57,10 @@ inventory = {"clusters": {"hosts": {"sandbox": {
     "rolling_update_post_drain_delay": 3,
     "rolling_update_validate_passes": 2,
     "rolling_update_validate_interval": "1s",
-    "rolling_update_report_file": state_dir + "/../result.json",
+    "rolling_update_report_file": os.path.normpath(state_dir + "/../result.json"),
+    # an operator's own section of the HTML report: here the sandbox's invariant report, read at the end of the run
+    "rolling_update_report_sections": [{"title": "Sandbox invariant report",
+                                        "url": st["control_url"] + "/report?client_prefix=nodeops.rollout"}],
 }}}}
 with open(path, "w", encoding="utf-8") as fh:
     json.dump(inventory, fh, indent=2)
@@ -74,7 +78,11 @@ step "Plan (check mode: changes nothing)"
 ansible-playbook -i "$DEMO/inventory.yml" playbooks/plan.yml | grep -E '^(TASK \[.*(show the plan|Sum up)|fatal)|^        "|^    "msg": "' || true
 
 step "Upgrade to the new AMI"
-ansible-playbook -i "$DEMO/inventory.yml" playbooks/upgrade.yml | grep -E '^(TASK \[nodeops.rollout.rolling_update : (Setup|Scale|Upgrade|Rolling update \| sandbox-nodes \| keep)|PLAY RECAP|fatal)|^sandbox +:' || true
+ansible-playbook -i "$DEMO/inventory.yml" playbooks/upgrade.yml |
+    grep -E '^(TASK \[nodeops.rollout.rolling_update : (Setup|Scale|Upgrade|Rolling update \| sandbox-nodes \| keep)|PLAY RECAP|fatal)|^sandbox +:|^    "msg": "(sandbox-nodes: step|HTML report)' |
+    grep -vE '\| (progress|keep its times for the report)\] ' || true
+
+step "HTML report: $DEMO/result.html ($(wc -c <"$DEMO/result.html") bytes; open it in a browser)"
 
 step "After: nodes and pods"
 "$PY" -m sandbox show --state-dir "$STATE"
@@ -82,7 +90,7 @@ step "After: nodes and pods"
 step "Result and invariant report"
 "$PY" -m sandbox report --state-dir "$STATE" > "$DEMO/report.json"
 "$PY" - "$DEMO/result.json" "$DEMO/report.json" <<'PYEOF'
-import json, sys
+import json, os, sys
 with open(sys.argv[1], encoding="utf-8") as fh:
     result = json.load(fh)
 with open(sys.argv[2], encoding="utf-8") as fh:

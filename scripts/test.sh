@@ -8,12 +8,14 @@
 # From a fresh clone with nothing installed but Python 3.11 and git it:
 #   1. creates .venv from requirements.txt + tests/requirements.txt (reused while their hash is unchanged);
 #   2. writes the offline pip bootstrap ansible-test looks for in ~/.ansible/test/cache;
-#   3. copies the git-visible files to .build/ansible_collections/nodeops/rollout (ansible-test needs that path),
+#   3. installs Debian's chromium when the integration stage runs and it is missing (apt-get, as root): the tests render
+#      the HTML report in it headless;
+#   4. copies the git-visible files to .build/ansible_collections/nodeops/rollout (ansible-test needs that path),
 #      and links .build/collections/ansible_collections/nodeops/rollout to the working tree for ansible-lint,
 #      pytest and molecule (exported as ANSIBLE_COLLECTIONS_PATH, with .venv/bin on PATH);
-#   4. runs the stages in order; a failing stage does not stop the next ones (the reference stage builds the real
+#   5. runs the stages in order; a failing stage does not stop the next ones (the reference stage builds the real
 #      Kubernetes control plane from Go modules first, once per pinned version, into ~/.cache/nodeops-rollout);
-#   5. prints a per-stage table and one last line "summary: N passed, M failed", counting individual tests
+#   6. prints a per-stage table and one last line "summary: N passed, M failed", counting individual tests
 #      (pytest test cases, each sanity test, ansible-lint as one, each molecule scenario as one).
 # It exits non-zero when anything failed or when no test ran at all.
 
@@ -142,6 +144,21 @@ prepare_layout() {
 
     mkdir -p "$RUNTIME_COLLECTIONS/ansible_collections/nodeops"
     ln -sfn "$ROOT" "$RUNTIME_COLLECTIONS/ansible_collections/nodeops/rollout"
+}
+
+# The integration tests render the rollout's HTML report in headless chromium (tests/integration/browser.py). Debian's
+# package is installed when missing and apt-get can; elsewhere the rendering check says why it cannot run.
+prepare_browser() {
+    if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+        return 0
+    fi
+    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+        say "chromium is missing and cannot be installed here (needs apt-get as root): the report's rendering check will say so"
+        return 0
+    fi
+    say "Installing chromium (apt-get) for the HTML report's rendering check"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >"$RESULTS/chromium-install.log" 2>&1 ||
+        say "apt-get install chromium failed (see $RESULTS/chromium-install.log): the report's rendering check will say so"
 }
 
 # --- counting --------------------------------------------------------------------------------------------------------
@@ -375,6 +392,10 @@ main() {
     export ANSIBLE_COLLECTIONS_PATH="$RUNTIME_COLLECTIONS"
     say "PATH starts with $VENV/bin; ANSIBLE_COLLECTIONS_PATH=$ANSIBLE_COLLECTIONS_PATH"
     say "ansible-test layout: $LAYOUT"
+
+    if [[ " ${stages[*]} " == *" integration "* ]]; then
+        prepare_browser
+    fi
 
     if [[ "${stages[*]}" == "venv" ]]; then
         say "Environment ready."

@@ -441,6 +441,7 @@ class Drain:
     # ---- one node -----------------------------------------------------------------------------
     def drain_node(self, name, result):
         started = self.clock()
+        result["started_at"] = self.drained_text()
         try:
             self._drain_node(name, result, started)
             if result["status"] == "drained":
@@ -611,6 +612,7 @@ class Drain:
                         "failed_nodes": sorted(problems),
                         "msg": "cannot drain: %d pod(s) cannot be evicted under the options given, nothing was changed: %s"
                                % (len(lines), "; ".join(lines))}
+        started_at = self.drained_text()
         cordoned = cordon_nodes(self.api, self.names)
         results = {name: node_result("draining", message="") for name in self.names}
         for name in self.names:
@@ -643,7 +645,7 @@ class Drain:
             if skipped:
                 msg += "; %d skipped and left cordoned: %s" % (len(skipped), "; ".join(results[name]["message"] for name in skipped))
         output = {"changed": changed, "nodes": results, "drained": drained, "skipped_nodes": skipped,
-                  "failed_nodes": failed, "msg": msg, "seconds": seconds}
+                  "failed_nodes": failed, "msg": msg, "seconds": seconds, "started_at": started_at}
         if failed:
             output["failed"] = True
         if self.diff:

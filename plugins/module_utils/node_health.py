@@ -75,6 +75,17 @@ def node_ready(node):
     return False, "no Ready condition reported yet"
 
 
+def ready_since(node):
+    """When the node's Ready condition last turned True (its ``lastTransitionTime``, as the API writes it), or None while
+    the node is not Ready."""
+    if not node_ready(node)[0]:
+        return None
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            return condition.get("lastTransitionTime") or None
+    return None
+
+
 def node_summary(node, fields=HEALTH_FIELDS):
     """The facts a rollout reads of one Node (API JSON form), the one reader of them: ``fields`` of ``{"name",
     "provider_id", "instance_id", "az", "ready", "not_ready_reason", "schedulable", "deleting", "taints", "labels",

@@ -21,12 +21,12 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube impor
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import join_nodes
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import node_summary
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import node_summary, ready_since
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import BLOCKED, WAIT, next_step
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_time
 
 REREAD_SECONDS = 60
 
@@ -51,6 +51,27 @@ def _fingerprint(raw_nodes):
     """What of the nodes can change a step: which are there, Ready and schedulable."""
     return frozenset((summary["name"], summary["ready"], summary["schedulable"])
                      for summary in (node_summary(raw, ("name", "ready", "schedulable")) for raw in raw_nodes))
+
+
+def new_nodes(records, outdated_ids, raw_nodes, since):
+    """The up-to-date instances launched at or after ``since`` (the rollout's recorded start; None: none) - the surge
+    and the replacements - each ``{"instance_id", "az", "node", "launch_time", "ready_at"}`` (``ready_at``: when its
+    node turned Ready, None while it is not), in launch order. What a report pairs with the replaced nodes."""
+    if not since:
+        return []
+    start = parse_time(since, "started_at")
+    ready = {summary["name"]: ready_since(raw) for summary, raw in
+             ((node_summary(raw, ("name",)), raw) for raw in raw_nodes or [])}
+    found = []
+    for record in records:
+        launched = record.get("launch_time")
+        if record["instance_id"] in outdated_ids or not launched or parse_time(launched, "launch_time") < start:
+            continue
+        node = record.get("node")
+        name = node.get("name") if isinstance(node, dict) else None
+        found.append({"instance_id": record["instance_id"], "az": record.get("az"), "node": name,
+                      "launch_time": launched, "ready_at": ready.get(name)})
+    return sorted(found, key=lambda entry: (entry["launch_time"], entry["instance_id"]))
 
 
 class StepReader:
@@ -86,6 +107,7 @@ class StepReader:
         step = next_step(records, outdated, original, unavailable, owed, sizes["desired_capacity"],
                          self.now(), post_drain_delay=self.delay, canary=self.params["canary"],
                          skip=[name.strip() for name in self.params.get("skip") or []])
+        step["new_nodes"] = new_nodes(records, set(outdated), raw_nodes, state.get("started_at") if state else None)
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
                          "max_unavailable": unavailable, "surge_owed": owed,
                          "rollout_id": state["rollout_id"] if state else None}
@@ -110,11 +132,14 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
     Fails naming what it waited for when ``timeout`` seconds pass."""
     started = clock()
     deadline = started + timeout
+    waited_for = []
     while True:
         step = reader.decide()
         if step["action"] != WAIT:
             step["waited_seconds"] = round(clock() - started, 1)
+            step["waited_for"] = waited_for
             return step
+        waited_for = waited_for or list(step["waiting_for"])
         now = clock()
         if now >= deadline:
             raise RolloutError(timeout_message(step, timeout), step=step)
@@ -138,7 +163,9 @@ def run_rollout_step(module):
     else:
         step = reader.decide()
         step["waited_seconds"] = 0
+        step["waited_for"] = []
     step["reads"] = reader.reads
+    step["decided_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     if step["action"] == BLOCKED:
         module.fail_json(msg=step["message"], step=step)
     module.exit_json(changed=False, step=step)

@@ -194,6 +194,9 @@ nodes:
     cordoned:
       description: Whether this run cordoned the node (it was schedulable before).
       type: bool
+    started_at:
+      description: When the drain of the node began (UTC, ISO 8601), its cordon done; not in check mode.
+      type: str
     drained_at:
       description:
         - When the drain of the node ended (UTC, ISO 8601), for a node drained by this run; also recorded on the node as
@@ -263,6 +266,8 @@ nodes:
     ip-10-0-1-12.ec2.internal:
       status: drained
       cordoned: true
+      started_at: "2026-11-25T07:04:13.120Z"
+      drained_at: "2026-11-25T07:04:54.310Z"
       evicted: ["shop/web-7d4b9-x2x8k", "shop/api-5f6c7-8hj2q"]
       deleted: []
       restarted: [{"pod": "shop/checkout-worker-6d9f-2kq7z", "deployment": "shop/checkout-worker", "ready": true}]
@@ -297,6 +302,10 @@ seconds:
   description: Seconds the whole drain took.
   returned: when not in check mode
   type: float
+started_at:
+  description: When the drain began, before the nodes were cordoned (UTC, ISO 8601).
+  returned: when not in check mode and a node was cordoned
+  type: str
 msg:
   description: A summary; on failure, every pod still on a node and the budget holding it.
   returned: always

@@ -175,9 +175,24 @@ step:
     waited_seconds:
       description: How long the module waited.
       type: float
+    waited_for:
+      description: What the module waited for when it began to wait (empty when it did not wait).
+      type: list
+      elements: str
     reads:
       description: How many times the group was read.
       type: int
+    decided_at:
+      description: When the step was decided, after any wait (UTC, ISO 8601); the step's terminations follow at once.
+      type: str
+    new_nodes:
+      description:
+        - The up-to-date instances launched since the rollout recorded its start on the group (the surge and the
+          replacements), in launch order, each with C(instance_id), C(az), C(node) (null until it registers),
+          C(launch_time) and C(ready_at) (when its node turned Ready, null while it is not). Empty before the rollout
+          is recorded.
+      type: list
+      elements: dict
     group:
       description: C(desired_capacity), C(original_size), C(max_unavailable) (resolved), C(surge_owed) and C(rollout_id).
       type: dict
@@ -197,7 +212,11 @@ step:
     waiting_for: []
     wait_seconds: null
     waited_seconds: 31.5
+    waited_for: ["2 new instance(s) to become Ready nodes"]
     reads: 3
+    decided_at: "2026-11-25T07:04:12.431Z"
+    new_nodes: [{"instance_id": "i-0a1b2c3d4e5f60100", "az": "eu-west-1a", "node": "ip-10-0-1-100.eu-west-1.compute.internal",
+                 "launch_time": "2026-11-25T07:00:31Z", "ready_at": "2026-11-25T07:02:40Z"}]
     group: {"desired_capacity": 12, "original_size": 10, "max_unavailable": 1, "surge_owed": 2, "rollout_id": "r-20261125T0700Z-ab12"}
 """
 

@@ -23,12 +23,13 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, is_int, parse_duration
 
 
-def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0):
+def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0, surge_ready=False):
     """Predicted seconds for a rollout of ``waves`` (lists of instances, or their sizes; :func:`steps.wave_sizes`).
 
     The model follows the pipeline of ``rollout.steps``: when ``surge`` > 0, new instances boot once up front and are
-    validated; each wave then drains (its nodes in parallel) and waits the post-drain delay; its terminations that do
-    not pay the surge back are replaced, and the next wave waits for the replacements to boot and validates them.
+    validated (unless ``surge_ready``: the surge is up already, as for the rest of a rollout under way); each wave then
+    drains (its nodes in parallel) and waits the post-drain delay; its terminations that do not pay the surge back are
+    replaced, and the next wave waits for the replacements to boot and validates them.
     Durations accept what :func:`parse_duration` accepts.
     """
     boot = parse_duration(boot_seconds, "boot_seconds")
@@ -46,7 +47,7 @@ def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, vali
         if size:
             sizes.append(size)
     left = sum(sizes)
-    total = boot + validate if owed and sizes else 0
+    total = boot + validate if owed and sizes and not surge_ready else 0
     for index, size in enumerate(sizes):
         total += (validate if index else 0) + drain + delay
         paid = decrement_for(size, left, owed)

@@ -57,6 +57,13 @@ def _names(nodes):
     return ", ".join(shown) + (" and %d more" % more if more > 0 else "")
 
 
+def wave_rows(plan):
+    """The plan's drain waves as rows: ``[wave, node count, "AZ count, ...", "node names"]``."""
+    return [[batch.get("index", index + 1), len(batch.get("nodes") or batch.get("instance_ids") or []),
+             _az_counts(batch.get("azs") or []), _names(batch.get("nodes") or [])]
+            for index, batch in enumerate((plan or {}).get("batches") or [])]
+
+
 def _table(rows, headers):
     widths = [max(len(str(row[column])) for row in [headers] + rows) for column in range(len(headers))]
     return ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers] + rows]
@@ -105,10 +112,7 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None):
     lines.append("surge %s, max unavailable %s%s, outdated nodes tainted %s; %d drain waves, estimated %s"
                  % (plan.get("surge"), plan.get("batch_size", plan.get("max_unavailable")), canary,
                     plan.get("taint_effect", "NoSchedule"), len(batches), human_duration(plan.get("eta_seconds"))))
-    rows = [[batch.get("index", index + 1), len(batch.get("nodes") or batch.get("instance_ids") or []),
-             _az_counts(batch.get("azs") or []), _names(batch.get("nodes") or [])]
-            for index, batch in enumerate(batches)]
-    lines.extend(_table(rows, ["wave", "nodes", "AZs", "node names"]))
+    lines.extend(_table(wave_rows(plan), ["wave", "nodes", "AZs", "node names"]))
     if preflight is not None:
         lines.extend(_found_lines("blockers", _found(preflight, "error")))
         lines.extend(_found_lines("warnings", _found(preflight, "warning")))

@@ -162,6 +162,7 @@ def check_role_settings(values):
     if not _empty(report) and not os.path.isabs(str(report)):
         raise SettingsError("%sreport_file: %r is not allowed; use an absolute path (several clusters and the installed "
                             "collection's own directory make a relative one ambiguous)" % (VARIABLE_PREFIX, report))
+    sections = _check_report_sections(var("report_sections"))
     passes = var("validate_passes")
     if isinstance(passes, bool) or not re.match(r"^\s*[0-9]+\s*$", str(passes)) or int(passes) < 1:
         raise SettingsError("%svalidate_passes: %r is not allowed; use a whole number, at least 1" % (VARIABLE_PREFIX, passes))
@@ -188,7 +189,43 @@ def check_role_settings(values):
     estimate = {"boot_seconds": seconds["estimate_boot"], "drain_seconds": seconds["estimate_drain"],
                 "post_drain_delay": seconds["post_drain_delay"], "validate_seconds": (int(passes) - 1) * seconds["validate_interval"]}
     return {"seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
-            "estimate": estimate}
+            "estimate": estimate, "report_html": report_html_file(report), "report_sections": sections}
+
+
+def report_html_file(report_file):
+    """The HTML report's path beside the JSON result ``report_file``: ``result.json`` -> ``result.html``, ``result`` ->
+    ``result.html``; "" when there is no report file."""
+    if _empty(report_file):
+        return ""
+    root, ext = os.path.splitext(str(report_file))
+    return (root if ext.lower() == ".json" else str(report_file)) + ".html"
+
+
+def _check_report_sections(sections):
+    """``rolling_update_report_sections``: a list of ``{"title", "url"}`` or ``{"title", "file"}`` (absolute path)."""
+    field = VARIABLE_PREFIX + "report_sections"
+    if _empty(sections):
+        return []
+    if not isinstance(sections, list):
+        raise SettingsError("%s: %r is not allowed; use a list of sections, each with a title and a url or a file" % (field, sections))
+    checked = []
+    for index, section in enumerate(sections):
+        where = "%s[%d]" % (field, index)
+        if not isinstance(section, dict) or _empty(section.get("title")) or not isinstance(section.get("title"), str):
+            raise SettingsError("%s: %r is not allowed; use a dict with a title and a url or a file" % (where, section))
+        unknown = sorted(set(section) - {"title", "url", "file"})
+        if unknown:
+            raise SettingsError("%s: %s is not allowed; use title with url or file" % (where, ", ".join(unknown)))
+        sources = [key for key in ("url", "file") if not _empty(section.get(key))]
+        if len(sources) != 1:
+            raise SettingsError("%s: %r is not allowed; give exactly one of url (http or https) and file" % (where, section))
+        source = str(section[sources[0]])
+        if sources[0] == "url" and not re.match(r"^https?://", source):
+            raise SettingsError("%s.url: %r is not allowed; use an http:// or https:// URL" % (where, source))
+        if sources[0] == "file" and not os.path.isabs(source):
+            raise SettingsError("%s.file: %r is not allowed; use an absolute path" % (where, source))
+        checked.append({"title": section["title"], sources[0]: source})
+    return checked
 
 
 def role_error(message, index, group):

@@ -26,6 +26,11 @@ def pinned(sandbox):
     pin_a_pod(sandbox)
 
 
+def report_path(tmp_path):
+    """The HTML report of the last run: beside its JSON result."""
+    return sorted(tmp_path.glob("result-*.json"), key=lambda path: int(path.stem.split("-")[1]))[-1].with_suffix(".html")
+
+
 def roll(sandbox, tmp_path, action):
     report = tmp_path / ("result-%d.json" % len(list(tmp_path.glob("result-*.json"))))
     rc, out = sandbox.run_role_playbook(tmp_path, extra=FAST + ["rolling_update_drain_timeout_action=" + action], report=report)
@@ -59,6 +64,14 @@ def test_a_budget_that_never_allows_deletes_nothing_without_eviction(sandbox, tm
         assert pod in group["message"] and "shop/pinned" in group["message"], group["message"]
         assert group["skipped_nodes"] == [], group
         assert node not in [n for batch in group["batches"] for n in batch["nodes"]], group["batches"]
+        # the step that failed is kept with its drain: the blocked node, the pod and the budget holding it
+        failed = [entry for step in group["steps"] for entry in step["nodes"] if entry["node"] == node]
+        assert failed and failed[-1]["status"] == "failed", group["steps"]
+        assert any(b["pod"] == "shop/" + pod and b["pdb"] == "shop/pinned" for b in failed[-1]["blocking"]), failed
+        # the HTML report says at the top what stopped the run and what to do next, and names the budget
+        page = report_path(tmp_path).read_text()
+        assert page.index("What to do next") < page.index('id="group-sandbox-nodes"'), page[:3000]
+        assert group["failed_task"] in page and "PodDisruptionBudget shop/pinned" in page
     else:
         # the other nodes were replaced; the run then stops rather than call the group replaced
         assert rc != 0 and group["status"] == "failed", out[-3000:]

@@ -2,13 +2,19 @@
 with the surge serving, more nodes than max_unavailable are out at once, yet the Ready schedulable nodes never go
 below N - max_unavailable and the group never holds more than N + surge instances; terminations keep the desired
 capacity (the group replaces them at once) except the last ones, which pay the surge back; each node's post-drain
-delay counts from the end of its own drain."""
+delay counts from the end of its own drain.
+
+And what a person sees of it: a progress line per step, and the HTML report beside the JSON result, with the sandbox's
+invariant report as a section, rendered by headless chromium without a console error."""
 
 import json
 import os
+import re
+from html.parser import HTMLParser
 
 import pytest
 
+from tests.integration.browser import render
 from tests.integration.harness import floor_until, promised_floor
 from tests.integration.modules.conftest import assert_safe
 
@@ -29,10 +35,13 @@ def rollout(sandbox, tmp_path_factory):
     extra = ["rolling_update_max_unavailable=%d" % MAX_UNAVAILABLE, "rolling_update_max_surge=%d" % SURGE,
              "rolling_update_post_drain_delay=%d" % DELAY, "rolling_update_validate_passes=1",
              "rolling_update_validate_interval=1s"]
-    rc, out = sandbox.run_role_playbook(directory, extra=extra, report=report)
+    # the operator's optional section: the sandbox's invariant report, read from its control URL at the end of the run
+    sections = [{"title": "Sandbox invariant report", "url": sandbox.state["control_url"] + "/report?client_prefix=nodeops.rollout"}]
+    rc, out = sandbox.run_role_playbook(directory, extra=extra, report=report, host_vars={"rolling_update_report_sections": sections})
     assert rc == 0, out[-4000:]
     every = sandbox.events()
-    return {"out": out, "result": json.loads(report.read_text())["node_groups"][0], "all_events": every,
+    return {"out": out, "result": json.loads(report.read_text())["node_groups"][0], "all_events": every, "directory": directory,
+            "html": directory / "result.html",
             "events": [e for e in every if e["t"] >= since], "report": sandbox.report(), "now": sandbox.now()}
 
 
@@ -88,3 +97,55 @@ def test_each_node_is_terminated_its_own_post_drain_delay_after_its_drain(rollou
             assert e["t"] - drained[node_of[e["instance_id"]]] >= DELAY * SPEED * 0.95, e
             checked += 1
     assert checked == NODES, checked
+
+
+def test_every_step_says_how_many_nodes_are_replaced_the_time_elapsed_and_left(rollout):
+    lines = re.findall(r'"msg": "(sandbox-nodes: step \d+: .*)"', rollout["out"])
+    steps = len(rollout["result"]["steps"])
+    assert len(lines) == steps and steps >= 2, rollout["out"][-3000:]
+    assert re.match(r"sandbox-nodes: step 1: 0 of %d nodes replaced, draining \d+, .* elapsed, about .* left$" % NODES, lines[0]), lines
+    assert lines[-1].startswith("sandbox-nodes: step %d: %d of %d nodes replaced" % (steps, NODES, NODES)) and lines[-1].endswith("done")
+    # the time left is corrected by the pace once nodes are replaced
+    assert any("at the pace so far" in line for line in lines), lines
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.text, self.tags = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_the_html_report_beside_the_result_shows_every_node_step_and_the_invariant_report(rollout):
+    page = rollout["html"].read_text()
+    parsed = _Page()
+    parsed.feed(page)
+    text = " ".join(parsed.text)
+    result = rollout["result"]
+    drained = [node for step in result["steps"] for node in step["nodes"]]
+    assert len(drained) == NODES and all(node["status"] == "drained" and node["started_at"] <= node["drained_at"] for node in drained)
+    for node in drained:
+        assert node["node"] in text and node["instance_id"] in text
+    # the surge and the replacements of the terminations that kept desired capacity: NODES new instances, all Ready
+    assert len(result["new_nodes"]) == NODES and all(entry["ready_at"] for entry in result["new_nodes"]), result["new_nodes"]
+    for entry in result["new_nodes"]:
+        assert entry["node"] in text
+    for step in result["steps"]:
+        assert "step %d:" % step["index"] in page
+    assert [phase["name"] for phase in result["timeline"]["phases"]] == ["setup", "scale_up", "upgrade", "scale_down"]
+    assert "svg" in parsed.tags and "script" not in parsed.tags
+    assert "Every node group finished." in text and "Sandbox invariant report" in text and "pdb_violations" in text
+    assert "HTML report: %s" % rollout["html"] in rollout["out"]
+
+
+def test_the_html_report_renders_in_headless_chromium_without_a_console_error(rollout, tmp_path):
+    assert render(rollout["html"], tmp_path / "report.png") == []
+    # and a console error would be seen: the check is not blind
+    broken = tmp_path / "broken.html"
+    broken.write_text("<!DOCTYPE html><html><body><script>console.error('seen')</script></body></html>")
+    assert any("seen" in line for line in render(broken, tmp_path / "broken.png", 400, 300))

@@ -70,6 +70,8 @@ def test_a_node_is_cordoned_and_every_movable_pod_evicted_daemonset_and_mirror_p
     assert kube.nodes["n1"]["spec"]["unschedulable"] is True
     assert sorted(kube.pods) == ["kube-system/agent", "kube-system/static"]
     assert result["drained"] == ["n1"] and result["msg"].startswith("1 node(s) drained")
+    # when the drain began (before the cordon), when this node's began and ended: a report draws the bar from them
+    assert result["started_at"] <= node["started_at"] <= node["drained_at"]
 
 
 def test_a_drained_node_drains_again_without_change():

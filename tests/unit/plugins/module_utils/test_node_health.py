@@ -174,3 +174,13 @@ def test_a_ready_node_still_tainted_by_the_node_controller_takes_no_pod_yet():
         other = node("n2", "i-2")
         other["spec"]["taints"] = [{"key": key, "effect": effect}]
         assert node_health.node_summary(other)["ready"] is True, key
+
+
+def test_ready_since_is_the_ready_conditions_last_transition_while_ready():
+    ready = node("a", "i-1")
+    ready["status"]["conditions"][0]["lastTransitionTime"] = "2026-11-25T07:00:05Z"
+    assert node_health.ready_since(ready) == "2026-11-25T07:00:05Z"
+    not_ready = node("b", "i-2", ready=False)
+    not_ready["status"]["conditions"][0]["lastTransitionTime"] = "2026-11-25T07:00:05Z"
+    assert node_health.ready_since(not_ready) is None
+    assert node_health.ready_since(node("c", "i-3")) is None   # Ready, but no time reported

@@ -61,6 +61,7 @@ def test_a_post_drain_delay_is_slept_through_and_the_next_step_returned():
     reader = Reader(clock, [waiting(seconds=42.0, why="the post-drain delay of 3 node(s)"), RUN])
     step = wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
     assert step["action"] == "run" and step["waited_seconds"] == 42.0
+    assert step["waited_for"] == ["the post-drain delay of 3 node(s)"]   # what a report says the wait was for
     assert reader.decisions == 2 and reader.node_lists == 0   # nothing boots: no node list while it waits
 
 
@@ -97,3 +98,21 @@ def test_bad_options_are_refused_by_name_before_any_call(params, field):
     with pytest.raises(PlanError) as raised:
         check_options(base)
     assert str(raised.value).startswith(field) or field in str(raised.value)
+
+
+def test_new_nodes_are_the_up_to_date_instances_launched_since_the_rollout_started_with_their_ready_time():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.step import new_nodes
+    ready = make_node("n-new", ready=True)
+    ready["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-25T07:03:00Z"}]
+    records = [
+        {"instance_id": "i-old", "az": "a", "launch_time": "2026-11-01T00:00:00Z", "node": {"name": "n-old"}},
+        {"instance_id": "i-before", "az": "a", "launch_time": "2026-11-25T06:59:00Z", "node": {"name": "n-before"}},
+        {"instance_id": "i-late", "az": "c", "launch_time": "2026-11-25T07:05:00Z", "node": None},
+        {"instance_id": "i-new", "az": "b", "launch_time": "2026-11-25T07:01:00Z", "node": {"name": "n-new"}},
+    ]
+    found = new_nodes(records, {"i-old"}, [ready, make_node("n-old")], "2026-11-25T07:00:00Z")
+    assert found == [
+        {"instance_id": "i-new", "az": "b", "node": "n-new", "launch_time": "2026-11-25T07:01:00Z", "ready_at": "2026-11-25T07:03:00Z"},
+        {"instance_id": "i-late", "az": "c", "node": None, "launch_time": "2026-11-25T07:05:00Z", "ready_at": None},
+    ]
+    assert new_nodes(records, {"i-old"}, [], None) == []

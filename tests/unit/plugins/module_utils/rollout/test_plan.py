@@ -25,6 +25,8 @@ def test_estimate_duration():
     # pays the surge back with all its terminations: no boot to wait for at the end.
     assert estimate_duration([1, 4], 100, 10, 5, 1, surge=4) == (100 + 1) + (10 + 5 + 100) + (1 + 10 + 5)
     assert estimate_duration([2], "3m", "1m", "0", "30s", surge=1) == (180 + 30) + (60 + 0) + 180
+    # the rest of a rollout under way: the surge is up already
+    assert estimate_duration([1, 4], 100, 10, 5, 1, surge=4, surge_ready=True) == (10 + 5 + 100) + (1 + 10 + 5)
     assert_plan_error(lambda: estimate_duration([1], "soon", 1, 1, 1), "boot_seconds")
     assert_plan_error(lambda: estimate_duration([1], 1, 1, 1, 1, surge=-1), "surge")
     assert_plan_error(lambda: estimate_duration(["x"], 1, 1, 1, 1), "waves[0]")

@@ -12,7 +12,7 @@ DEFAULTS = {
     "rolling_update_drain_timeout": "15m", "rolling_update_drain_timeout_action": "fail", "rolling_update_grace_period": "",
     "rolling_update_post_drain_delay": 60, "rolling_update_node_ready_timeout": "15m", "rolling_update_validate_passes": 2,
     "rolling_update_validate_interval": "10s", "rolling_update_validate_timeout": "10m", "rolling_update_aws": {},
-    "rolling_update_k8s": {}, "rolling_update_report_file": "", "rolling_update_lock_namespace": "kube-system",
+    "rolling_update_k8s": {}, "rolling_update_report_file": "", "rolling_update_report_sections": [], "rolling_update_lock_namespace": "kube-system",
     "rolling_update_lock_duration": "", "rolling_update_estimate_boot": "3m", "rolling_update_estimate_drain": "90s",
 }
 
@@ -41,6 +41,16 @@ def test_a_group_s_own_counts_win_over_the_role_s_and_survey_strings_are_read():
     assert settle(lock_duration="10m")["lock_min_valid"] == 540   # a tenth of a short duration the operator set
 
 
+def test_the_html_report_lands_beside_the_json_result_and_the_sections_are_settled():
+    assert settle()["report_html"] == "" and settle()["report_sections"] == []
+    assert settle(report_file="/var/log/rollout/result.json")["report_html"] == "/var/log/rollout/result.html"
+    assert settle(report_file="/var/log/rollout/result")["report_html"] == "/var/log/rollout/result.html"
+    assert settle(report_file="/tmp/r.JSON")["report_html"] == "/tmp/r.html"
+    sections = [{"title": "Invariants", "url": "http://127.0.0.1:8080/report"}, {"title": "SLO", "file": "/tmp/slo.json", "url": ""}]
+    assert settle(report_sections=sections)["report_sections"] == [{"title": "Invariants", "url": "http://127.0.0.1:8080/report"},
+                                                                   {"title": "SLO", "file": "/tmp/slo.json"}]
+
+
 def test_the_aws_retry_options_are_taken():
     # the modules' retry_mode and max_attempts (AWS_ARGUMENT_SPEC), a survey's string count included
     settle(aws={"region": "eu-west-1", "retry_mode": "adaptive", "max_attempts": "4"})
@@ -56,6 +66,12 @@ def test_the_aws_retry_options_are_taken():
     ({"taint_key": "a b"}, "rolling_update_taint_key: 'a b' is not allowed; use a Kubernetes label key"),
     ({"lock_namespace": "Kube_System"}, "rolling_update_lock_namespace: 'Kube_System' is not allowed"),
     ({"report_file": "r.json"}, "rolling_update_report_file: 'r.json' is not allowed; use an absolute path"),
+    ({"report_sections": {"title": "x"}}, "rolling_update_report_sections: {'title': 'x'} is not allowed; use a list of sections"),
+    ({"report_sections": [{"url": "http://x"}]}, "rolling_update_report_sections[0]: {'url': 'http://x'} is not allowed; use a dict with a title"),
+    ({"report_sections": [{"title": "t"}]}, "rolling_update_report_sections[0]: {'title': 't'} is not allowed; give exactly one of url"),
+    ({"report_sections": [{"title": "t", "url": "ftp://x"}]}, "rolling_update_report_sections[0].url: 'ftp://x' is not allowed; use an http"),
+    ({"report_sections": [{"title": "t", "file": "r.json"}]}, "rolling_update_report_sections[0].file: 'r.json' is not allowed; use an absolute path"),
+    ({"report_sections": [{"title": "t", "path": "/r"}]}, "rolling_update_report_sections[0]: path is not allowed; use title with url or file"),
     ({"validate_passes": "0"}, "rolling_update_validate_passes: '0' is not allowed; use a whole number, at least 1"),
     ({"aws": {"secret": "x"}}, "rolling_update_aws: secret is not an option; use region, profile, access_key, secret_key"),
     ({"aws": {"retry_mode": "legacy"}}, "rolling_update_aws.retry_mode: 'legacy' is not allowed; use one of standard, adaptive"),

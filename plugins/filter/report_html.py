@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: report_html
+short_description: A rollout's result as one self-contained HTML page
+version_added: 0.2.0
+author: nodeops.rollout maintainers (@nodeops)
+description:
+  - Turns C(rolling_update_result) (the role M(nodeops.rollout.rolling_update)'s result) into one HTML page that
+    needs nothing from the network - inline CSS, inline SVG, no script, no font or image fetched.
+  - At the top, for a node group that did not finish (failed, paused, rolled back), what stopped it and what to do
+    next. Per node group - a timeline (phases, each step as a bar with its wait hatched, each node from its cordon to
+    its termination, its replacement from launch to Ready), the plan beside what happened (predicted and measured
+    durations, the plan's drain waves, the steps run) and the node table (old node and instance, replacement, AZ,
+    drain seconds, pods evicted, restarted and deleted, the pods that blocked with their PodDisruptionBudget).
+  - Last, the sections given in O(sections), each a JSON document shown as tables (the role fills them from
+    C(rolling_update_report_sections), for example a test environment's invariant report).
+options:
+  _input:
+    description: C(rolling_update_result).
+    type: dict
+    required: true
+  cluster:
+    description: The cluster's name (the inventory host), for the title.
+    type: str
+  sections:
+    description:
+      - Sections added at the end, each with C(title), C(data) (any JSON value), C(source) (where it came from) and
+        C(error) (why it could not be read, instead of C(data)).
+      - Also the loop results of M(ansible.builtin.uri) or M(ansible.builtin.slurp) over items with C(title) and
+        C(url) or C(file), as the role registers them - a JSON answer or file is the section's data, a failed read its
+        error, a skipped read no section.
+    type: list
+    elements: dict
+"""
+
+EXAMPLES = r"""
+- name: Write the HTML report beside the JSON result
+  ansible.builtin.copy:
+    content: "{{ rolling_update_result | nodeops.rollout.report_html(inventory_hostname) }}"
+    dest: /var/log/rollouts/result.html
+    mode: "0644"
+"""
+
+RETURN = r"""
+_value:
+  description: The page.
+  type: str
+"""
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.page import report_html
+from ansible_collections.nodeops.rollout.plugins.module_utils.version import COLLECTION_VERSION
+
+
+def report_html_filter(result, cluster=None, sections=None):
+    return report_html(result, cluster, sections, version=COLLECTION_VERSION)
+
+
+class FilterModule:
+    """nodeops.rollout.report_html"""
+
+    def filters(self):
+        return {"report_html": report_html_filter}

@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The HTML report: a page that parses, needs nothing from the network, shows every node and step, and says first what
+stopped a run that did not finish."""
+
+from __future__ import annotations
+
+import base64
+import json
+from html.parser import HTMLParser
+
+from ansible_collections.nodeops.rollout.plugins.filter.report_html import FilterModule
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.page import report_html, section_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import step_record
+
+VOID = {"meta", "br", "rect", "line", "path", "input", "img", "link"}
+
+
+class Checker(HTMLParser):
+    """Collects the text and fails on a tag closed out of order."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.text, self.tags, self.attrs = [], [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs.extend(attrs)
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs.extend(attrs)
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        assert self.stack and self.stack[-1] == tag, "</%s> closes <%s>" % (tag, self.stack[-1] if self.stack else None)
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(page):
+    checker = Checker()
+    checker.feed(page)
+    checker.close()
+    assert checker.stack == [], checker.stack
+    return checker
+
+
+def rollout_group():
+    steps = []
+    for index in range(3):
+        old = "ip-10-0-%d-1.ec2.internal" % index
+        steps.append(step_record(
+            {"terminate": ["i-old%d" % (index - 1)] if index else [], "decrement": 0, "validate": ["i-new0"],
+             "drain": [{"instance_id": "i-old%d" % index, "az": "az-%d" % index, "node": old}], "outdated_left": 3 - index,
+             "waited_seconds": 5.0 if index else 0, "waited_for": ["1 new instance(s) to become Ready nodes"] if index else [],
+             "decided_at": "2026-11-25T07:0%d:10Z" % (index + 1)},
+            index + 1,
+            {"started_at": "2026-11-25T07:0%d:11Z" % (index + 1), "seconds": 30.0,
+             "nodes": {old: {"status": "drained", "started_at": "2026-11-25T07:0%d:11Z" % (index + 1),
+                             "drained_at": "2026-11-25T07:0%d:40Z" % (index + 1), "seconds": 29.0,
+                             "evicted": ["shop/web-%d" % index], "restarted": [], "deleted": [], "blocking": []}}}))
+    steps.append(step_record({"action": "done", "terminate": ["i-old2"], "drain": [], "decided_at": "2026-11-25T07:04:10Z",
+                              "waited_seconds": 3}, 4))
+    return {
+        "name": "workers", "status": "replaced", "plan_only": False, "nodes_replaced": 3, "evictions": 3,
+        "restarted": [], "deleted": [], "skipped_nodes": [], "seconds": 290.0,
+        "phase_seconds": {"setup": 5.0, "scale_up": 50.0, "upgrade": 200.0, "scale_down": 20.0},
+        "target": {"launch_template_id": "lt-1", "version": 2},
+        "plan": {"outdated": ["i-old0", "i-old1", "i-old2"], "surge": 1, "batch_size": 1, "batch_count": 3, "eta_seconds": 400,
+                 "batches": [{"index": n + 1, "instance_ids": ["i-old%d" % n], "azs": ["az-%d" % n],
+                              "nodes": ["ip-10-0-%d-1.ec2.internal" % n]} for n in range(3)]},
+        "timeline": {"started_at": "2026-11-25T07:00:00Z", "ended_at": "2026-11-25T07:04:50Z",
+                     "phases": [{"name": "setup", "started_at": "2026-11-25T07:00:00Z", "ended_at": "2026-11-25T07:00:05Z", "seconds": 5.0},
+                                {"name": "upgrade", "started_at": "2026-11-25T07:01:00Z", "ended_at": "2026-11-25T07:04:20Z", "seconds": 200.0}]},
+        "steps": steps,
+        "new_nodes": [{"instance_id": "i-new%d" % n, "az": "az-%d" % n, "node": "ip-10-0-%d-9.ec2.internal" % n,
+                       "launch_time": "2026-11-25T07:0%d:10Z" % (n + 2), "ready_at": "2026-11-25T07:0%d:50Z" % (n + 2)} for n in range(3)],
+    }
+
+
+def failed_group():
+    return {"name": "batch-nodes", "status": "failed", "nodes_replaced": 0, "plan": {}, "steps": [], "new_nodes": [],
+            "failed_task": "Upgrade | batch-nodes | step 1 | drain 1 nodes",
+            "message": "node n-9 not drained: shop/api-1 (PodDisruptionBudget shop/api allows 0) {{ lookup('pipe', 'id') }}"}
+
+
+def test_the_page_parses_needs_no_network_and_shows_every_node_and_step():
+    page = report_html({"started_at": "2026-11-25T07:00:00Z", "node_groups": [rollout_group()]}, "prod-eu")
+    checker = parse(page)
+    text = " ".join(checker.text)
+    for index in range(3):
+        assert "ip-10-0-%d-1.ec2.internal" % index in text and "i-old%d" % index in text
+        assert "ip-10-0-%d-9.ec2.internal" % index in text        # its replacement
+    assert "step 4" in page and "svg" in checker.tags
+    # nothing fetched: no script, no stylesheet or image or font from elsewhere
+    assert "script" not in checker.tags and "link" not in checker.tags and "img" not in checker.tags
+    assert not [value for name, value in checker.attrs if name in ("src", "href") and not str(value).startswith("#")]
+    assert "@import" not in page and "url(http" not in page
+    assert "Every node group finished." in text and "prod-eu" in text
+    assert "6m 40s" in text and "4m 50s" in text                  # predicted beside measured
+
+
+def test_a_failed_group_says_first_what_stopped_it_and_what_to_do_and_no_template_can_read_the_page():
+    page = report_html({"node_groups": [rollout_group(), failed_group()]}, "prod-eu")
+    parse(page)
+    banner = page.index("What to do next")
+    assert banner < page.index('id="group-workers"')
+    assert "Upgrade | batch-nodes | step 1 | drain 1 nodes" in page and "shop/api" in page
+    assert "{{" not in page and "{%" not in page and "{#" not in page
+
+
+def test_sections_show_a_json_document_as_tables_and_a_read_that_failed_as_its_reason():
+    invariants = {"pdb_violations": 0, "evictions": {"max_evictions_per_pod": 1}, "deployments": {"web": {"zero_ready_seconds": 0}}}
+    reads = [
+        {"item": {"title": "Invariant report", "url": "http://127.0.0.1:9/report"}, "status": 200, "json": invariants},
+        {"item": {"title": "SLO", "file": "/tmp/slo.json"}, "encoding": "base64",
+         "content": base64.b64encode(json.dumps({"error_budget_used": "2%"}).encode()).decode()},
+        {"item": {"title": "Down", "url": "http://127.0.0.1:9/x"}, "failed": True, "status": -1, "msg": "Connection refused"},
+        {"item": {"title": "Off", "file": "/x"}, "skipped": True},
+    ]
+    page = FilterModule().filters()["report_html"]({"node_groups": []}, "c", reads)
+    text = " ".join(parse(page).text)
+    assert "Invariant report" in text and "pdb_violations" in text and "max_evictions_per_pod" in text
+    assert "error_budget_used" in text and "2%" in text
+    assert "Connection refused" in text and "Off" not in text
+    assert section_of({"item": {"title": "t", "url": "u"}, "status": 200, "content": "not json"})["error"].startswith("not a JSON")
+
+
+def test_a_plan_only_result_shows_the_plan_without_a_timeline():
+    group = dict(rollout_group(), status="planned", plan_only=True, steps=[], timeline={})
+    page = report_html({"node_groups": [group]})
+    text = " ".join(parse(page).text)
+    assert "Plan only: nothing was changed." in text and "Timeline" not in text and "ip-10-0-2-1.ec2.internal" in text
