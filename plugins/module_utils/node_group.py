@@ -29,7 +29,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch, instance_id_of
 
@@ -88,6 +88,17 @@ def join_nodes(records, nodes, raw_nodes):
     return records
 
 
+def group_refusals(group, records, outdated, surge_method="scale"):
+    """Why the group cannot be rolled as it stands, one sentence each (empty when it can): no room for the state tags;
+    with ``surge_method`` ``detach``, outdated instances without room for the tags of a detached instance."""
+    name = group["AutoScalingGroupName"]
+    refusals = [tag_room_refusal(group_tags(group), name)]
+    if surge_method == "detach":
+        tags = {record["instance_id"]: record.get("tags") for record in records}
+        refusals.extend(detach_room_refusal(entry["instance_id"], tags.get(entry["instance_id"])) for entry in outdated)
+    return [text for text in refusals if text]
+
+
 def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
     """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None; ``raw_nodes``:
     the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster)."""
@@ -142,6 +153,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
         "up_to_date": plan["up_to_date"],
         "nodes_joined": nodes is not None,
         "mismatch": cluster_mismatch(name, records, raw_nodes) if raw_nodes is not None else None,
+        "refusals": group_refusals(group, records, plan["outdated"], params.get("surge_method") or "scale"),
         "surge_owed": owed,
         "payback": payback,
         "marked": marked,

@@ -52,13 +52,15 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes impo
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
     TAG_INSTANCE_DETACHED,
-    TAG_RESTORE_SIZES,
-    format_sizes,
+    after_writes,
+    detach_room_refusal,
     format_time,
     group_state,
     new_rollout_id,
     recorded_tags,
     state_tags,
+    state_writes,
+    tag_room_refusal,
     valid_rollout_id,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
@@ -147,6 +149,9 @@ class _Surge:
         if target is None:
             raise RolloutError("name: Auto Scaling group '%s' uses a launch configuration; only groups with a launch template can be rolled"
                                % self.name)
+        refusal = tag_room_refusal(group_tags(self.group), self.name)
+        if refusal:
+            raise RolloutError("name: %s" % refusal)
         surge = resolve_surge(params.get("surge"), self.current["desired_capacity"], len(group_azs(self.group)),
                               params.get("max_unavailable"))
         if params["method"] == "scale":
@@ -178,17 +183,22 @@ class _Surge:
 
     def _detach_choice(self, ec2, in_group, target, surge):
         ids = self.params.get("instance_ids")
+        records = [record for record in group_instances(ec2, self.group, include_detached=False)
+                   if record["lifecycle_state"] == "InService"]
         if ids:
             in_service = set(instance["InstanceId"] for instance in in_group if instance.get("LifecycleState") == "InService")
             for instance_id in ids:
                 if instance_id not in in_service:
                     raise RolloutError("instance_ids: %s is not an instance in service in Auto Scaling group '%s'" % (instance_id, self.name))
-            return list(ids)
-        records = [record for record in group_instances(ec2, self.group, include_detached=False)
-                   if record["lifecycle_state"] == "InService"]
-        plan_target = {"launch_template_id": target["launch_template_id"], "version": target["version"], "image_id": target["image_id"]}
-        chosen = detach_candidates(outdated_instances(records, plan_target), surge)
-        return [record["instance_id"] for record in chosen]
+            chosen = list(ids)
+        else:
+            plan_target = {"launch_template_id": target["launch_template_id"], "version": target["version"], "image_id": target["image_id"]}
+            chosen = [record["instance_id"] for record in detach_candidates(outdated_instances(records, plan_target), surge)]
+        tags = {record["instance_id"]: record["tags"] for record in records}
+        refusals = [refusal for refusal in (detach_room_refusal(instance_id, tags.get(instance_id)) for instance_id in chosen) if refusal]
+        if refusals:
+            raise RolloutError("method: Auto Scaling group '%s': %s" % (self.name, "; ".join(refusals)))
+        return chosen
 
     @property
     def changed(self):
@@ -228,7 +238,8 @@ class _Restore:
         self.current = sizes_of(group)
         self.suspended_now = suspended_processes(group)
         self.state = group_state(group)
-        self.tags = recorded_tags(group_tags(group))
+        self.all_tags = group_tags(group)
+        self.tags = recorded_tags(self.all_tags)
         self.sizes = None
         self.to_resume = []
         self.detached_remaining = []
@@ -267,17 +278,20 @@ class _Restore:
         """Fix the sizes first (recorded, so an interrupted restore does not take the surge back twice), resume,
         and remove the rollout's tags last."""
         steps = []
+        tags = self.all_tags
         if self.resize:
             if not self.state.get("restore_sizes"):
-                write_state(autoscaling, self.name, {TAG_RESTORE_SIZES: format_sizes(self.sizes)})
+                restoring = dict(self.state, restore_sizes={key: self.sizes[key] for key in ("min_size", "max_size", "desired_capacity")})
+                write, delete = state_writes(restoring, tags)
+                write_state(autoscaling, self.name, write, delete)
+                tags = after_writes(tags, write, delete)
             set_group_sizes(autoscaling, self.name, self.sizes["max_size"], self.sizes["desired_capacity"],
                             min_size=self.sizes["min_size"])
             steps.append("resized")
         if self.to_resume:
             resume_group_processes(autoscaling, self.name, self.to_resume)
             steps.append("resumed")
-        present = dict(self.tags, **{TAG_RESTORE_SIZES: ""}) if self.resize else self.tags
-        if clear_state(autoscaling, self.name, present):
+        if clear_state(autoscaling, self.name, tags):
             steps.append("cleared")
         return steps
 

@@ -45,8 +45,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes impo
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
     TAG_INSTANCE_DETACHED_FROM,
-    TAG_SURGE_OWED,
+    after_writes,
     group_state,
+    state_writes,
     tags_to_dict,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
@@ -148,6 +149,7 @@ class _Termination:
 def _terminate(autoscaling, ec2, termination, result):
     """Terminate every member (one call each, desired decremented as decided) then the detached instances."""
     owed = termination.owed_before()
+    tags = tags_to_dict(termination.group.get("Tags"))
     for instance_id in termination.members:
         decrement = instance_id in termination.decrement
         if not terminate_in_group(autoscaling, instance_id, decrement):
@@ -158,7 +160,9 @@ def _terminate(autoscaling, ec2, termination, result):
             result["decremented"].append(instance_id)
             if termination.state is not None and termination.state["method"] == "scale":
                 owed = max(0, owed - 1)
-                write_state(autoscaling, termination.name, {TAG_SURGE_OWED: owed})
+                write, delete = state_writes(dict(termination.state, surge_owed=owed), tags)
+                write_state(autoscaling, termination.name, write, delete)
+                tags = after_writes(tags, write, delete)
     for chunk in terminate_detached(ec2, termination.detached):
         result["terminated_detached"].extend(chunk)
     if owed is not None:

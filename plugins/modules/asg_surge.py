@@ -11,9 +11,13 @@ short_description: Add extra instances to an Auto Scaling group for a node rollo
 version_added: 0.1.0
 author: nodeops.rollout maintainers (@nodeops)
 description:
-  - With O(state=surged), records a rollout on the group as C(nodeops.rollout/*) tags (rollout id, original min, max
-    and desired sizes, the surge, the surge still owed, the target launch template version, the processes it suspends,
-    the start time), suspends C(AZRebalance) (only if it was not suspended already), then adds the surge.
+  - With O(state=surged), records a rollout on the group in two tags, C(nodeops.rollout/state) (rollout id, original min,
+    max and desired sizes, the surge, the target launch template version, the start time) and C(nodeops.rollout/progress)
+    (the surge still owed, the processes it suspends), suspends C(AZRebalance) (only if it was not suspended already), then
+    adds the surge. A group that has no room for two more tags (AWS allows 50 per group) is refused before any change,
+    naming its tag count; so is, with O(method=detach), an instance without room for the two tags of a detached instance.
+  - A rollout recorded by an earlier release (one C(nodeops.rollout/*) tag per field) is read as it is and recorded in the
+    two tags at its next write.
   - O(method=scale) raises the group's maximum size and desired capacity by the surge, as EKS managed node groups do.
     O(method=detach) surges as kops does, detaching outdated instances from the group without decrementing its desired
     capacity so that the group launches their replacements; each detached instance is first tagged
@@ -248,7 +252,7 @@ resumed_processes:
   type: list
   elements: str
 removed_tags:
-  description: The C(nodeops.rollout/*) tags removed from the group.
+  description: The C(nodeops.rollout/*) state tags removed from the group.
   returned: when O(state=restored)
   type: list
   elements: str

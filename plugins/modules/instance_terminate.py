@@ -18,7 +18,8 @@ description:
   - An instance that is already terminated, terminating or unknown to EC2 is reported in RV(already_gone) and is not an
     error. A running instance that is neither in the group nor detached from it is refused before anything is terminated.
   - When the group has a rollout recorded by M(nodeops.rollout.asg_surge), each decrement lowers the surge the rollout
-    still owes (tag C(nodeops.rollout/surge-owed)), written after each termination; decrementing more than is owed is refused.
+    still owes (field C(owed) of the tag C(nodeops.rollout/progress)), written after each termination; decrementing more than
+    is owed is refused.
   - Waits until the instances are terminated, deletes the Node objects that outlive their instances, and optionally waits
     until the group has its desired capacity in service again.
   - The termination gate comes first. An instance is terminated only when its node in this cluster (matched by

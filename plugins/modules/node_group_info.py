@@ -20,7 +20,8 @@ description:
     are listed too.
   - An instance is outdated when it was launched from another launch template or version than the group's, when its
     node is annotated C(nodeops.rollout/needs-update), or when a rollout detached it for surge.
-  - Returns the rollout recorded on the group by M(nodeops.rollout.asg_surge) (C(nodeops.rollout/*) tags), if any,
+  - Returns the rollout recorded on the group by M(nodeops.rollout.asg_surge) (the tags C(nodeops.rollout/state) and
+    C(nodeops.rollout/progress), or the one tag per field of an earlier release), if any,
     and the plan of a rollout - surge, batch size, canary and batches spread across Availability Zones.
   - Makes no changes.
 extends_documentation_fragment:
@@ -119,6 +120,13 @@ options:
       - The key of the taint the rollout puts on outdated nodes, to find up-to-date nodes that still carry it (RV(node_groups[].marked)).
     type: str
     default: nodeops.rollout/outdated
+  surge_method:
+    description:
+      - How the rollout will surge (see M(nodeops.rollout.asg_surge)); with V(detach), RV(node_groups[].refusals) names the
+        outdated instances without room for the two tags of an instance detached for surge.
+    type: str
+    choices: [scale, detach]
+    default: scale
   taint_effect:
     description:
       - The effect asked for the taint on outdated nodes. The plan's C(taint_effect) (in RV(node_groups[].plan)) is this effect when the surge
@@ -355,6 +363,15 @@ node_groups:
           names the instances and the cluster's nodes. The C(nodeops.rollout.rolling_update) role stops on it before any change.
         - Null as well with O(include_nodes=false).
       type: str
+    refusals:
+      description:
+        - Why the group cannot be rolled as it stands, one sentence each naming what to change; empty when it can. A group
+          takes at most 50 tags and a rollout records its state in two (C(nodeops.rollout/state), C(nodeops.rollout/progress)),
+          so a group with more than 48 others is named with its tag count. With O(surge_method=detach), so is each outdated
+          instance without room for the two tags of an instance detached for surge.
+        - The C(nodeops.rollout.rolling_update) role stops on them before any change.
+      type: list
+      elements: str
     surge_owed:
       description:
         - The surge the recorded rollout still owes, from what the group holds now (never more than the recorded C(surge_owed),
@@ -431,6 +448,7 @@ def argument_spec():
         include_nodes=dict(type="bool", default=True),
         taint_key=dict(type="str", default="nodeops.rollout/outdated", no_log=False),
         taint_effect=dict(type="str", choices=list(OUTDATED_TAINT_EFFECTS), default="NoSchedule"),
+        surge_method=dict(type="str", choices=["scale", "detach"], default="scale"),
         join_timeout=dict(type="raw"),
         timings=dict(type="dict", options=dict(
             boot_seconds=dict(type="raw", default=180),

@@ -575,7 +575,8 @@ def _int(value):
 
 
 def _before_create(backend, a):
-    # AWS: a duplicate name is AlreadyExists (moto silently replaces the group); bounds are validated.
+    # AWS: a duplicate name is AlreadyExists (moto silently replaces the group); bounds and tags are validated.
+    _before_create_tags(backend, a)
     if a["name"] in backend.autoscaling_groups:
         raise AutoscalingClientError(
             "AlreadyExists", "AutoScalingGroup by this name already exists - A group with the name %s already exists" % (a["name"],))
@@ -655,6 +656,40 @@ def _before_group_only(backend, a):
     _group(backend, a["group_name"])
 
 
+MAX_GROUP_TAGS = 50
+MAX_TAG_VALUE = 256
+
+
+def _check_tag_values(tags):
+    for index, tag in enumerate(tags or []):
+        if len(str(tag.get("Value") or "")) > MAX_TAG_VALUE:
+            raise ValidationError("1 validation error detected: Value '%s' at 'tags.%d.member.value' failed to satisfy constraint: "
+                                  "Member must have length less than or equal to %d" % (tag.get("Value"), index + 1, MAX_TAG_VALUE))
+
+
+def _before_tags(backend, a):
+    """AWS: a group takes at most 50 tags (a write over the limit is refused whole, LimitExceeded) and a tag value at
+    most 256 characters (ValidationError); moto takes any number of any length. The message is ours: AWS documents the
+    code, not its text."""
+    _check_tag_values(a["tags"])
+    added = {}
+    for tag in a["tags"] or []:
+        added.setdefault(tag["ResourceId"], set()).add(tag["Key"])
+    for name, keys in added.items():
+        group = _group(backend, name)
+        present = set(tag["Key"] for tag in group.tags)
+        if len(present | keys) > MAX_GROUP_TAGS:
+            raise AutoscalingClientError(
+                "LimitExceeded", "Auto Scaling group %s would have %d tags; a group takes at most %d" % (name, len(present | keys), MAX_GROUP_TAGS))
+
+
+def _before_create_tags(backend, a):
+    _check_tag_values(a["tags"])
+    if len(a["tags"] or []) > MAX_GROUP_TAGS:
+        raise AutoscalingClientError("LimitExceeded", "Auto Scaling group %s would have %d tags; a group takes at most %d"
+                                     % (a["name"], len(a["tags"]), MAX_GROUP_TAGS))
+
+
 def _before_delete(backend, a):
     # moto deletes by scaling to 0 through set_desired_capacity, which now enforces MinSize.
     _group(backend, a["group_name"]).min_size = 0
@@ -695,6 +730,7 @@ def _patch_backend():
     _wrap(backend, "enter_standby_instances", before=_before_group_only)
     _wrap(backend, "exit_standby_instances", before=_before_group_only)
     _wrap(backend, "delete_auto_scaling_group", before=_before_delete)
+    _wrap(backend, "create_or_update_tags", before=_before_tags)
     backend.terminate_instance = terminate_instance
 
 

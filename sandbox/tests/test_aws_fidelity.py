@@ -448,6 +448,13 @@ CASES = {
     "create-min-above-max": ("create_auto_scaling_group", {"AutoScalingGroupName": "fid-invalid", "MinSize": 3, "MaxSize": 1,
                                                            "LaunchTemplate": {"LaunchTemplateName": "sandbox-nodes"}, "AvailabilityZones": ["us-east-1a"]},
                              "ValidationError", "Max bound, 1, must be greater than or equal to min bound, 3"),
+    "tags-over-fifty": ("create_or_update_tags",
+                        {"Tags": [{"ResourceId": "sandbox-nodes", "ResourceType": "auto-scaling-group", "Key": "fid-%d" % index,
+                                   "Value": "x", "PropagateAtLaunch": False} for index in range(49)]},
+                        "LimitExceeded", "would have 51 tags; a group takes at most 50"),
+    "tag-value-too-long": ("create_or_update_tags", {"Tags": [{"ResourceId": "sandbox-nodes", "ResourceType": "auto-scaling-group",
+                                                              "Key": "fid-long", "Value": "x" * 257, "PropagateAtLaunch": False}]},
+                           "ValidationError", "Member must have length less than or equal to 256"),
 }
 
 
@@ -466,6 +473,7 @@ def test_invalid_calls_get_the_aws_error_and_change_nothing(aws_sandbox, case):
     assert (after["MinSize"], after["MaxSize"], after["DesiredCapacity"]) == (before["MinSize"], before["MaxSize"], before["DesiredCapacity"])
     assert {i["InstanceId"] for i in after["Instances"]} == {i["InstanceId"] for i in before["Instances"]}
     assert asg.describe_auto_scaling_groups(AutoScalingGroupNames=["fid-invalid"])["AutoScalingGroups"] == []
+    assert after["Tags"] == before["Tags"]
 
 
 @pytest.mark.usefixtures("aws_estate")
@@ -602,3 +610,19 @@ def test_instances_view_is_cheap_at_a_thousand_instances(aws_sandbox, aws_estate
     assert statistics.median(samples) < 0.05
     assert Counter(i["az"] for i in listed if i["group"] == "fid-thousand") == {"us-east-1a": 334, "us-east-1b": 333, "us-east-1c": 333}
     client(aws_sandbox, "autoscaling").delete_auto_scaling_group(AutoScalingGroupName="fid-thousand", ForceDelete=True)
+
+
+def test_a_group_at_fifty_tags_still_takes_new_values_for_its_keys(aws_sandbox, aws_estate):
+    make_group(aws_sandbox, aws_estate, "fid-tags", 1)
+    asg = client(aws_sandbox, "autoscaling")
+
+    def tags(keys, value):
+        return [{"ResourceId": "fid-tags", "ResourceType": "auto-scaling-group", "Key": key, "Value": value, "PropagateAtLaunch": False}
+                for key in keys]
+
+    asg.create_or_update_tags(Tags=tags(["t-%d" % index for index in range(50)], "a"))
+    asg.create_or_update_tags(Tags=tags(["t-0", "t-49"], "b"))
+    assert {tag["Key"]: tag["Value"] for tag in describe(aws_sandbox, "fid-tags")["Tags"]}["t-49"] == "b"
+    with pytest.raises(ClientError) as err:
+        asg.create_or_update_tags(Tags=tags(["t-50"], "a"))
+    assert err.value.response["Error"]["Code"] == "LimitExceeded"

@@ -262,19 +262,23 @@ def parameter_value(ssm, name):
 # Changes: every write a rollout makes to AWS, each one call (or one call per chunk)
 # ---------------------------------------------------------------------------------------------------------
 
-def write_state(client, group_name, values):
-    """Create or overwrite group tags (``{key: value}``) in one CreateOrUpdateTags call; nothing propagates."""
-    if not values:
-        return
-    client.create_or_update_tags(Tags=[
-        {"ResourceId": group_name, "ResourceType": "auto-scaling-group", "Key": key, "Value": str(value),
-         "PropagateAtLaunch": False}
-        for key, value in sorted(values.items())
-    ])
+def write_state(client, group_name, values, delete=()):
+    """Create or overwrite group tags (``{key: value}``, as ``rollout.state.state_writes`` says) in one CreateOrUpdateTags
+    call, nothing propagated; then delete the tags ``delete`` names (the previous format's) in one DeleteTags call."""
+    if values:
+        client.create_or_update_tags(Tags=[
+            {"ResourceId": group_name, "ResourceType": "auto-scaling-group", "Key": key, "Value": str(value),
+             "PropagateAtLaunch": False}
+            for key, value in sorted(values.items())
+        ])
+    if delete:
+        client.delete_tags(Tags=[
+            {"ResourceId": group_name, "ResourceType": "auto-scaling-group", "Key": key} for key in sorted(delete)
+        ])
 
 
 def clear_state(client, group_name, tags):
-    """Delete every ``nodeops.rollout/*`` state tag present in ``tags`` (``{key: value}``) in one DeleteTags call."""
+    """Delete every state tag (either format) present in ``tags`` (``{key: value}``) in one DeleteTags call."""
     present = sorted(recorded_tags(tags))
     if not present:
         return []

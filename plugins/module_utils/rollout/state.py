@@ -2,28 +2,25 @@
 # Copyright: nodeops.rollout maintainers
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The rollout's resume state, kept as tags on the Auto Scaling group, read and written in one place.
+"""The rollout's resume state, kept in two tags on the Auto Scaling group, read and formatted in one place.
 
-A rollout records on its group, before it changes anything, what it needs to finish or undo later:
+A rollout records on its group, before it changes anything, what it needs to finish or undo later. A group takes
+at most 50 tags and a tag value at most 256 characters, so the state is a record of named fields in two tags, each
+value a format version followed by ``key=value`` fields separated by spaces::
 
-=====================================  ==============================================================
-tag (prefix ``nodeops.rollout/``)      value
-=====================================  ==============================================================
-``rollout-id``                         the rollout's id; its presence means "a rollout is recorded"
-``method``                             ``scale`` (raise max and desired) or ``detach`` (kops' surge)
-``original-min`` / ``-max`` /          the group's sizes before the rollout, integers
-``-desired``
-``surge``                              extra instances the rollout asked for, integer
-``surge-owed``                         how much of desired is still ours to pay back, integer; every
-                                       terminate that decrements desired lowers it
-``surged-max``                         the maximum size the surge set (tells a rerun the sizes were applied)
-``target-launch-template`` /           the launch template id and explicit version being rolled to
-``target-version``
-``suspended-processes``                the scaling processes this rollout suspended (comma separated, may
-                                       be empty); only these are resumed
-``started-at``                         UTC time the rollout started, ``2024-05-01T12:00:00Z``
-``restore-sizes``                      written by a restore in progress: ``min,max,desired`` it sets
-=====================================  ==============================================================
+    nodeops.rollout/state     v2 id=r-20240501T120000Z-1a2b3c m=scale min=3 max=6 desired=4 surge=6 smax=12
+                              lt=lt-0123456789abcdef0 ver=5 at=2024-05-01T12:00:00Z
+    nodeops.rollout/progress  v2 owed=6 sp=AZRebalance
+
+``state`` is what the rollout is (written when it starts), ``progress`` what it did to the group that is still to be
+given back or finished: the surge it still owes, the scaling processes it suspended, the sizes a restore is setting.
+:data:`FIELDS` lists every field (its name in the state dict, its tag and key, how it is read and written); a new
+field is one more line there. Lists are joined with ``+`` and sizes with ``/``, so a value holds only letters,
+digits, spaces and ``+ - = . _ : / @``, the characters every AWS service accepts in tags.
+
+The previous release recorded the same fields one tag each (``nodeops.rollout/rollout-id``, ``.../surge-owed``, ...,
+:data:`LEGACY_TAGS`). Such a rollout is read as it is, and the next write records it in the current format and
+deletes the old tags in the same go (or, on a group without room for two more tags, keeps writing the old ones).
 
 Instances detached for surge carry ``nodeops.rollout/detached=<rollout id>`` and
 ``nodeops.rollout/detached-from=<group name>`` as EC2 tags, so no run can lose track of them.
@@ -34,6 +31,7 @@ Pure: parsing and formatting. The tags are written by ``clients.aws.write_state`
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
@@ -41,50 +39,136 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
 
 TAG_PREFIX = "nodeops.rollout/"
 
-TAG_ROLLOUT_ID = TAG_PREFIX + "rollout-id"
-TAG_METHOD = TAG_PREFIX + "method"
-TAG_ORIGINAL_MIN = TAG_PREFIX + "original-min"
-TAG_ORIGINAL_MAX = TAG_PREFIX + "original-max"
-TAG_ORIGINAL_DESIRED = TAG_PREFIX + "original-desired"
-TAG_SURGE = TAG_PREFIX + "surge"
-TAG_SURGE_OWED = TAG_PREFIX + "surge-owed"
-TAG_SURGED_MAX = TAG_PREFIX + "surged-max"
-TAG_TARGET_LAUNCH_TEMPLATE = TAG_PREFIX + "target-launch-template"
-TAG_TARGET_VERSION = TAG_PREFIX + "target-version"
-TAG_SUSPENDED_PROCESSES = TAG_PREFIX + "suspended-processes"
-TAG_STARTED_AT = TAG_PREFIX + "started-at"
-TAG_RESTORE_SIZES = TAG_PREFIX + "restore-sizes"
+TAG_STATE = TAG_PREFIX + "state"
+TAG_PROGRESS = TAG_PREFIX + "progress"
+STATE_TAGS = (TAG_STATE, TAG_PROGRESS)
+
+# The format this release writes; each tag value starts with it.
+FORMAT = "v2"
+
+# AWS: a resource takes at most 50 user tags (``aws:`` tags do not count), each value at most 256 characters.
+MAX_TAGS = 50
+MAX_VALUE_LENGTH = 256
+AWS_TAG_PREFIX = "aws:"
 
 # EC2 tags on instances detached for surge.
 TAG_INSTANCE_DETACHED = TAG_DETACHED
 TAG_INSTANCE_DETACHED_FROM = TAG_PREFIX + "detached-from"
+DETACHED_TAGS = (TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM)
 
 METHODS = ("scale", "detach")
 
-# Every group tag a rollout may write, in the order they are documented.
-STATE_TAGS = (
-    TAG_ROLLOUT_ID, TAG_METHOD, TAG_ORIGINAL_MIN, TAG_ORIGINAL_MAX, TAG_ORIGINAL_DESIRED, TAG_SURGE,
-    TAG_SURGE_OWED, TAG_SURGED_MAX, TAG_TARGET_LAUNCH_TEMPLATE, TAG_TARGET_VERSION, TAG_SUSPENDED_PROCESSES,
-    TAG_STARTED_AT, TAG_RESTORE_SIZES,
-)
-
-_REQUIRED_INTS = (
-    (TAG_ORIGINAL_MIN, "original_min_size"),
-    (TAG_ORIGINAL_MAX, "original_max_size"),
-    (TAG_ORIGINAL_DESIRED, "original_desired_capacity"),
-    (TAG_SURGE, "surge"),
-    (TAG_SURGE_OWED, "surge_owed"),
-)
-
 _INT_RE = re.compile(r"^[0-9]+$")
 _ROLLOUT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+_TEMPLATE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 _PROCESS_RE = re.compile(r"^[A-Za-z]+$")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_SIZE_KEYS = ("min_size", "max_size", "desired_capacity")
 
 
 class StateError(RolloutError, ValueError):
     """The group's nodeops.rollout/* tags cannot be read; the message names the group, the tag and its value."""
 
+
+class _Unreadable(ValueError):
+    """A field's text is not what its kind reads; the message says what was expected."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Field kinds: how a value is read from and written to text
+# ---------------------------------------------------------------------------------------------------------
+
+def _read_int(text):
+    if not _INT_RE.match(text):
+        raise _Unreadable("not a whole number")
+    return int(text)
+
+
+def _read_rollout_id(text):
+    if not valid_rollout_id(text):
+        raise _Unreadable("not a rollout id (letters, digits, '.', '_', ':' or '-')")
+    return text
+
+
+def _read_method(text):
+    if text not in METHODS:
+        raise _Unreadable("not one of %s" % ", ".join(METHODS))
+    return text
+
+
+def _read_template(text):
+    if not _TEMPLATE_ID_RE.match(text):
+        raise _Unreadable("not a launch template id")
+    return text
+
+
+def _read_time(text):
+    try:
+        datetime.strptime(text, _TIME_FORMAT)
+    except ValueError:
+        raise _Unreadable("not a UTC time such as 2024-05-01T12:00:00Z") from None
+    return text
+
+
+def _processes_kind(separator):
+    def read(text):
+        names = [name.strip() for name in text.split(separator) if name.strip()]
+        if not all(_PROCESS_RE.match(name) for name in names):
+            raise _Unreadable("not a %s-separated list of scaling process names" % ("comma" if separator == "," else "'%s'" % separator))
+        return names
+
+    return read, lambda names: separator.join(names or [])
+
+
+def _sizes_kind(separator):
+    def read(text):
+        sizes = parse_sizes(text, separator)
+        if sizes is None:
+            raise _Unreadable("not 'min%smax%sdesired' whole numbers" % (separator, separator))
+        return sizes
+
+    return read, lambda sizes: separator.join(str(sizes[key]) for key in _SIZE_KEYS)
+
+
+_Kind = namedtuple("_Kind", "read write")
+INT = _Kind(_read_int, str)
+ROLLOUT_ID = _Kind(_read_rollout_id, str)
+METHOD = _Kind(_read_method, str)
+TEMPLATE = _Kind(_read_template, str)
+TIME = _Kind(_read_time, str)
+PROCESSES = _Kind(*_processes_kind("+"))
+SIZES = _Kind(*_sizes_kind("/"))
+
+# One line per field: its name in the state dict, the tag and the key it is written under, its kind, whether every
+# recorded rollout has it (an optional field is None when absent), and its tag in the previous release's format.
+_Field = namedtuple("_Field", "name tag key kind required legacy_tag")
+FIELDS = (
+    _Field("rollout_id", TAG_STATE, "id", ROLLOUT_ID, True, "rollout-id"),
+    _Field("method", TAG_STATE, "m", METHOD, True, "method"),
+    _Field("original_min_size", TAG_STATE, "min", INT, True, "original-min"),
+    _Field("original_max_size", TAG_STATE, "max", INT, True, "original-max"),
+    _Field("original_desired_capacity", TAG_STATE, "desired", INT, True, "original-desired"),
+    _Field("surge", TAG_STATE, "surge", INT, True, "surge"),
+    _Field("surged_max_size", TAG_STATE, "smax", INT, False, "surged-max"),
+    _Field("target_launch_template", TAG_STATE, "lt", TEMPLATE, False, "target-launch-template"),
+    _Field("target_version", TAG_STATE, "ver", INT, False, "target-version"),
+    _Field("started_at", TAG_STATE, "at", TIME, False, "started-at"),
+    _Field("surge_owed", TAG_PROGRESS, "owed", INT, True, "surge-owed"),
+    _Field("suspended_processes", TAG_PROGRESS, "sp", PROCESSES, False, "suspended-processes"),
+    _Field("restore_sizes", TAG_PROGRESS, "restore", SIZES, False, "restore-sizes"),
+)
+# A recorded field that is absent reads as this (required fields are never absent).
+_ABSENT = {"suspended_processes": []}
+
+# The previous release's tags (one per field), read and, on a group without room for the current ones, written.
+LEGACY_TAGS = tuple(TAG_PREFIX + field.legacy_tag for field in FIELDS)
+_LEGACY_ID = TAG_PREFIX + "rollout-id"
+_LEGACY_KINDS = {"suspended_processes": _Kind(*_processes_kind(",")), "restore_sizes": _Kind(*_sizes_kind(","))}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Small readers shared with the modules
+# ---------------------------------------------------------------------------------------------------------
 
 def tags_to_dict(tags):
     """``[{"Key": k, "Value": v}, ...]`` (as Auto Scaling and EC2 return tags) -> ``{k: v}``."""
@@ -102,100 +186,122 @@ def new_rollout_id(now, suffix):
 
 
 def format_time(moment):
-    """A datetime as the ``started-at`` tag writes it (UTC, seconds)."""
+    """A datetime as the ``started_at`` field records it (UTC, seconds)."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc).strftime(_TIME_FORMAT)
 
 
-def _bad(group_name, tag, value, expected):
-    return StateError(
-        "Auto Scaling group '%s': tag %s is %r, %s; correct it or delete the %s* tags and restore the group's sizes by hand"
-        % (group_name, tag, value, expected, TAG_PREFIX))
-
-
-def _int_tag(tags, tag, group_name, required=True):
-    value = tags.get(tag)
-    if value is None:
-        if required:
-            raise StateError(
-                "Auto Scaling group '%s': tag %s is missing although %s is set; the recorded rollout is incomplete: "
-                "delete the %s* tags and restore the group's sizes by hand" % (group_name, tag, TAG_ROLLOUT_ID, TAG_PREFIX))
-        return None
-    text = str(value).strip()
-    if not _INT_RE.match(text):
-        raise _bad(group_name, tag, value, "not a whole number")
-    return int(text)
-
-
-def parse_processes(value):
-    """``"AZRebalance,Launch"`` -> ``["AZRebalance", "Launch"]``; empty text -> ``[]``."""
-    return [name.strip() for name in str(value or "").split(",") if name.strip()]
-
-
-def format_processes(names):
-    return ",".join(names or [])
-
-
-def parse_sizes(value):
-    """``"6,9,7"`` -> ``{"min_size": 6, "max_size": 9, "desired_capacity": 7}``; anything else -> None."""
-    parts = [part.strip() for part in str(value or "").split(",")]
+def parse_sizes(value, separator="/"):
+    """``"6/9/7"`` -> ``{"min_size": 6, "max_size": 9, "desired_capacity": 7}``; anything else -> None."""
+    parts = [part.strip() for part in str(value or "").split(separator)]
     if len(parts) != 3 or not all(_INT_RE.match(part) for part in parts):
         return None
-    low, high, desired = (int(part) for part in parts)
-    return {"min_size": low, "max_size": high, "desired_capacity": desired}
+    return dict(zip(_SIZE_KEYS, (int(part) for part in parts)))
 
 
-def format_sizes(sizes):
-    return "%d,%d,%d" % (sizes["min_size"], sizes["max_size"], sizes["desired_capacity"])
+def user_tag_count(tags):
+    """How many of ``tags`` (``{key: value}``) count toward AWS's limit of 50 (``aws:`` tags do not)."""
+    return sum(1 for key in tags or {} if not key.startswith(AWS_TAG_PREFIX))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------------------
+
+def _bad(group_name, where, value, expected):
+    return StateError(
+        "Auto Scaling group '%s': %s is %r, %s; correct it or delete the %s* tags and restore the group's sizes by hand"
+        % (group_name, where, value, expected, TAG_PREFIX))
+
+
+def _incomplete(group_name, where):
+    return StateError(
+        "Auto Scaling group '%s': %s is missing although a rollout is recorded; the recorded rollout is incomplete: "
+        "delete the %s* tags and restore the group's sizes by hand" % (group_name, where, TAG_PREFIX))
+
+
+def _fields_of(value, tag, group_name):
+    """``"v2 a=1 b=2"`` -> ``{"a": "1", "b": "2"}``; a value of another format is refused, naming it."""
+    words = str(value).split(" ")
+    if not words or words[0] != FORMAT:
+        version = words[0] if words and re.match(r"^v[0-9]+$", words[0]) else None
+        expected = ("format %s, written by another release of nodeops.rollout; this one reads %s: finish the rollout with "
+                    "that release" % (version, FORMAT)) if version else "not a %s record ('%s key=value ...')" % (FORMAT, FORMAT)
+        raise _bad(group_name, "tag %s" % tag, value, expected)
+    fields = {}
+    for word in words[1:]:
+        key, equals, text = word.partition("=")
+        if not equals or not key or key in fields:
+            raise _bad(group_name, "tag %s" % tag, value, "not a %s record: %r is not one key=value field" % (FORMAT, word))
+        fields[key] = text
+    return fields
+
+
+def _read_fields(texts, group_name, legacy):
+    """The state dict from ``texts`` (field name -> its text, as found) with every field checked by its kind."""
+    state = {}
+    for field in FIELDS:
+        text = texts.get(field.name)
+        where = ("tag " + TAG_PREFIX + field.legacy_tag) if legacy else "field %s of tag %s" % (field.key, field.tag)
+        if text is None:
+            if field.required:
+                raise _incomplete(group_name, where)
+            state[field.name] = list(_ABSENT[field.name]) if field.name in _ABSENT else None
+            continue
+        kind = _LEGACY_KINDS.get(field.name, field.kind) if legacy else field.kind
+        try:
+            state[field.name] = kind.read(text.strip() if legacy else text)
+        except _Unreadable as exc:
+            raise _bad(group_name, where, text, str(exc)) from None
+    return state
+
+
+def _parse_current(tags, group_name):
+    texts = {}
+    for tag in STATE_TAGS:
+        if tag not in tags:
+            raise _incomplete(group_name, "tag %s" % tag)
+        fields = _fields_of(tags[tag], tag, group_name)
+        known = {field.key: field.name for field in FIELDS if field.tag == tag}
+        for key, text in fields.items():
+            if key not in known:
+                raise _bad(group_name, "tag %s" % tag, tags[tag], "its field %r is not one this release knows (%s)" % (key, ", ".join(known)))
+            texts[known[key]] = text
+    return _read_fields(texts, group_name, legacy=False)
+
+
+def _parse_legacy(tags, group_name):
+    texts = {}
+    for field in FIELDS:
+        value = tags.get(TAG_PREFIX + field.legacy_tag)
+        if value is not None and (value != "" or field.kind is PROCESSES):
+            texts[field.name] = value
+    if "method" not in texts:
+        texts["method"] = "scale"  # the previous release wrote it since its first version; older runs were all "scale"
+    return _read_fields(texts, group_name, legacy=True)
 
 
 def parse_state(tags, group_name):
     """The rollout recorded in a group's tags (a dict as :func:`tags_to_dict` returns), or None.
 
-    Returns ``{"rollout_id", "method", "original_min_size", "original_max_size", "original_desired_capacity",
-    "surge", "surge_owed", "surged_max_size", "target_launch_template", "target_version",
-    "suspended_processes", "started_at", "restore_sizes"}``. Raises :class:`StateError` naming the tag when a
-    recorded value cannot be read, so no module acts on a state it does not understand.
+    Returns a dict with one key per field of :data:`FIELDS` (``rollout_id``, ``method``, ``original_min_size``,
+    ``original_max_size``, ``original_desired_capacity``, ``surge``, ``surged_max_size``, ``target_launch_template``,
+    ``target_version``, ``started_at``, ``surge_owed``, ``suspended_processes``, ``restore_sizes``). Reads the current
+    format, else the previous release's tags. Raises :class:`StateError` naming the tag when a recorded value cannot
+    be read, so no module acts on a state it does not understand.
     """
     tags = tags or {}
-    rollout_id = tags.get(TAG_ROLLOUT_ID)
-    if rollout_id is None:
+    if TAG_STATE in tags or TAG_PROGRESS in tags:
+        state = _parse_current(tags, group_name)
+    elif _LEGACY_ID in tags:
+        state = _parse_legacy(tags, group_name)
+    else:
         return None
-    if not valid_rollout_id(rollout_id):
-        raise _bad(group_name, TAG_ROLLOUT_ID, rollout_id, "not a rollout id (letters, digits, '.', '_', ':' or '-')")
-    state = {"rollout_id": rollout_id}
-    method = tags.get(TAG_METHOD, "scale")
-    if method not in METHODS:
-        raise _bad(group_name, TAG_METHOD, method, "not one of %s" % ", ".join(METHODS))
-    state["method"] = method
-    for tag, key in _REQUIRED_INTS:
-        state[key] = _int_tag(tags, tag, group_name)
     if state["original_min_size"] > state["original_max_size"]:
-        raise _bad(group_name, TAG_ORIGINAL_MIN, tags[TAG_ORIGINAL_MIN],
-                   "above %s (%s)" % (TAG_ORIGINAL_MAX, tags[TAG_ORIGINAL_MAX]))
-    state["surged_max_size"] = _int_tag(tags, TAG_SURGED_MAX, group_name, required=False)
-    state["target_launch_template"] = tags.get(TAG_TARGET_LAUNCH_TEMPLATE) or None
-    state["target_version"] = _int_tag(tags, TAG_TARGET_VERSION, group_name, required=False)
-    processes = parse_processes(tags.get(TAG_SUSPENDED_PROCESSES))
-    for name in processes:
-        if not _PROCESS_RE.match(name):
-            raise _bad(group_name, TAG_SUSPENDED_PROCESSES, tags[TAG_SUSPENDED_PROCESSES],
-                       "not a comma-separated list of scaling process names")
-    state["suspended_processes"] = processes
-    started = tags.get(TAG_STARTED_AT)
-    if started:
-        try:
-            datetime.strptime(started, _TIME_FORMAT)
-        except ValueError:
-            raise _bad(group_name, TAG_STARTED_AT, started, "not a UTC time such as 2024-05-01T12:00:00Z") from None
-    state["started_at"] = started or None
-    restore = tags.get(TAG_RESTORE_SIZES)
-    state["restore_sizes"] = None
-    if restore:
-        state["restore_sizes"] = parse_sizes(restore)
-        if state["restore_sizes"] is None:
-            raise _bad(group_name, TAG_RESTORE_SIZES, restore, "not 'min,max,desired' whole numbers")
+        raise StateError("Auto Scaling group '%s': the recorded original minimum size %d is above the original maximum size %d; "
+                         "delete the %s* tags and restore the group's sizes by hand"
+                         % (group_name, state["original_min_size"], state["original_max_size"], TAG_PREFIX))
     return state
 
 
@@ -204,31 +310,92 @@ def group_state(group):
     return parse_state(tags_to_dict(group.get("Tags")), group.get("AutoScalingGroupName"))
 
 
+def recorded_tags(tags):
+    """The state tags present in a group's tags (``{key: value}``), in either format: for diffs and for clearing."""
+    return {key: value for key, value in (tags or {}).items() if key in STATE_TAGS or key in LEGACY_TAGS}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------------------
+
 def state_tags(state):
-    """The tag values (strings) that record ``state`` (a dict shaped as :func:`parse_state` returns)."""
-    tags = {
-        TAG_ROLLOUT_ID: state["rollout_id"],
-        TAG_METHOD: state.get("method") or "scale",
-        TAG_ORIGINAL_MIN: str(state["original_min_size"]),
-        TAG_ORIGINAL_MAX: str(state["original_max_size"]),
-        TAG_ORIGINAL_DESIRED: str(state["original_desired_capacity"]),
-        TAG_SURGE: str(state["surge"]),
-        TAG_SURGE_OWED: str(state["surge_owed"]),
-        TAG_SUSPENDED_PROCESSES: format_processes(state.get("suspended_processes")),
-    }
-    if state.get("surged_max_size") is not None:
-        tags[TAG_SURGED_MAX] = str(state["surged_max_size"])
-    if state.get("target_launch_template"):
-        tags[TAG_TARGET_LAUNCH_TEMPLATE] = state["target_launch_template"]
-    if state.get("target_version") is not None:
-        tags[TAG_TARGET_VERSION] = str(state["target_version"])
-    if state.get("started_at"):
-        tags[TAG_STARTED_AT] = state["started_at"]
-    if state.get("restore_sizes"):
-        tags[TAG_RESTORE_SIZES] = format_sizes(state["restore_sizes"])
+    """The two tag values (``{tag: text}``) that record ``state`` (a dict shaped as :func:`parse_state` returns).
+
+    Raises :class:`StateError` when a value would not fit AWS's 256 characters, before anything is written."""
+    words = {tag: [FORMAT] for tag in STATE_TAGS}
+    for field in FIELDS:
+        value = state.get(field.name)
+        if value is None or (field.kind is PROCESSES and not value):
+            if field.required:
+                raise StateError("the rollout state has no %s; a recorded rollout always has one" % field.name)
+            continue
+        text = field.kind.write(value)
+        try:
+            field.kind.read(text)
+        except _Unreadable as exc:
+            raise StateError("the rollout state's %s is %r, %s" % (field.name, value, exc)) from None
+        words[field.tag].append("%s=%s" % (field.key, text))
+    tags = {tag: " ".join(words[tag]) for tag in STATE_TAGS}
+    for tag, text in tags.items():
+        if len(text) > MAX_VALUE_LENGTH:
+            raise StateError("tag %s would take %d characters, more than the %d AWS allows in a tag value: %s"
+                             % (tag, len(text), MAX_VALUE_LENGTH, text))
     return tags
 
 
-def recorded_tags(tags):
-    """The state tags present in a group's tags (``{key: value}``), for diffs and for clearing."""
-    return {key: value for key, value in (tags or {}).items() if key in STATE_TAGS}
+def _legacy_tags(state):
+    tags = {}
+    for field in FIELDS:
+        value = state.get(field.name)
+        if value is None:
+            continue
+        kind = _LEGACY_KINDS.get(field.name, field.kind)
+        tags[TAG_PREFIX + field.legacy_tag] = kind.write(value)
+    return tags
+
+
+def state_writes(state, tags):
+    """How to record ``state`` on a group whose tags are ``tags`` (``{key: value}``): ``(write, delete)``, the tags to
+    create or overwrite and then the tags to delete.
+
+    The current format, and the previous release's tags deleted once the current ones are written. A group that has
+    the previous release's tags and no room for two more keeps them (rewritten in that format): a rollout is never
+    left without its state."""
+    write = state_tags(state)
+    legacy = sorted(key for key in tags or {} if key in LEGACY_TAGS)
+    if not legacy:
+        return write, []
+    if user_tag_count(dict(tags, **write)) <= MAX_TAGS:
+        return write, legacy
+    return _legacy_tags(state), []
+
+
+def after_writes(tags, write, delete):
+    """The group's tags once ``write`` and ``delete`` (:func:`state_writes`) are applied."""
+    after = {key: value for key, value in (tags or {}).items() if key not in delete}
+    after.update(write)
+    return after
+
+
+def tag_room_refusal(tags, group_name):
+    """Why a rollout cannot record its state on a group whose tags are ``tags`` (text), or None when it can.
+
+    The state takes the two tags :data:`STATE_TAGS`; a group takes at most :data:`MAX_TAGS` tags."""
+    present = user_tag_count({key: value for key, value in (tags or {}).items() if key not in STATE_TAGS and key not in LEGACY_TAGS})
+    if present + len(STATE_TAGS) <= MAX_TAGS:
+        return None
+    return ("Auto Scaling group '%s' has %d tags; a rollout records its state in %d more (%s) and a group takes at most %d: "
+            "remove %d of its tags and run again" % (group_name, present, len(STATE_TAGS), ", ".join(STATE_TAGS), MAX_TAGS,
+                                                     present + len(STATE_TAGS) - MAX_TAGS))
+
+
+def detach_room_refusal(instance_id, tags):
+    """Why instance ``instance_id`` (EC2 tags ``tags``) cannot take the two tags of an instance detached for surge, or None."""
+    present = user_tag_count({key: value for key, value in (tags or {}).items() if key not in DETACHED_TAGS})
+    if present + len(DETACHED_TAGS) <= MAX_TAGS:
+        return None
+    return ("instance %s has %d tags; detaching it for surge tags it with %d more (%s) and an instance takes at most %d: "
+            "remove %d of its tags, or use the surge method scale" % (instance_id, present, len(DETACHED_TAGS),
+                                                                      ", ".join(DETACHED_TAGS), MAX_TAGS,
+                                                                      present + len(DETACHED_TAGS) - MAX_TAGS))

@@ -36,6 +36,18 @@ def rollout_tags(group):
     return {tag["Key"]: tag["Value"] for tag in group.get("Tags") or [] if tag["Key"].startswith(PREFIX)}
 
 
+def recorded_fields(group):
+    """The fields of the two state tags (``v2 key=value ...``), all in one dict."""
+    tags = rollout_tags(group)
+    assert sorted(tags) == [PREFIX + "progress", PREFIX + "state"], tags
+    fields = {}
+    for value in tags.values():
+        version, *words = value.split(" ")
+        assert version == "v2", value
+        fields.update(word.split("=", 1) for word in words)
+    return fields
+
+
 def suspended(group):
     return sorted(process["ProcessName"] for process in group.get("SuspendedProcesses") or [])
 
@@ -78,7 +90,7 @@ def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_
     since = sandbox.now()
     predicted = surge(sandbox, check=True, diff=True, surge=3)
     assert predicted["changed"] and predicted["sizes"]["after"] == {"min_size": 6, "max_size": 9, "desired_capacity": 9}
-    assert '+    "max_size": 9,' in predicted["output"] and '+        "nodeops.rollout/surge-owed": "3",' in predicted["output"]
+    assert '+    "max_size": 9,' in predicted["output"] and '+        "nodeops.rollout/progress": "v2 owed=3 sp=AZRebalance",' in predicted["output"]
     time.sleep(0.2)
     assert mutations_since(sandbox, since) == [] and sizes(describe(sandbox)) == (6, 6, 6)
 
@@ -87,11 +99,11 @@ def test_surge_then_a_rerun_that_does_not_surge_again_then_restore_to_the_exact_
     group = describe(sandbox)
     assert sizes(group) == (6, 9, 9) and len(in_service(group)) == 9 and sorted(result["in_service_instances"]) == in_service(group)
     assert suspended(group) == ["AZRebalance"]
-    tags = rollout_tags(group)
-    assert tags[PREFIX + "rollout-id"] == result["rollout_id"]
-    assert (tags[PREFIX + "original-min"], tags[PREFIX + "original-max"], tags[PREFIX + "original-desired"]) == ("6", "6", "6")
-    assert tags[PREFIX + "surge"] == "3" and tags[PREFIX + "surge-owed"] == "3" and tags[PREFIX + "suspended-processes"] == "AZRebalance"
-    assert tags[PREFIX + "target-version"] == "1"
+    fields = recorded_fields(group)
+    assert fields["id"] == result["rollout_id"]
+    assert (fields["min"], fields["max"], fields["desired"]) == ("6", "6", "6")
+    assert fields["surge"] == "3" and fields["owed"] == "3" and fields["sp"] == "AZRebalance"
+    assert fields["ver"] == "1"
     wait_until("9 Ready nodes", lambda: len(ready_nodes(sandbox)) == 9)
     assert_safe(sandbox.report())  # the surge only added nodes
 
@@ -172,7 +184,7 @@ def test_detach_surges_as_kops_does_and_tags_every_detached_instance(sandbox):
             tags = {tag["Key"]: tag["Value"] for tag in instance["Tags"]}
             assert instance["State"]["Name"] == "running"
             assert tags[PREFIX + "detached"] == result["rollout_id"] and tags[PREFIX + "detached-from"] == GROUP
-    assert rollout_tags(group)[PREFIX + "method"] == "detach" and rollout_tags(group)[PREFIX + "surge"] == "2"
+    assert recorded_fields(group)["m"] == "detach" and recorded_fields(group)["surge"] == "2"
 
     again = surge(sandbox, method="detach", surge=2)
     assert again["changed"] is False and again["detached_instances"] == []

@@ -10,7 +10,7 @@ from tests.integration.harness import wait_until
 from tests.integration.modules.conftest import DEMO, assert_holds_workload, assert_safe, workload_pods
 
 GROUP = "sandbox-nodes"
-OWED = "nodeops.rollout/surge-owed"
+PROGRESS = "nodeops.rollout/progress"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,9 @@ def old_instances(sandbox):
 
 
 def owed(sandbox):
-    return {tag["Key"]: tag["Value"] for tag in describe(sandbox)["Tags"]}.get(OWED)
+    """The surge owed as the group's tag nodeops.rollout/progress records it (``v2 owed=2 ...``), or None."""
+    value = {tag["Key"]: tag["Value"] for tag in describe(sandbox)["Tags"]}.get(PROGRESS)
+    return None if value is None else dict(word.split("=", 1) for word in value.split(" ")[1:])["owed"]
 
 
 def node_names(sandbox):

@@ -23,9 +23,11 @@ def test_surge_records_suspends_and_raises_then_a_rerun_resumes_without_surging_
                                "after": {"min_size": 3, "max_size": 9, "desired_capacity": 6}}
     assert world.sizes() == (3, 9, 6) and world.suspended() == ["AZRebalance"]
     tags = world.tags()
-    assert tags[rs.TAG_ROLLOUT_ID] == "r-unit-1" and tags[rs.TAG_ORIGINAL_MAX] == "6" and tags[rs.TAG_SURGE_OWED] == "3"
-    assert tags[rs.TAG_SUSPENDED_PROCESSES] == "AZRebalance" and tags[rs.TAG_TARGET_LAUNCH_TEMPLATE] == world.lt_id
-    assert tags[rs.TAG_TARGET_VERSION] == "1"
+    assert sorted(key for key in tags if key.startswith(rs.TAG_PREFIX)) == [rs.TAG_PROGRESS, rs.TAG_STATE]
+    state = recorded_state(world)
+    assert state["rollout_id"] == "r-unit-1" and state["original_max_size"] == 6 and state["surge_owed"] == 3
+    assert state["suspended_processes"] == ["AZRebalance"] and state["target_launch_template"] == world.lt_id
+    assert state["target_version"] == 1
     again = run("asg_surge", name="workers", surge=3)
     assert again["changed"] is False and again["resumed"] is True and again["rollout_id"] == "r-unit-1"
     assert world.sizes() == (3, 9, 6) and not again.get("warnings")
@@ -37,7 +39,7 @@ def test_surge_records_suspends_and_raises_then_a_rerun_resumes_without_surging_
 def test_restore_gives_back_the_exact_original_sizes_and_only_our_processes(world, run):
     world.asg.suspend_processes(AutoScalingGroupName="workers", ScalingProcesses=["ScheduledActions"])
     run("asg_surge", name="workers", surge=2, suspend_processes=["AZRebalance", "ScheduledActions"])
-    assert world.tags()[rs.TAG_SUSPENDED_PROCESSES] == "AZRebalance"  # ScheduledActions was not ours
+    assert recorded_state(world)["suspended_processes"] == ["AZRebalance"]  # ScheduledActions was not ours
     refused = run("asg_surge", name="workers", state="restored")
     # lowering desired would let the group pick two instances, drained or not: the surge is paid back by name first
     assert refused["failed"] and "still holds 2 instance(s) of surge owed" in refused["msg"] and world.sizes() == (3, 8, 5)
@@ -83,8 +85,8 @@ def test_surge_check_and_diff_mode(world, run, api_calls):
     assert result["changed"] and result["surge"] == 2
     assert result["diff"]["before"]["max_size"] == 6 and result["diff"]["after"]["max_size"] == 8
     assert result["diff"]["after"]["suspended_processes"] == ["AZRebalance"]
-    assert result["diff"]["after"]["tags"][rs.TAG_SURGE] == "2"
-    assert mutating(api_calls) == [] and world.sizes() == (3, 6, 3) and rs.TAG_ROLLOUT_ID not in world.tags()
+    assert " surge=2 " in result["diff"]["after"]["tags"][rs.TAG_STATE]
+    assert mutating(api_calls) == [] and world.sizes() == (3, 6, 3) and rs.TAG_STATE not in world.tags()
     run("asg_surge", name="workers", surge=2)
     run("instance_terminate", asg_name="workers", instance_ids=world.member_ids()[:2], decrement_desired_capacity="owed", delete_node=False)
     result = run("asg_surge", check=True, diff=True, name="workers", state="restored")
@@ -114,7 +116,7 @@ def test_detach_surges_as_kops_does(world, run):
         for instance in reservation["Instances"]:
             tags = rs.tags_to_dict(instance["Tags"])
             assert tags[rs.TAG_INSTANCE_DETACHED] == result["rollout_id"] and tags[rs.TAG_INSTANCE_DETACHED_FROM] == "workers"
-    assert world.tags()[rs.TAG_SURGE_OWED] == "0"
+    assert recorded_state(world)["surge_owed"] == 0
     again = run("asg_surge", name="workers", method="detach", surge=2)
     assert again["changed"] is False and again["detached_instances"] == []
     wrong = run("asg_surge", name="workers", surge=2)
@@ -153,12 +155,30 @@ def test_surge_refusals_that_need_the_group_change_nothing(world, run, api_calls
     result = run("asg_surge", name="workers", method="detach", instance_ids=["i-0123456789abcdef0"])
     assert result["msg"] == "instance_ids: i-0123456789abcdef0 is not an instance in service in Auto Scaling group 'workers'"
     assert mutating(api_calls) == []
-    assert world.sizes() == (3, 6, 3) and rs.TAG_ROLLOUT_ID not in world.tags()
+    assert world.sizes() == (3, 6, 3) and rs.TAG_STATE not in world.tags()
 
 
 def test_damaged_state_tags_are_refused_naming_the_tag(world, run, api_calls):
-    write_state(world.asg, "workers", {rs.TAG_ROLLOUT_ID: "r-1", rs.TAG_ORIGINAL_MIN: "3", rs.TAG_ORIGINAL_MAX: "six",
-                                       rs.TAG_ORIGINAL_DESIRED: "3", rs.TAG_SURGE: "1", rs.TAG_SURGE_OWED: "1"})
+    write_state(world.asg, "workers", {rs.TAG_STATE: "v2 id=r-1 m=scale min=3 max=six desired=3 surge=1", rs.TAG_PROGRESS: "v2 owed=1"})
     result = run("asg_surge", name="workers", state="restored")
-    assert result["msg"].startswith("Auto Scaling group 'workers': tag nodeops.rollout/original-max is 'six', not a whole number")
+    assert result["msg"].startswith("Auto Scaling group 'workers': field max of tag nodeops.rollout/state is 'six', not a whole number")
     assert mutating(api_calls) == []
+
+
+def test_a_rollout_recorded_by_the_previous_release_resumes_and_moves_to_the_two_tags(world, run):
+    """The previous release's one tag per field: read as it is, rewritten in the current format at the next write."""
+    run("asg_surge", name="workers", surge=2, rollout_id="r-old")
+    recorded = recorded_state(world)
+    world.asg.delete_tags(Tags=[{"ResourceId": "workers", "ResourceType": "auto-scaling-group", "Key": key}
+                                for key in (rs.TAG_STATE, rs.TAG_PROGRESS)])
+    legacy = {"rollout-id": "r-old", "method": "scale", "original-min": "3", "original-max": "6", "original-desired": "3",
+              "surge": "2", "surge-owed": "2", "surged-max": "8", "target-launch-template": world.lt_id, "target-version": "1",
+              "suspended-processes": "AZRebalance", "started-at": recorded["started_at"]}
+    write_state(world.asg, "workers", {"nodeops.rollout/" + key: value for key, value in legacy.items()})
+    assert recorded_state(world) == recorded
+    assert run("asg_surge", name="workers", surge=2)["resumed"] is True
+    paid = run("instance_terminate", asg_name="workers", instance_ids=world.member_ids()[:1], decrement_desired_capacity="owed",
+               delete_node=False)
+    assert paid["decremented"] and paid["surge_owed"] == {"before": 2, "after": 1}
+    assert sorted(key for key in world.tags() if key.startswith(rs.TAG_PREFIX)) == [rs.TAG_PROGRESS, rs.TAG_STATE]
+    assert recorded_state(world) == dict(recorded, surge_owed=1)

@@ -83,20 +83,23 @@ class _RecordingClient:
         self.calls.append(("delete_tags", kwargs))
 
 
-def test_write_state_is_one_call_without_propagation():
+def test_write_state_is_one_call_without_propagation_then_one_delete():
     client = _RecordingClient()
-    aws.write_state(client, "workers", {rs.TAG_SURGE_OWED: 3, rs.TAG_SURGE: 6})
+    aws.write_state(client, "workers", {rs.TAG_STATE: "v2 id=r-1", rs.TAG_PROGRESS: "v2 owed=3"})
     assert len(client.calls) == 1
     tags = client.calls[0][1]["Tags"]
-    assert {(tag["Key"], tag["Value"]) for tag in tags} == {(rs.TAG_SURGE_OWED, "3"), (rs.TAG_SURGE, "6")}
+    assert {(tag["Key"], tag["Value"]) for tag in tags} == {(rs.TAG_STATE, "v2 id=r-1"), (rs.TAG_PROGRESS, "v2 owed=3")}
     assert all(tag["PropagateAtLaunch"] is False and tag["ResourceId"] == "workers" for tag in tags)
     aws.write_state(client, "workers", {})
     assert len(client.calls) == 1
+    aws.write_state(client, "workers", {rs.TAG_PROGRESS: "v2 owed=2"}, ["nodeops.rollout/surge-owed"])
+    assert [call[0] for call in client.calls] == ["create_or_update_tags", "create_or_update_tags", "delete_tags"]
+    assert client.calls[-1][1]["Tags"] == [{"ResourceId": "workers", "ResourceType": "auto-scaling-group", "Key": "nodeops.rollout/surge-owed"}]
 
 
 def test_clear_state_deletes_only_rollout_tags():
     client = _RecordingClient()
-    recorded = {rs.TAG_SURGE: "6", rs.TAG_SURGE_OWED: "2"}
+    recorded = {rs.TAG_STATE: "v2 id=r-1", rs.TAG_PROGRESS: "v2 owed=2", "nodeops.rollout/surge-owed": "2"}
     removed = aws.clear_state(client, "workers", dict(recorded, **{"eks:nodegroup-name": "workers", "nodeops.rollout/other": "kept"}))
     assert "eks:nodegroup-name" not in removed and "nodeops.rollout/other" not in removed
     assert set(removed) == set(recorded)
