@@ -54,6 +54,10 @@ options:
   name:
     description: The node group's name, to begin the line with.
     type: str
+  batch:
+    description: How many nodes are replaced at a time when a play's C(serial) decides it (the playbook
+      C(nodeops.rollout.upgrade_serial)); the model then counts the nodes left in batches of this size.
+    type: int
 """
 
 EXAMPLES = r"""
@@ -80,9 +84,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values imp
 
 
 def rollout_progress_filter(step, number, replaced, total, started_at, now, upgrade_started_at=None, surge=0, timings=None,
-                            name=None):
+                            name=None, batch=None):
     try:
-        return rollout_progress(step, number, replaced, total, started_at, now, upgrade_started_at, surge, timings, name)
+        return rollout_progress(step, number, replaced, total, started_at, now, upgrade_started_at, surge, timings, name, batch)
     except PlanError as exc:
         raise AnsibleFilterError(str(exc)) from None
 

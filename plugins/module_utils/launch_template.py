@@ -151,17 +151,19 @@ def check_target_options(params):
         raise RolloutError("version_description: %d characters is not allowed; use at most %d" % (len(description), _DESCRIPTION_LIMIT))
 
 
-@reports_errors
-def run_launch_template_version(module):
-    """Resolve the target, create a version with the new AMI when needed, point the group at it by number."""
-    params = module.params
-    check_target_options(params)
-    connection, autoscaling, ec2, ssm = aws_clients(module, "autoscaling", "ec2", "ssm")
-    region = connection.region
-    name = params["asg_name"]
+def resolve_target(params, ec2, ssm, group, region):
+    """What a group is to be rolled to, read only: the group's launch template and the version it points at (the
+    source), and the target asked by ``params`` (``version``, ``image_id`` or ``ssm_parameter``, as the module's
+    options; none of them: the source) - an existing version, a version an interrupted run already made with the same
+    AMI, or one still to be made from the source.
+
+    Returns ``{"spec", "template", "source_number", "source", "source_image", "image_id", "target" (the target
+    version as EC2 describes it, None when it is still to be made), "reused", "create", "target_number",
+    "target_image"}``. Raises RolloutError naming the option for a group with a launch configuration, an AMI or a
+    parameter that is not there.
+    """
+    name = group["AutoScalingGroupName"]
     resource = "Auto Scaling group '%s'" % name
-    with aws_errors("DescribeAutoScalingGroups", resource, params):
-        group = require_group(autoscaling, name, region, field="asg_name")
     spec = template_spec(group)
     if spec is None:
         raise RolloutError("asg_name: Auto Scaling group '%s' uses a launch configuration; only groups with a launch "
@@ -194,11 +196,29 @@ def run_launch_template_version(module):
         with aws_errors("DescribeImages", resource, params):
             reused = _reusable_version(ec2, template, source_number, image_id)
         target = reused
+    return {"spec": spec, "template": template, "source_number": source_number, "source": source, "source_image": source_image,
+            "image_id": image_id, "target": target, "reused": reused, "create": target is None,
+            "target_number": int(target["VersionNumber"]) if target else int(template["LatestVersionNumber"]) + 1,
+            "target_image": (target.get("LaunchTemplateData") or {}).get("ImageId") if target else image_id}
+
+
+@reports_errors
+def run_launch_template_version(module):
+    """Resolve the target, create a version with the new AMI when needed, point the group at it by number."""
+    params = module.params
+    check_target_options(params)
+    connection, autoscaling, ec2, ssm = aws_clients(module, "autoscaling", "ec2", "ssm")
+    region = connection.region
+    name = params["asg_name"]
+    resource = "Auto Scaling group '%s'" % name
+    with aws_errors("DescribeAutoScalingGroups", resource, params):
+        group = require_group(autoscaling, name, region, field="asg_name")
+    resolved = resolve_target(params, ec2, ssm, group, region)
+    spec, template, source_number = resolved["spec"], resolved["template"], resolved["source_number"]
+    source_image, image_id, reused = resolved["source_image"], resolved["image_id"], resolved["reused"]
+    target_number, target_image, create = resolved["target_number"], resolved["target_image"], resolved["create"]
     state = group_state(group)
 
-    create = target is None
-    target_number = int(target["VersionNumber"]) if target else int(template["LatestVersionNumber"]) + 1
-    target_image = (target.get("LaunchTemplateData") or {}).get("ImageId") if target else image_id
     point = spec["version"] != str(target_number)
     make_default = bool(params["set_default"]) and int(template["DefaultVersionNumber"]) != target_number
     changed = create or point or make_default

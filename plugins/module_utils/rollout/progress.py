@@ -27,8 +27,12 @@ def _count(value, field, minimum=0):
     return int_at_least(value, field, minimum)
 
 
-def _model(outdated, max_unavailable, surge, timings, surge_ready):
-    waves = wave_sizes(outdated, max_unavailable, surge, up_to_date_count=1 if surge_ready else 0)
+def _model(outdated, max_unavailable, surge, timings, surge_ready, batch=None):
+    if batch:
+        # the serial playbook's batches: at most ``batch`` nodes at a time, whatever the surge lends
+        waves = [batch] * (outdated // batch) + ([outdated % batch] if outdated % batch else [])
+    else:
+        waves = wave_sizes(outdated, max_unavailable, surge, up_to_date_count=1 if surge_ready else 0)
     return estimate_duration(waves, timings["boot_seconds"], timings["drain_seconds"], timings["post_drain_delay"],
                              timings["validate_seconds"], surge, surge_ready=surge_ready)
 
@@ -38,12 +42,13 @@ def _seconds_between(start, end, field):
 
 
 def rollout_progress(step, number, replaced, total, started_at, now, upgrade_started_at=None, surge=0, timings=None,
-                     name=None):
+                     name=None, batch=None):
     """The progress of one group's upgrade after step ``number`` was decided (``step``: ``rollout_step``'s ``step``).
 
     ``replaced``: instances terminated so far, this step's included; ``total``: outdated instances when the upgrade
     began; ``started_at``, ``upgrade_started_at`` and ``now``: ISO 8601 times (the group's rollout began, its upgrade
-    phase began, now); ``surge``: the surge the upgrade began with; ``timings``: the plan's (``plan.timings``).
+    phase began, now); ``surge``: the surge the upgrade began with; ``timings``: the plan's (``plan.timings``);
+    ``batch``: the nodes replaced at a time when a play's ``serial`` sets it (nodeops.rollout.upgrade_serial).
 
     Returns ``{"step", "replaced", "total", "draining", "elapsed_seconds", "left_seconds", "model_left_seconds",
     "pace", "line"}`` (``pace``: measured over modelled seconds, None before a node is replaced).
@@ -53,6 +58,7 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
     replaced = _count(replaced, "replaced")
     total = max(_count(total, "total"), replaced)
     surge = _count(surge or 0, "surge")
+    batch = _count(batch, "batch", 1) if batch not in (None, "") else None
     merged = dict(DEFAULT_TIMINGS)
     merged.update({key: value for key, value in (timings or {}).items() if key in DEFAULT_TIMINGS and value is not None})
     if not isinstance(step, dict):
@@ -63,14 +69,14 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
     draining = len(step.get("drain") or [])
     # drained already (terminated now, or in their post-drain delay) are not waves any more
     undrained = max(0, int(step.get("outdated_left") or 0) - len(step.get("terminate") or []) - len(step.get("delayed") or []))
-    model_left = _model(undrained, max_unavailable, owed, merged, surge_ready=True)
+    model_left = _model(undrained, max_unavailable, owed, merged, True, batch)
     if not undrained and step.get("delayed"):
         model_left = merged["post_drain_delay"]
     elapsed = _seconds_between(started_at, now, "started_at")
     upgrade_elapsed = _seconds_between(upgrade_started_at or started_at, now, "upgrade_started_at")
     pace = None
     left = model_left
-    done_model = _model(total, max_unavailable, surge, merged, surge_ready=True) - model_left
+    done_model = _model(total, max_unavailable, surge, merged, True, batch) - model_left
     if replaced and done_model > 0 and upgrade_elapsed > 0:
         pace = upgrade_elapsed / done_model
         left = model_left * pace

@@ -62,3 +62,11 @@ def test_survey_strings_are_read_and_bad_values_named():
         rollout_progress(step(2), 0, 0, 2, START, START)
     with pytest.raises(PlanError, match="started_at: 'soon' is not allowed"):
         rollout_progress(step(2), 1, 0, 2, "soon", START)
+
+
+def test_in_batches_of_a_play_s_serial_the_nodes_left_are_counted_in_those_batches():
+    # 5 left in batches of 2: three waves, each drained, delayed and booted (nothing paid back: no surge owed)
+    progress = rollout_progress(step(5, owed=0), 2, 1, 6, START, START, timings=TIMINGS, batch="2")
+    assert progress["model_left_seconds"] == 3 * (50 + 10 + 100)
+    with pytest.raises(PlanError, match="batch: 0 is not allowed"):
+        rollout_progress(step(5), 2, 1, 6, START, START, batch=0)

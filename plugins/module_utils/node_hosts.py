@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The instances of node groups as Ansible hosts (the inventory plugin ``nodeops.rollout.nodes``): read each group, its
+instances and their nodes, and the target it is to be rolled to, all read only; then say per instance what a host
+needs - its node, AZ, instance, launch template version and whether it is outdated - in the order a rollout drains
+them, so that consecutive hosts alternate AZs.
+
+The reads are the modules' own: ``launch_template.resolve_target`` (the target of ``launch_template_version``, never
+created here), ``clients.aws.group_instances``, ``clients.kube.nodes_by_instance`` and ``rollout.outdated``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import aws_errors, group_instances, require_group
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import aws_connection
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options, resolve_target
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import join_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import plan_batches
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, node_name_of, outdated_instances
+
+# The node group fields of rolling_update_node_groups that say the target; the option names of launch_template_version.
+TARGET_FIELDS = {"image_id": "image_id", "ssm_parameter": "ssm_parameter", "launch_template_version": "version"}
+GROUP_FIELDS = ("name",) + tuple(TARGET_FIELDS)
+
+
+def group_name(prefix, value):
+    """An inventory group name: ``prefix`` and ``value`` with every character that is not a letter, digit or _ as _."""
+    return prefix + re.sub(r"[^A-Za-z0-9_]", "_", str(value))
+
+
+def check_node_groups(node_groups):
+    """The plugin's ``node_groups``, as ``rolling_update_node_groups`` takes them: each ``{"name"}`` with at most one
+    of ``image_id``, ``ssm_parameter`` and ``launch_template_version``. Raises RolloutError naming the field."""
+    if not isinstance(node_groups, list) or not node_groups:
+        raise RolloutError("node_groups: %r is not allowed; use a list of at least one node group, each with the name of "
+                           "its Auto Scaling group" % (node_groups,))
+    checked, seen = [], set()
+    for index, group in enumerate(node_groups):
+        where = "node_groups[%d]" % index
+        if isinstance(group, str):
+            group = {"name": group}
+        if not isinstance(group, dict) or not isinstance(group.get("name"), str) or not group["name"].strip():
+            raise RolloutError("%s: %r is not allowed; use a dict with the name of an Auto Scaling group" % (where, group))
+        unknown = sorted(set(group) - set(GROUP_FIELDS))
+        if unknown:
+            raise RolloutError("%s: %s is not allowed; use %s" % (where, ", ".join(unknown), ", ".join(GROUP_FIELDS)))
+        targets = [field for field in TARGET_FIELDS if group.get(field) not in (None, "")]
+        if len(targets) > 1:
+            raise RolloutError("%s (%s): give at most one of %s; got %s" % (where, group["name"], ", ".join(TARGET_FIELDS), ", ".join(targets)))
+        if group["name"] in seen:
+            raise RolloutError("%s (%s): the group is listed twice" % (where, group["name"]))
+        seen.add(group["name"])
+        try:
+            check_target_options({TARGET_FIELDS[field]: group[field] for field in targets})
+        except RolloutError as exc:
+            option, _sep, rest = str(exc).partition(": ")
+            field = {value: key for key, value in TARGET_FIELDS.items()}.get(option, option)
+            raise RolloutError("%s.%s: %s" % (where, field, rest)) from None
+        checked.append(dict({"name": group["name"].strip()}, **{field: group[field] for field in targets}))
+    return checked
+
+
+def host_entries(group_spec, records, target):
+    """The hosts of one node group: ``[{"host", "vars"}]``, outdated instances first, each part spread across AZs
+    (consecutive hosts alternate AZs, oldest first within an AZ). ``records``: the group's active instances with their
+    nodes joined; ``target``: ``{"launch_template_id", "version", "image_id"}``."""
+    reasons = {entry["instance_id"]: entry["reasons"] for entry in outdated_instances(records, target)}
+    outdated = [record for record in records if record["instance_id"] in reasons]
+    current = [record for record in records if record["instance_id"] not in reasons]
+    entries = []
+    for part in (outdated, current):
+        ordered = plan_batches(part, [len(part)])[0] if part else []
+        for record in ordered:
+            node = node_name_of(record)
+            template = record.get("launch_template") or {}
+            entries.append({"host": node or record["instance_id"], "vars": {
+                "node_name": node,
+                "instance_id": record["instance_id"],
+                "availability_zone": record.get("az"),
+                "node_group": group_spec["name"],
+                "launch_template_id": template.get("id"),
+                "launch_template_version": template.get("version"),
+                "image_id": record.get("image_id"),
+                "lifecycle_state": record.get("lifecycle_state"),
+                "ready": bool((record.get("node") or {}).get("ready")),
+                "outdated": record["instance_id"] in reasons,
+                "outdated_reasons": list(reasons.get(record["instance_id"]) or []),
+                "target_launch_template_version": target["version"],
+            }})
+    return entries
+
+
+def read_node_hosts(params, node_groups, client_name="nodes"):
+    """Every node group's hosts (``host_entries``), read with the connection options ``params`` (the modules'
+    AWS and Kubernetes options, falling back to the same environment variables); requests say ``client_name`` in their
+    user agent."""
+    connection = aws_connection(params, client_name)
+    autoscaling, ec2, ssm = (connection.client(service) for service in ("autoscaling", "ec2", "ssm"))
+    api = KubeApi(k8s_client(params, client_name))
+    with kube_errors("list", "nodes", params):
+        raw_nodes = api.list_nodes()
+    nodes = nodes_by_instance(raw_nodes)
+    hosts = []
+    for spec in node_groups:
+        resource = "Auto Scaling group '%s'" % spec["name"]
+        with aws_errors("DescribeAutoScalingGroups", resource, params):
+            group = require_group(autoscaling, spec["name"], connection.region, field="node_groups")
+            records = [record for record in group_instances(ec2, group, include_detached=False) if instance_is_active(record)]
+        resolved = resolve_target(dict(params, **{TARGET_FIELDS[field]: spec[field] for field in TARGET_FIELDS if field in spec}),
+                                  ec2, ssm, group, connection.region)
+        target = {"launch_template_id": resolved["template"]["LaunchTemplateId"], "version": resolved["target_number"],
+                  "image_id": resolved["target_image"]}
+        join_nodes(records, nodes, raw_nodes)
+        hosts.extend(host_entries(spec, records, target))
+    return hosts

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""node_hosts: the node groups' instances as inventory hosts - outdated first, alternating AZs - and the plugin's
+node_groups checked as the role checks rolling_update_node_groups."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.inventory.nodes import InventoryModule
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import check_node_groups, group_name, host_entries
+
+TARGET = {"launch_template_id": "lt-1", "version": 2, "image_id": "ami-0000000000000new"}
+
+
+def instance(number, az, version, node=True, launched="2026-11-25T07:00:%02dZ"):
+    return {"instance_id": "i-%d" % number, "az": az, "lifecycle_state": "InService", "image_id": "ami-x",
+            "launch_template": {"id": "lt-1", "name": "workers", "version": str(version)}, "launch_time": launched % number,
+            "tags": {}, "node": {"name": "node-%d" % number, "ready": True, "schedulable": True, "taints": [], "labels": {},
+                                 "annotations": {}} if node else None}
+
+
+def test_outdated_hosts_come_first_alternating_azs_with_what_a_host_needs():
+    records = [instance(1, "a", 1), instance(2, "a", 1), instance(3, "a", 1), instance(4, "b", 1), instance(5, "c", 2),
+               instance(6, "b", 1, node=False)]
+    entries = host_entries({"name": "workers"}, records, TARGET)
+    assert [entry["host"] for entry in entries] == ["node-1", "node-4", "node-2", "i-6", "node-3", "node-5"]
+    first = entries[0]["vars"]
+    assert first == {"node_name": "node-1", "instance_id": "i-1", "availability_zone": "a", "node_group": "workers",
+                     "launch_template_id": "lt-1", "launch_template_version": "1", "image_id": "ami-x",
+                     "lifecycle_state": "InService", "ready": True, "outdated": True,
+                     "outdated_reasons": first["outdated_reasons"], "target_launch_template_version": 2}
+    assert first["outdated_reasons"] and entries[-1]["vars"]["outdated"] is False
+    assert entries[3]["vars"]["node_name"] is None and entries[3]["vars"]["ready"] is False
+
+
+@pytest.mark.parametrize("groups, message", [
+    ([], "node_groups: [] is not allowed; use a list of at least one node group"),
+    ([{"image_id": "ami-0123456789abcdef0"}], "node_groups[0]: {'image_id': 'ami-0123456789abcdef0'} is not allowed"),
+    ([{"name": "a", "size": 3}], "node_groups[0]: size is not allowed; use name, image_id, ssm_parameter, launch_template_version"),
+    ([{"name": "a", "image_id": "ami-0123456789abcdef0", "launch_template_version": 2}],
+     "node_groups[0] (a): give at most one of image_id, ssm_parameter, launch_template_version"),
+    ([{"name": "a", "image_id": "ubuntu"}], "node_groups[0].image_id: 'ubuntu' is not an AMI id"),
+    ([{"name": "a", "launch_template_version": "newest"}], "node_groups[0].launch_template_version: 'newest' is not allowed"),
+    (["a", {"name": "a"}], "node_groups[1] (a): the group is listed twice"),
+])
+def test_node_groups_are_refused_naming_the_field(groups, message):
+    with pytest.raises(RolloutError) as caught:
+        check_node_groups(groups)
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_node_groups_take_a_name_alone_and_the_group_names_are_inventory_safe():
+    assert check_node_groups(["a", {"name": " b ", "ssm_parameter": "/ami", "image_id": ""}]) == [
+        {"name": "a"}, {"name": "b", "ssm_parameter": "/ami"}]
+    assert group_name("az_", "eu-west-1a") == "az_eu_west_1a" and group_name("node_group_", "prod.workers") == "node_group_prod_workers"
+
+
+def test_the_plugin_reads_only_files_named_nodes_yml(tmp_path):
+    plugin = InventoryModule()
+    for name, wanted in (("prod.nodes.yml", True), ("nodes.yaml", True), ("hosts.yml", False)):
+        path = tmp_path / name
+        path.write_text("plugin: nodeops.rollout.nodes\n")
+        assert plugin.verify_file(str(path)) is wanted, name
