@@ -20,6 +20,7 @@ from .hold import Hold
 from .kube.controllers import ControllerConfig, Controllers
 from .kube.server import KubeApiServer
 from .kube.store import Store
+from .loadbalancer import LoadBalancerController
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SETUP_CLIENT = "sandbox-setup"
@@ -59,7 +60,7 @@ class Sandbox:
                                     pod_shutdown_seconds=pod_shutdown_seconds,
                                     node_allocatable=allocatable or {"cpu": "2", "memory": "8Gi", "pods": "110"})
         self.events = None
-        self.aws = self.store = self.api = self.controllers = self.hold = self.reference = None
+        self.aws = self.store = self.api = self.controllers = self.hold = self.reference = self.load_balancers = None
         self.info = {}
         self._control = None
         self.stopped = threading.Event()
@@ -89,6 +90,7 @@ class Sandbox:
             self.api.hold = self.hold
         self.info = self.aws.provision(nodes=self.nodes, azs=self.azs, groups=self.groups,
                                        instance_type=self.instance_type)
+        self.load_balancers = LoadBalancerController(self.clock, self.aws, self.node_objects).start()
         self._write_client_files()
         self.apply_file(SYSTEM_WORKLOAD)
         self.wait_ready(ready_timeout)
@@ -103,7 +105,7 @@ class Sandbox:
         return self
 
     def stop(self):
-        for part in (self._control, self.api, self.controllers, self.reference, self.aws):
+        for part in (self._control, self.load_balancers, self.api, self.controllers, self.reference, self.aws):
             if part is None:
                 continue
             try:
@@ -155,6 +157,13 @@ class Sandbox:
             with self.reference.observer.lock:
                 return list(self.reference.observer.cache["pods"].values())
         return self.store.list("pods")[0]
+
+    def node_objects(self):
+        """Every Node, as the backend's store (embedded) or its watch cache (reference) holds it."""
+        if self.reference:
+            with self.reference.observer.lock:
+                return list(self.reference.observer.cache["nodes"].values())
+        return self.store.list("nodes")[0]
 
     def ready_nodes(self):
         if self.reference:

@@ -125,6 +125,79 @@ def _node_floor(events, start):
     return {str(g): v for g, v in floor.items()}, {str(g): v for g, v in counts_at_start.items()}
 
 
+def _instance_id(provider_id):
+    tail = str(provider_id or "").rsplit("/", 1)[-1]
+    return tail if tail.startswith("i-") else None
+
+
+def _load_balancers(events, start):
+    """Seconds each node was a ``healthy`` target of a load balancer with no Ready pod on it, within the window, and the
+    targets cut by a termination.
+
+    A node counts from the moment its last Ready pod (DaemonSet pods aside) went, once it has had one, while its
+    instance is ``healthy`` in at least one target group (``lb.target`` events): the load balancer still sends it
+    connections that no pod on it answers, as a Service with ``externalTrafficPolicy: Local`` sees it (the 502s of a
+    node drained before it left its target groups). A new node that never had a pod is not counted. A *cut* is an
+    instance terminated while it was still a target, ``healthy`` or ``draining``: its connections were dropped.
+    """
+    node_of, instance_at = {}, {}              # instance id -> node name, and back
+    ready = collections.defaultdict(set)       # node -> uids of its Ready pods
+    ready_on = {}                              # uid of a Ready pod -> its node
+    had_pods = set()
+    healthy = collections.defaultdict(set)     # instance id -> target groups where it is healthy
+    since = {}                                 # node -> when it started serving nothing
+    seconds = collections.defaultdict(float)
+    cuts = []
+
+    def serving_nothing(node, instance_id):
+        return node in had_pods and not ready[node] and bool(healthy.get(instance_id))
+
+    def update(node, t):
+        instance_id = instance_at.get(node)
+        now_nothing = node is not None and instance_id is not None and serving_nothing(node, instance_id)
+        if now_nothing and node not in since:
+            since[node] = t
+        elif not now_nothing and node in since:
+            began = since.pop(node)
+            seconds[node] += max(0.0, t - max(began, start)) if t > start else 0.0
+
+    for e in events:
+        kind, t = e["kind"], e["t"]
+        if kind == "node.added" and _instance_id(e.get("provider_id")):
+            node_of[_instance_id(e.get("provider_id"))] = e["node"]
+            instance_at[e["node"]] = _instance_id(e.get("provider_id"))
+        elif kind == "node.deleted":
+            update(e["node"], t)
+            since.pop(e["node"], None)
+            node_of.pop(instance_at.pop(e["node"], None), None)
+        elif kind.startswith("pod.") and not str(e.get("owner") or "").startswith(DAEMONSET):
+            node = e.get("node")
+            if kind == "pod.ready" and node:
+                ready[node].add(e["uid"])
+                ready_on[e["uid"]] = node
+                had_pods.add(node)
+            elif kind in ("pod.unready", "pod.terminating", "pod.deleted") and e["uid"] in ready_on:
+                node = ready_on.pop(e["uid"])
+                ready[node].discard(e["uid"])
+            update(node, t)
+        elif kind == "lb.target":
+            instance_id = e["instance_id"]
+            if e.get("state") == "healthy":
+                healthy[instance_id].add(e["target_group"])
+            else:
+                healthy[instance_id].discard(e["target_group"])
+            if e.get("by") == "terminated" and t >= start:
+                cuts.append({"t": t, "instance_id": instance_id, "node": node_of.get(instance_id),
+                             "target_group": e["target_group"], "was": e.get("was")})
+            update(node_of.get(instance_id), t)
+    end = events[-1]["t"] if events else 0.0
+    for node, began in since.items():
+        seconds[node] += max(0.0, end - max(began, start))
+    per_node = {node: round(value, 3) for node, value in sorted(seconds.items()) if value > 0}
+    return {"serving_without_ready_pods_seconds": round(sum(per_node.values()), 3), "per_node": per_node,
+            "targets_cut": len(cuts), "targets_cut_details": cuts}
+
+
 def build_report(events, client_prefix="nodeops.rollout"):
     events = sorted(events, key=lambda e: e["t"])
     start = _window_start(events, client_prefix)
@@ -217,6 +290,7 @@ def build_report(events, client_prefix="nodeops.rollout"):
             "kubernetes": round(k8s_total / nodes_replaced, 2) if nodes_replaced else None,
             "aws": round(aws_total / nodes_replaced, 2) if nodes_replaced else None},
         "asg_size_history": dict(asg_history),
+        "load_balancers": _load_balancers(events, start),
     }
 
 

@@ -122,6 +122,11 @@ def deactivate():
     _CTX = None
 
 
+def active():
+    """The active :class:`Context`, or None."""
+    return _CTX
+
+
 class _Reason:
     """Context manager naming why instances terminated inside it are terminated (for the event log)."""
 

@@ -206,16 +206,18 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         from moto.autoscaling.models import autoscaling_backends
         from moto.ec2.models import amis as moto_amis
         from moto.ec2.models import ec2_backends
+        from moto.elbv2.models import elbv2_backends
         from moto.moto_api import _internal as moto_api
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-        from . import fidelity
+        from . import fidelity, targets
 
         # moto may have been imported earlier in this process with another catalog: use ours either way.
         self._saved_amis = moto_amis.AMIS
         moto_amis.AMIS = catalog
         moto_api.moto_api_backend.reset()
         fidelity.install()
-        self._moto = {"asg": autoscaling_backends, "ec2": ec2_backends, "fidelity": fidelity}
+        self._moto = {"asg": autoscaling_backends, "ec2": ec2_backends, "elbv2": elbv2_backends, "fidelity": fidelity,
+                      "targets": targets}
         self._ctx = fidelity.Context(self.clock, self.events, self._boot_seconds, self.faults, lock=self.lock)
         fidelity.activate(self._ctx)
 
@@ -372,6 +374,17 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
                              "in_service": fidelity.in_service_count(g), "instances": len(g.instance_states),
                              "suspended": sorted(g._suspended_processes)}  # pylint: disable=protected-access
                     for g in self._backend("asg").autoscaling_groups.values()}
+
+    def has_instance_target_groups(self):
+        """Whether any target group of instances exists (lock-free: a copy of moto's dict is atomic)."""
+        elbv2 = self._moto["elbv2"][ACCOUNT_ID][self.region]
+        return any(tg.target_type == "instance" for tg in list(elbv2.target_groups.values()))
+
+    def exclude_targets(self, excluded, included):
+        """The load balancer controller's changes (``targets.exclude``): ``excluded`` instances leave every instance
+        target group, ``included`` ones it had taken out come back."""
+        with self.lock:
+            self._moto["targets"].exclude(self._moto["elbv2"][ACCOUNT_ID][self.region], excluded, included)
 
     def report_sizes(self):
         """Emit ``asg.size`` for each group whose min/max/desired changed since the last report."""

@@ -136,3 +136,64 @@ def test_detaching_instances_or_the_target_group_deregisters(aws):
     autoscaling.detach_load_balancer_target_groups(AutoScalingGroupName="tg-detach", TargetGroupARNs=[arn])
     assert not [i for i, state in targets(aws, arn).items() if state == "healthy"]
     assert autoscaling.describe_load_balancer_target_groups(AutoScalingGroupName="tg-detach")["LoadBalancerTargetGroups"] == []
+
+
+def set_delay(aws, arn, seconds):
+    client(aws[0], "elbv2").modify_target_group_attributes(
+        TargetGroupArn=arn, Attributes=[{"Key": "deregistration_delay.timeout_seconds", "Value": str(seconds)}])
+
+
+def health_by_id(aws, arn, instance_id):
+    health = client(aws[0], "elbv2").describe_target_health(TargetGroupArn=arn, Targets=[{"Id": instance_id}])
+    return health["TargetHealthDescriptions"][0]["TargetHealth"]
+
+
+def test_a_deregistered_target_drains_for_the_delay_then_leaves(aws):
+    arn = make_target_group(aws, "tg-delay")
+    set_delay(aws, arn, 50)   # simulated seconds: 0.5 s of wall time
+    make_group(aws, "tg-delay", 2, target_groups=[arn])
+    ids = in_service(aws, "tg-delay", 2)
+    elbv2 = client(aws[0], "elbv2")
+    elbv2.deregister_targets(TargetGroupArn=arn, Targets=[{"Id": ids[0]}])
+    assert targets(aws, arn) == {ids[0]: "draining", ids[1]: "healthy"}
+    assert health_by_id(aws, arn, ids[0])["Reason"] == "Target.DeregistrationInProgress"
+    assert wait_for(lambda: ids[0] not in targets(aws, arn)), targets(aws, arn)
+    assert health_by_id(aws, arn, ids[0]) == {"State": "unused", "Reason": "Target.NotRegistered",
+                                              "Description": "Target is not registered to the target group"}
+    events = aws[0].events.events("lb.target")
+    drained = [e for e in events if e["instance_id"] == ids[0] and e["state"] == "draining"]
+    assert len(drained) == 1 and drained[0]["by"] == "api" and drained[0]["until"] - drained[0]["t"] == pytest.approx(50, abs=0.01)
+    # deregistering what is not registered succeeds and changes nothing, as on AWS
+    elbv2.deregister_targets(TargetGroupArn=arn, Targets=[{"Id": ids[0]}])
+    assert ids[0] not in targets(aws, arn)
+    # registering a draining target makes it a target again
+    elbv2.deregister_targets(TargetGroupArn=arn, Targets=[{"Id": ids[1]}])
+    elbv2.register_targets(TargetGroupArn=arn, Targets=[{"Id": ids[1]}])
+    assert targets(aws, arn) == {ids[1]: "healthy"}
+
+
+def test_a_terminated_target_drains_and_the_cut_is_logged(aws):
+    arn = make_target_group(aws, "tg-cut")
+    set_delay(aws, arn, 50)
+    make_group(aws, "tg-cut", 2, target_groups=[arn])
+    ids = in_service(aws, "tg-cut", 2)
+    client(aws[0], "autoscaling").terminate_instance_in_auto_scaling_group(InstanceId=ids[0], ShouldDecrementDesiredCapacity=True)
+    assert targets(aws, arn)[ids[0]] == "draining"
+    cut = [e for e in aws[0].events.events("lb.target") if e["instance_id"] == ids[0] and e["by"] == "terminated"]
+    assert [(e["state"], e["was"]) for e in cut] == [("draining", "healthy")]
+    assert wait_for(lambda: ids[0] not in targets(aws, arn)), targets(aws, arn)
+
+
+def test_the_load_balancer_controller_takes_excluded_instances_out_and_back(aws):
+    arn = make_target_group(aws, "tg-exclude")
+    set_delay(aws, arn, 0)
+    make_group(aws, "tg-exclude", 3, target_groups=[arn])
+    ids = in_service(aws, "tg-exclude", 3)
+    aws[0].exclude_targets(excluded=[ids[0]], included=ids[1:])
+    assert targets(aws, arn) == {ids[1]: "healthy", ids[2]: "healthy"}
+    out = [e for e in aws[0].events.events("lb.target") if e["instance_id"] == ids[0]]
+    assert (out[-1]["state"], out[-1]["by"]) == ("unused", "load-balancer-controller")
+    # a target somebody else deregistered is not the controller's to register again
+    client(aws[0], "elbv2").deregister_targets(TargetGroupArn=arn, Targets=[{"Id": ids[1]}])
+    aws[0].exclude_targets(excluded=[], included=ids)
+    assert targets(aws, arn) == {ids[0]: "healthy", ids[2]: "healthy"}

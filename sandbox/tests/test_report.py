@@ -182,3 +182,37 @@ def test_requests_attributed_per_client_and_per_replaced_node():
     rep = build_report(events)
     assert rep["api_requests"]["kubernetes"][ROLLOUT] == {"total": 1, "mutating": 1}
     assert rep["rollout_requests_per_replaced_node"] == {"kubernetes": 1.0, "aws": 1.0}
+
+
+def lb(t, instance_id, state, by="asg", **fields):
+    return ev(t, "lb.target", target_group="web", instance_id=instance_id, state=state, by=by, **fields)
+
+
+def test_a_target_serving_no_pod_is_counted_from_its_last_ready_pod_until_it_drains():
+    events = [ev(0, "node.added", node="n1", provider_id="aws:///us-east-1a/i-1"),
+              ev(0, "node.added", node="n2", provider_id="aws:///us-east-1b/i-2"),
+              lb(0, "i-1", "healthy"), lb(0, "i-2", "healthy")]
+    events += pod_life(0, "a", "Deployment/shop/web", node="n1") + pod_life(0, "d", "DaemonSet/kube-system/agent", node="n1")
+    events.append(start_window(5))
+    events.append(ev(10, "pod.terminating", pod="shop/a", uid="a", owner="Deployment/shop/web", node="n1", how="evicted",
+                     was_ready=True, phase="Running", pdbs=[]))
+    # n1 serves nothing from 10 (its DaemonSet pod serves no Service) until it drains at 17; n2 never had a pod
+    events.append(lb(17, "i-1", "draining", by="load-balancer-controller", until=47))
+    events.append(ev(50, "instance.terminated", instance_id="i-2"))
+    events.append(lb(50, "i-2", "draining", by="terminated", was="healthy", until=80))
+    rep = build_report(events)["load_balancers"]
+    assert rep["per_node"] == {"n1": 7.0}
+    assert rep["serving_without_ready_pods_seconds"] == 7.0
+    assert rep["targets_cut"] == 1
+    assert rep["targets_cut_details"] == [{"t": 50, "instance_id": "i-2", "node": "n2", "target_group": "web", "was": "healthy"}]
+
+
+def test_a_target_that_drains_before_its_pods_go_serves_nothing_for_no_second():
+    events = [ev(0, "node.added", node="n1", provider_id="aws:///us-east-1a/i-1"), lb(0, "i-1", "healthy")]
+    events += pod_life(0, "a", "Deployment/shop/web", node="n1") + [start_window(5)]
+    events.append(lb(6, "i-1", "draining", by="load-balancer-controller", until=36))
+    events.append(ev(10, "pod.terminating", pod="shop/a", uid="a", owner="Deployment/shop/web", node="n1", how="evicted",
+                     was_ready=True, phase="Running", pdbs=[]))
+    events.append(lb(36, "i-1", "unused", by="load-balancer-controller"))
+    rep = build_report(events)["load_balancers"]
+    assert rep["serving_without_ready_pods_seconds"] == 0.0 and rep["per_node"] == {} and rep["targets_cut"] == 0
