@@ -454,13 +454,10 @@ class Drain:
         return result
 
     def _mark_drained(self, name, result):
-        """Record on the node when its drain ended (the post-drain delay counts from it), with the load-balancer
-        exclusion label when asked: one merge patch."""
+        """Record on the node when its drain ended (the post-drain delay counts from it): one merge patch. (The
+        load-balancer exclusion label went on with the cordon.)"""
         stamp = self.drained_text()
-        metadata = {"annotations": {ANNOTATION_DRAINED_AT: stamp}}
-        if self.opts.exclude_from_load_balancers:
-            metadata["labels"] = {LABEL_EXCLUDE_LB: "true"}
-        self.api.patch_node(name, {"metadata": metadata})
+        self.api.patch_node(name, {"metadata": {"annotations": {ANNOTATION_DRAINED_AT: stamp}}})
         result["drained_at"] = stamp
 
     def _drain_node(self, name, result, started):
@@ -613,7 +610,9 @@ class Drain:
                         "msg": "cannot drain: %d pod(s) cannot be evicted under the options given, nothing was changed: %s"
                                % (len(lines), "; ".join(lines))}
         started_at = self.drained_text()
-        cordoned = cordon_nodes(self.api, self.names)
+        # out of external load balancers from the start: the deregistration delay runs while the pods are evicted
+        cordoned = cordon_nodes(self.api, self.names,
+                                labels={LABEL_EXCLUDE_LB: "true"} if self.opts.exclude_from_load_balancers else None)
         results = {name: node_result("draining", message="") for name in self.names}
         for name in self.names:
             results[name]["cordoned"] = cordoned[name]

@@ -17,6 +17,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     group_azs,
     group_instances,
     group_tags,
+    group_target_groups,
     members,
     require_group,
     suspended_processes,
@@ -99,9 +100,10 @@ def group_refusals(group, records, outdated, surge_method="scale"):
     return [text for text in refusals if text]
 
 
-def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
+def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups=()):
     """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None; ``raw_nodes``:
-    the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster)."""
+    the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster;
+    ``target_groups``: the group's, as ``clients.aws.group_target_groups`` reads them)."""
     name = group["AutoScalingGroupName"]
     target = group_target(ec2, group)
     if target is None:
@@ -122,7 +124,8 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
         plan_target["version"] = int(plan_target["version"])
     plan = rollout_plan(records, plan_target, max_unavailable=params.get("max_unavailable"),
                         max_surge=params.get("max_surge"), az_count=len(azs), group_size=group_size,
-                        taint_effect=params.get("taint_effect") or "NoSchedule", **(params.get("timings") or {}))
+                        taint_effect=params.get("taint_effect") or "NoSchedule", target_groups=target_groups,
+                        **(params.get("timings") or {}))
     outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}
     in_group = members(group)
     owed = surge_owed_now(state, sizes_of(group))
@@ -170,7 +173,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None):
 def run_node_group_info(module):
     params = module.params
     check_settings(params)
-    connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
+    connection, autoscaling, ec2, elbv2 = aws_clients(module, "autoscaling", "ec2", "elbv2")
     api = KubeApi(k8s_client(module)) if params["include_nodes"] else None
     where = "Auto Scaling group '%s'" % params["name"] if params.get("name") else "Auto Scaling groups tagged %s" % params.get("tags")
     with aws_errors("DescribeAutoScalingGroups", where, params):
@@ -188,6 +191,9 @@ def run_node_group_info(module):
         with kube_errors("list", "nodes", params):
             raw_nodes = api.list_nodes()
         nodes = nodes_by_instance(raw_nodes)
+    with aws_errors("DescribeTargetGroups", where, params):
+        target_groups = {group["AutoScalingGroupName"]: group_target_groups(elbv2, group) for group in groups}
     with aws_errors("DescribeInstances", where, params):
-        node_groups = [describe_node_group(ec2, group, nodes, params, raw_nodes if nodes is not None else None) for group in groups]
+        node_groups = [describe_node_group(ec2, group, nodes, params, raw_nodes if nodes is not None else None,
+                                           target_groups[group["AutoScalingGroupName"]]) for group in groups]
     module.exit_json(changed=False, node_groups=node_groups)

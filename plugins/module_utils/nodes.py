@@ -103,17 +103,19 @@ def update_nodes(api, names, decide, check_mode=False, workers=NODE_WORKERS):
         return list(pool.map(lambda pair: update_node(api, pair[0], decide, check_mode, node=pair[1]), zip(names, nodes)))
 
 
-def _cordon(node):
-    """Cordon; a node this call cordons is annotated as cordoned by the rollout, so that only our cordon is ever lifted."""
+def _cordon(node, labels=None):
+    """Cordon (with ``labels``); a node this call cordons is annotated as cordoned by the rollout, so that only our
+    cordon is ever lifted."""
     if (node.get("spec") or {}).get("unschedulable"):
-        return node_edits.node_edit(node, cordon=True)
-    return node_edits.node_edit(node, cordon=True, annotations={ANNOTATION_CORDONED: "true"})
+        return node_edits.node_edit(node, cordon=True, labels=labels)
+    return node_edits.node_edit(node, cordon=True, labels=labels, annotations={ANNOTATION_CORDONED: "true"})
 
 
-def cordon_nodes(api, names, check_mode=False):
-    """Mark nodes unschedulable; returns ``{name: True when this call cordoned it}``."""
-    results = update_nodes(api, names, _cordon, check_mode)
-    return {result["name"]: result["changed"] for result in results}
+def cordon_nodes(api, names, check_mode=False, labels=None):
+    """Mark nodes unschedulable, each with ``labels`` in the same write; returns ``{name: True when this call cordoned
+    it}``."""
+    results = update_nodes(api, names, lambda node: _cordon(node, labels), check_mode)
+    return {result["name"]: "cordoned" in result["changes"] for result in results}
 
 
 def _node_result(result):

@@ -6,17 +6,27 @@
 the step is to wait, wait in here until it is not.
 
 One read is one DescribeAutoScalingGroups, one DescribeInstances (two while instances are detached for surge) and one
-list of nodes. While the step waits for new instances to become Ready nodes, only the nodes are listed, every
-``poll_interval``; the group is read again when a node changes, when a post-drain delay ends, or every
-``REREAD_SECONDS`` at the latest.
+list of nodes; when a drained instance of a group with target groups may be terminated, one DescribeTargetHealth per
+target group too (the target groups themselves are described once per call). While the step waits for new instances
+to become Ready nodes, only the nodes are listed, every ``poll_interval``; while it waits for drained instances to
+leave their target groups, only their target groups' health is read, every ``poll_interval``; the group is read again
+when a node changes, when an instance has left its target groups, when a post-drain delay or a deregistration timeout
+ends, or every ``REREAD_SECONDS`` at the latest.
 """
 
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import aws_clients, aws_errors, group_instances, require_group
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
+    aws_clients,
+    aws_errors,
+    group_instances,
+    group_target_groups,
+    require_group,
+    target_states,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
@@ -25,14 +35,16 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import BLOCKED, WAIT, next_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import BLOCKED, WAIT, drained_at, next_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import holding, instance_target_groups, parse_deregistration_timeout
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_time
 
 REREAD_SECONDS = 60
 
 
 def check_options(params):
-    """Refuse bad options before any API call; returns ``(target, post_drain_delay, wait_timeout)``."""
+    """Refuse bad options before any API call; returns ``(target, post_drain_delay, wait_timeout)``
+    (``deregistration_timeout`` is read by :class:`StepReader`)."""
     target = normalize_target(params.get("target"))
     delay = parse_duration(0 if params.get("post_drain_delay") is None else params["post_drain_delay"], "post_drain_delay")
     timeout = parse_duration("10m" if params.get("wait_timeout") is None else params["wait_timeout"], "wait_timeout", minimum=1)
@@ -44,6 +56,7 @@ def check_options(params):
     for index, name in enumerate(params.get("skip") or []):
         if not isinstance(name, str) or not name.strip():
             raise PlanError("skip[%d]: %r is not allowed; use a node name" % (index, name))
+    parse_deregistration_timeout(params.get("deregistration_timeout"))
     return target, delay, timeout
 
 
@@ -74,21 +87,66 @@ def new_nodes(records, outdated_ids, raw_nodes, since):
     return sorted(found, key=lambda entry: (entry["launch_time"], entry["instance_id"]))
 
 
-class StepReader:
-    """Reads the group and its nodes, and decides."""
+class StepReader:  # pylint: disable=too-many-instance-attributes
+    """Reads the group, its nodes and, for the drained instances, its target groups; decides; remembers how long each
+    drained instance waited for its target groups."""
 
-    def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None):
+    def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None, elbv2=None, clock=time.monotonic):
         self.params = params
-        self.autoscaling, self.ec2, self.api, self.region = autoscaling, ec2, api, region
+        self.autoscaling, self.ec2, self.api, self.region, self.elbv2 = autoscaling, ec2, api, region, elbv2
         self.target, self.delay = target, delay
+        self.target_timeout = parse_deregistration_timeout(params.get("deregistration_timeout"))
         self.now = now or (lambda: datetime.now(timezone.utc))
+        self.clock = clock
         self.reads = 0
         self.raw_nodes = []
+        self.target_groups = None    # the group's instance target groups, described once
+        self.targets = {}            # target group arn -> {target id: state}, as last read
+        self.held = {}               # instance id -> since (clock()), node and target groups, once a decision found it held
 
     def list_nodes(self):
         with kube_errors("list", "nodes", self.params):
             self.raw_nodes = self.api.list_nodes()
         return self.raw_nodes
+
+    def read_targets(self, group=None):
+        """Read the health of the group's instance target groups (describing them first, once); ``{}`` without."""
+        if self.target_groups is None:
+            if self.elbv2 is None or not (group or {}).get("TargetGroupARNs") or self.target_timeout == 0:
+                self.target_groups = []
+            else:
+                with aws_errors("DescribeTargetGroups", "the target groups of Auto Scaling group '%s'" % self.params["name"], self.params):
+                    self.target_groups = instance_target_groups(group_target_groups(self.elbv2, group))
+        if self.target_groups:
+            with aws_errors("DescribeTargetHealth", "the target groups of Auto Scaling group '%s'" % self.params["name"], self.params):
+                self.targets = {tg["arn"]: target_states(self.elbv2, tg["arn"]) for tg in self.target_groups}
+        return self.targets
+
+    def holds(self, records):
+        """For each drained instance a target group still holds: ``rollout.targets.holding`` (the last read)."""
+        found = {}
+        for record in records:
+            held = holding(record["instance_id"], self.target_groups or [], self.targets)
+            if held:
+                found[record["instance_id"]] = held
+        return found
+
+    def left_any(self, step):
+        """Whether a drained instance the step waits for has left every target group (one health read)."""
+        self.read_targets()
+        return any(not holding(entry["instance_id"], self.target_groups, self.targets) for entry in step["deregistering"])
+
+    def _target_waits(self, step):
+        """The instances this step terminates that a target group held at some decision of this call, with how long
+        this call waited for them."""
+        waits = []
+        timed_out = {entry["instance_id"] for entry in step["deregistration_timed_out"]}
+        for instance_id in step["terminate"]:
+            held = self.held.pop(instance_id, None)
+            if held is not None:
+                waits.append({"instance_id": instance_id, "node": held["node"], "target_groups": held["target_groups"],
+                              "waited_seconds": round(self.clock() - held["since"], 1), "timed_out": instance_id in timed_out})
+        return waits
 
     def decide(self):
         name = self.params["name"]
@@ -100,13 +158,27 @@ class StepReader:
         raw_nodes = self.list_nodes()
         join_nodes(records, nodes_by_instance(raw_nodes), raw_nodes)
         outdated = [entry["instance_id"] for entry in outdated_instances(records, self.target)]
+        now = self.now()
+        wanted = set(outdated)
+        # the target groups matter only for instances that could be terminated now: drained, past the post-drain delay
+        drained = [record for record in records if record["instance_id"] in wanted and drained_at(record.get("node"))
+                   and drained_at(record["node"]) + timedelta(seconds=self.delay) <= now]
+        holds = {}
+        if drained:
+            self.read_targets(group)
+            holds = self.holds(drained)
         sizes = sizes_of(group)
         original = state["original_desired_capacity"] if state else sizes["desired_capacity"]
         unavailable = max_unavailable_count(self.params.get("max_unavailable"), original)
         owed = surge_owed_now(state, sizes)
         step = next_step(records, outdated, original, unavailable, owed, sizes["desired_capacity"],
-                         self.now(), post_drain_delay=self.delay, canary=self.params["canary"],
-                         skip=[name.strip() for name in self.params.get("skip") or []])
+                         now, post_drain_delay=self.delay, canary=self.params["canary"],
+                         skip=[name.strip() for name in self.params.get("skip") or []],
+                         holds=holds, target_timeout=self.target_timeout)
+        for entry in step["deregistering"] + step["deregistration_timed_out"]:
+            held = self.held.setdefault(entry["instance_id"], {"since": self.clock(), "node": entry["node"]})
+            held["target_groups"] = sorted(hold["target_group"] for hold in entry["held"])
+        step["target_waits"] = self._target_waits(step)
         step["new_nodes"] = new_nodes(records, set(outdated), raw_nodes, state.get("started_at") if state else None)
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
                          "max_unavailable": unavailable, "surge_owed": owed,
@@ -141,13 +213,18 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
             return step
         waited_for = waited_for or list(step["waiting_for"])
         now = clock()
-        if now >= deadline:
+        if now >= deadline and step["booting"]:
             raise RolloutError(timeout_message(step, timeout), step=step)
-        wake = min(deadline, now + (step["wait_seconds"] if step["wait_seconds"] is not None else REREAD_SECONDS))
+        # a post-drain delay and a deregistration timeout end by themselves: only new instances are waited for in vain
+        wake = now + (step["wait_seconds"] if step["wait_seconds"] is not None else REREAD_SECONDS)
+        if step["booting"]:
+            wake = min(deadline, wake)
         seen = _fingerprint(reader.raw_nodes)
         while clock() < wake:
             sleep(max(0.0, min(poll_interval, wake - clock())))
             if step["booting"] and _fingerprint(reader.list_nodes()) != seen:
+                break
+            if step["deregistering"] and reader.left_any(step):
                 break
 
 
@@ -155,9 +232,9 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
 def run_rollout_step(module):
     params = module.params
     target, delay, timeout = check_options(params)
-    connection, autoscaling, ec2 = aws_clients(module, "autoscaling", "ec2")
+    connection, autoscaling, ec2, elbv2 = aws_clients(module, "autoscaling", "ec2", "elbv2")
     api = KubeApi(k8s_client(module))
-    reader = StepReader(params, autoscaling, ec2, api, connection.region, target, delay)
+    reader = StepReader(params, autoscaling, ec2, api, connection.region, target, delay, elbv2=elbv2)
     if params["wait"]:
         step = wait_for_step(reader, timeout, float(params["poll_interval"]))
     else:

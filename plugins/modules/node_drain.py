@@ -116,9 +116,10 @@ options:
     type: int
   exclude_from_load_balancers:
     description:
-      - Label each node this run drains C(node.kubernetes.io/exclude-from-external-load-balancers=true) as soon as
-        its drain ends, in the same request that records when it ended (see RV(nodes.drained_at)), so that
-        external load balancers stop sending it traffic during the post-drain delay.
+      - Label each node this run drains C(node.kubernetes.io/exclude-from-external-load-balancers=true) when it
+        cordons it, in the same request, so that the AWS Load Balancer Controller or the cloud provider deregisters the
+        node from external load balancers while its pods are evicted, and the target groups' deregistration delay
+        runs alongside the drain instead of after it.
     type: bool
     default: false
   max_concurrent_evictions:

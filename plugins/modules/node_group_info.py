@@ -138,6 +138,7 @@ options:
 notes:
   - The plan is data for the C(nodeops.rollout.rolling_update) role and for review in check mode; the estimated duration
     follows the rollout's pipeline with the timings of O(timings).
+  - A group with target groups costs one DescribeTargetGroups and one DescribeTargetGroupAttributes per target group.
 seealso:
   - module: nodeops.rollout.asg_surge
   - module: nodeops.rollout.launch_template_version
@@ -417,6 +418,10 @@ node_groups:
           batch has one instance), C(batches) (each with C(index), C(canary), C(instance_ids), C(azs), C(nodes)),
           C(batch_count), C(eta_seconds), C(taint_effect) (see O(taint_effect)) and the inputs C(group_size), C(az_count),
           C(azs), C(target).
+        - C(target_groups) - the group's load balancer target groups, each with C(name), C(arn), C(target_type),
+          C(deregistration_delay) (seconds) and C(waited_for) (true for instance targets - a drained instance is
+          terminated only once it has left them, see M(nodeops.rollout.rollout_step)). The estimate counts the longest
+          delay, which runs from the start of each drain.
       type: dict
       sample:
         batch_size: 1

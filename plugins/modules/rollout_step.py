@@ -20,9 +20,14 @@ description:
     original plus the surge. Terminations keep desired capacity (the group launches a replacement at once) except the
     last ones, as many as the surge still owed, which pay it back. A node's post-drain delay counts from when
     M(nodeops.rollout.node_drain) finished it (node annotation C(nodeops.rollout/drained-at)).
+  - A drained instance that a target group of the group still lists as an instance target in state C(healthy),
+    C(initial) or C(draining) is not terminated until it has left every such target group, or until
+    O(deregistration_timeout) has passed since its drain ended (then it is terminated anyway, and
+    RV(step.deregistration_timed_out) names it).
   - Everything the decision needs is on the group and its nodes, so a run that was stopped resumes where it was.
-  - With O(wait=true), a step that would wait is waited for here (for a post-drain delay to end, for new instances
-    to become Ready nodes), and the next step that does something is returned.
+  - With O(wait=true), a step that would wait is waited for here (for a post-drain delay to end, for drained
+    instances to leave their target groups, for new instances to become Ready nodes), and the next step that does
+    something is returned.
   - Makes no changes.
 extends_documentation_fragment:
   - nodeops.rollout.aws
@@ -66,6 +71,13 @@ options:
       - How long a drained node stays before its instance is terminated, as seconds or a duration (V(60s)).
     type: raw
     default: 0
+  deregistration_timeout:
+    description:
+      - How long after its drain ended a drained instance may wait at most for the group's target groups to let it go,
+        as seconds or a duration (V(5m)); V(0) does not wait.
+      - Unset (or empty), each target group's C(deregistration_delay.timeout_seconds) plus 30 seconds (the longest of
+        the target groups that still hold the instance).
+    type: raw
   canary:
     description:
       - While no up-to-date node is Ready, replace one outdated node at a time until its replacement is Ready.
@@ -95,6 +107,9 @@ options:
 notes:
   - Each read is one DescribeAutoScalingGroups, one DescribeInstances and one list of nodes; while waiting for new
     instances only the nodes are listed, and the group is read again when a node changes.
+  - When a drained instance may be terminated and the group has target groups, each read also makes one
+    DescribeTargetHealth per target group (DescribeTargetGroups and DescribeTargetGroupAttributes once per call); while
+    waiting for drained instances to leave them, only their health is read, every O(poll_interval).
 """
 
 EXAMPLES = r"""
@@ -161,6 +176,24 @@ step:
       description: Drained nodes still in their post-drain delay.
       type: list
       elements: str
+    deregistering:
+      description:
+        - Drained instances past their post-drain delay that a target group still holds, each with C(instance_id),
+          C(node), C(held) (C(target_group), C(state), C(deregistration_delay) of each) and C(until) (seconds left of
+          its deregistration timeout).
+      type: list
+      elements: dict
+    deregistration_timed_out:
+      description: The instances of RV(step.terminate) that a target group still held when their deregistration timeout ended.
+      type: list
+      elements: dict
+    target_waits:
+      description:
+        - The instances of RV(step.terminate) that this call found held by a target group, each with C(instance_id),
+          C(node), C(target_groups), C(waited_seconds) (from the first decision that found it held to this one) and
+          C(timed_out).
+      type: list
+      elements: dict
     skipped:
       description: The outdated nodes of O(skip).
       type: list
@@ -208,6 +241,10 @@ step:
     budget: 2
     booting: 1
     delayed: []
+    deregistering: []
+    deregistration_timed_out: []
+    target_waits: [{"instance_id": "i-0a1b2c3d4e5f60001", "node": "ip-10-0-1-7.eu-west-1.compute.internal",
+                    "target_groups": ["web-tg"], "waited_seconds": 41.0, "timed_out": false}]
     skipped: []
     waiting_for: []
     wait_seconds: null
@@ -238,6 +275,7 @@ def argument_spec():
         )),
         max_unavailable=dict(type="raw"),
         post_drain_delay=dict(type="raw", default=0),
+        deregistration_timeout=dict(type="raw"),
         canary=dict(type="bool", default=True),
         skip=dict(type="list", elements="str", default=[]),
         wait=dict(type="bool", default=True),

@@ -25,6 +25,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state impo
     recorded_tags,
     tags_to_dict,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import target_group_record
 
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
 # Auto Scaling lifecycle states of an instance that is leaving or has left the group.
@@ -35,6 +36,7 @@ ALIVE_EC2_STATES = ("pending", "running", "stopping", "stopped")
 _FILTER_CHUNK = 199
 _DETACH_CHUNK = 20   # DetachInstances takes at most 20 instances a call
 _EC2_TERMINATE_CHUNK = 1000
+_TARGET_GROUP_CHUNK = 20
 
 
 def aws_clients(module, *services):
@@ -206,6 +208,28 @@ def group_instances(ec2, group, include_detached=True):
     records = [instance_record(instance, details.get(instance["InstanceId"])) for instance in listed]
     records.extend(instance_record(None, instance, detached=True) for instance in detached)
     return records
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Load balancer target groups
+# ---------------------------------------------------------------------------------------------------------
+
+def group_target_groups(elbv2, group):
+    """The group's target groups (``TargetGroupARNs``) as ``rollout.targets.target_group_record``: one
+    DescribeTargetGroups a chunk, one DescribeTargetGroupAttributes each; none (and no request) for a group without."""
+    arns = list(group.get("TargetGroupARNs") or [])
+    records = []
+    for start in range(0, len(arns), _TARGET_GROUP_CHUNK):
+        for description in elbv2.describe_target_groups(TargetGroupArns=arns[start:start + _TARGET_GROUP_CHUNK])["TargetGroups"]:
+            attributes = elbv2.describe_target_group_attributes(TargetGroupArn=description["TargetGroupArn"])["Attributes"]
+            records.append(target_group_record(description, {item["Key"]: item["Value"] for item in attributes}))
+    return sorted(records, key=lambda record: record["name"] or "")
+
+
+def target_states(elbv2, arn):
+    """``{target id: state}`` of one target group: its targets (registered and draining), one DescribeTargetHealth."""
+    health = elbv2.describe_target_health(TargetGroupArn=arn)["TargetHealthDescriptions"]
+    return {entry["Target"]["Id"]: (entry.get("TargetHealth") or {}).get("State") for entry in health}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -20,21 +20,25 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import decrement_for, wave_sizes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import instance_target_groups, plan_target_groups
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, is_int, parse_duration
 
 
-def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0, surge_ready=False):
+def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0, surge_ready=False,
+                      deregistration_delay=0):
     """Predicted seconds for a rollout of ``waves`` (lists of instances, or their sizes; :func:`steps.wave_sizes`).
 
     The model follows the pipeline of ``rollout.steps``: when ``surge`` > 0, new instances boot once up front and are
     validated (unless ``surge_ready``: the surge is up already, as for the rest of a rollout under way); each wave then
-    drains (its nodes in parallel) and waits the post-drain delay; its terminations that do not pay the surge back are
-    replaced, and the next wave waits for the replacements to boot and validates them.
+    drains (its nodes in parallel) and waits the post-drain delay, or what is left of its target groups'
+    ``deregistration_delay`` (which starts with the drain) when that is longer; its terminations that do not pay the
+    surge back are replaced, and the next wave waits for the replacements to boot and validates them.
     Durations accept what :func:`parse_duration` accepts.
     """
     boot = parse_duration(boot_seconds, "boot_seconds")
     drain = parse_duration(drain_seconds, "drain_seconds")
-    delay = parse_duration(post_drain_delay, "post_drain_delay")
+    delay = max(parse_duration(post_drain_delay, "post_drain_delay"),
+                parse_duration(deregistration_delay, "deregistration_delay") - drain)
     validate = parse_duration(validate_seconds, "validate_seconds")
     owed = int_at_least(surge, "surge", 0)
     if not isinstance(waves, (list, tuple)):
@@ -64,19 +68,21 @@ def _plan_entry(instance):
 
 
 def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_count=None, group_size=None,
-                 boot_seconds=180, drain_seconds=90, post_drain_delay=60, validate_seconds=30, taint_effect="NoSchedule"):
+                 boot_seconds=180, drain_seconds=90, post_drain_delay=60, validate_seconds=30, taint_effect="NoSchedule",
+                 target_groups=()):
     """The whole rollout of one group as data: what ``node_group_info`` returns as ``plan``.
 
     ``group_size`` defaults to the instances in service or pending; ``az_count`` to the number of their AZs.
     ``max_unavailable`` and ``max_surge`` are the user's settings (see :func:`max_unavailable_count` and
-    :func:`surge_count`). The surge actually used never exceeds the number of outdated instances still in the
+    :func:`surge_count`); ``target_groups``: the group's target groups (``rollout.targets.target_group_record``). The surge actually used never exceeds the number of outdated instances still in the
     group: launching more new instances than will be replaced only costs money and time.
 
     Returns ``{"group_size", "az_count", "azs", "target", "max_unavailable", "batch_size", "surge",
     "surge_requested", "outdated": [{"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason",
     "reasons"}], "outdated_count", "up_to_date": [instance ids], "up_to_date_count", "canary",
     "batches": [{"index", "canary", "instance_ids", "azs", "nodes"}], "batch_count", "eta_seconds",
-    "timings", "taint_effect"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one).
+    "timings", "taint_effect", "target_groups"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested
+    one; ``target_groups``: :func:`rollout.targets.plan_target_groups`).
     """
     target = normalize_target(target)
     checked_instances(instances)
@@ -134,7 +140,10 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         "batches": planned,
         "batch_count": len(planned),
         "eta_seconds": estimate_duration(batches, timings["boot_seconds"], timings["drain_seconds"],
-                                         timings["post_drain_delay"], timings["validate_seconds"], surge),
+                                         timings["post_drain_delay"], timings["validate_seconds"], surge,
+                                         deregistration_delay=max([tg["deregistration_delay"]
+                                                                   for tg in instance_target_groups(target_groups)] or [0])),
         "timings": timings,
         "taint_effect": outdated_taint_effect(taint_effect, surge, len(entries)),
+        "target_groups": plan_target_groups(target_groups),
     }

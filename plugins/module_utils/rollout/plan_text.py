@@ -95,6 +95,15 @@ def _found_lines(title, grouped):
     return lines
 
 
+def target_groups_line(target_groups):
+    """``target groups: web (instance targets, deregistration delay 5m 00s: waited for), ...``."""
+    return "target groups: " + ", ".join(
+        "%s (%s targets, deregistration delay %s%s)" % (group.get("name"), group.get("target_type"),
+                                                         human_duration(group.get("deregistration_delay")),
+                                                         ": waited for" if group.get("waited_for") else ": not waited for")
+        for group in target_groups)
+
+
 def plan_lines(plan, name, instance_count=None, target=None, preflight=None):
     """The plan of node group ``name`` as lines (see the module's docstring)."""
     plan = plan or {}
@@ -113,6 +122,8 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None):
                  % (plan.get("surge"), plan.get("batch_size", plan.get("max_unavailable")), canary,
                     plan.get("taint_effect", "NoSchedule"), len(batches), human_duration(plan.get("eta_seconds"))))
     lines.extend(_table(wave_rows(plan), ["wave", "nodes", "AZs", "node names"]))
+    if plan.get("target_groups"):
+        lines.append(target_groups_line(plan["target_groups"]))
     if preflight is not None:
         lines.extend(_found_lines("blockers", _found(preflight, "error")))
         lines.extend(_found_lines("warnings", _found(preflight, "warning")))

@@ -23,7 +23,9 @@ The surge is a pipeline with the semantics of a Deployment's ``maxSurge``/``maxU
 - terminations never wait for replacements: replacements boot while other nodes drain, and a node's post-drain
   delay runs while other nodes drain;
 - a canary of one: while no up-to-date node is Ready (nothing surged, nothing replaced yet), one outdated node
-  at a time, until its replacement is Ready.
+  at a time, until its replacement is Ready;
+- a drained instance that a target group of the group still lists (``rollout.targets``) is not terminated before it
+  has left, or its deregistration timeout has passed since its drain ended.
 
 Instances are in ``clients.aws.instance_record``'s shape with ``node`` joined (``node_health.node_summary`` with
 ``INSTANCE_NODE_FIELDS``).
@@ -34,6 +36,7 @@ from __future__ import annotations
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, instance_is_detached
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import deregistration_timeout
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, parse_time
 
 # Post-drain delays that end this close to the first one are waited for together: one termination call, not several.
@@ -76,20 +79,24 @@ def _entry(instance):
             "launch_time": instance.get("launch_time")}
 
 
-def classify(instances, outdated_ids, now, post_drain_delay, skip=()):
+def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None, target_timeout=None):
     """Sort the group's instances by where they are in the rollout.
 
-    Returns ``{"serving", "out", "drained", "delayed", "no_node", "skipped"}`` (outdated instances: serving
-    pods and taking new ones; out of service but not drained (not Ready, cordoned, a drain interrupted); drained
-    and past the post-drain delay; drained and still in the delay, with ``until`` seconds from now; never a
-    node; named in ``skip``), ``"outdated_left"`` (every active outdated instance), ``"capacity"`` (serving
+    Returns ``{"serving", "out", "drained", "delayed", "deregistering", "no_node", "skipped"}`` (outdated instances:
+    serving pods and taking new ones; out of service but not drained (not Ready, cordoned, a drain interrupted);
+    drained and past the post-drain delay; drained and still in the delay, with ``until`` seconds from now; drained,
+    past the delay, but still held by a target group (``holds``: instance id -> ``rollout.targets.holding``), with
+    ``until`` seconds left of its deregistration timeout (``target_timeout``: seconds, or None for each target group's
+    delay plus the margin); never a node; named in ``skip``; a drained entry held until its timeout passed carries
+    ``held`` and ``timed_out``), ``"outdated_left"`` (every active outdated instance), ``"capacity"`` (serving
     nodes of the group, outdated or not), ``"up_to_date_ready"`` (instance ids), ``"booting"`` (instances still
     launching, and up-to-date instances without a Ready node yet; a Ready node cordoned by someone else is not) and
     ``"members"`` (active members).
     """
     wanted = set(outdated_ids)
     skip = set(skip or ())
-    sorted_ = {"serving": [], "out": [], "drained": [], "delayed": [], "no_node": [], "skipped": []}
+    holds = holds or {}
+    sorted_ = {"serving": [], "out": [], "drained": [], "delayed": [], "deregistering": [], "no_node": [], "skipped": []}
     capacity = members = 0
     up_to_date_ready, booting = [], []
     outdated_left = 0
@@ -122,11 +129,17 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=()):
             sorted_["skipped"].append(entry)
         elif ended is not None:
             remaining = (ended - now).total_seconds() + post_drain_delay
-            if remaining <= 0:
-                sorted_["drained"].append(entry)
-            else:
+            held = holds.get(instance["instance_id"])
+            if remaining > 0:
                 entry["until"] = remaining
                 sorted_["delayed"].append(entry)
+            elif held:
+                entry["held"] = held
+                entry["until"] = (ended - now).total_seconds() + deregistration_timeout(held, target_timeout)
+                entry["timed_out"] = entry["until"] <= 0
+                sorted_["drained" if entry["timed_out"] else "deregistering"].append(entry)
+            else:
+                sorted_["drained"].append(entry)
         elif _serving(node):
             sorted_["serving"].append(entry)
         else:
@@ -164,17 +177,22 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
 
 
 def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
-              post_drain_delay=0, canary=True, skip=()):
+              post_drain_delay=0, canary=True, skip=(), holds=None, target_timeout=None):
     """What the rollout of one group does next.
 
     ``instances``: the group's instances with their nodes; ``outdated_ids``: the ones to replace;
     ``original_size``: N, the desired capacity before the rollout; ``max_unavailable``: the resolved count;
     ``surge_owed``: the surge not paid back yet (``rollout.sizes.surge_owed_now``); ``desired_capacity``: the
     group's now; ``now``: an aware datetime; ``post_drain_delay``: seconds; ``canary``: one node first while
-    nothing is up to date; ``skip``: node names a drain gave up on in this run (left cordoned, not retried).
+    nothing is up to date; ``skip``: node names a drain gave up on in this run (left cordoned, not retried);
+    ``holds``: for drained instances, the target groups still holding them (``rollout.targets.holding``);
+    ``target_timeout``: the deregistration timeout in seconds (None: each target group's delay plus the margin).
 
     Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
-    "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "skipped"}``. ``action`` is ``run`` (do
+    "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "deregistering",
+    "deregistration_timed_out", "skipped"}``; ``deregistering`` lists the drained instances a target group still holds
+    (``instance_id``, ``node``, ``held``, ``until``), ``deregistration_timed_out`` those of ``terminate`` terminated
+    while still held, their timeout passed. ``action`` is ``run`` (do
     ``terminate`` (instance ids, the first ``decrement`` of them decrementing desired), then validate the
     ``validate`` instances and drain the ``drain`` nodes), ``wait`` (``wait_seconds`` at most, for
     ``waiting_for``), ``done`` (nothing outdated is left but ``skipped`` nodes, and every replacement is a Ready
@@ -186,7 +204,7 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     surge_owed = int_at_least(surge_owed, "surge_owed", 0)
     desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
     delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
-    state = classify(instances, outdated_ids, now, delay, skip)
+    state = classify(instances, outdated_ids, now, delay, skip, holds, target_timeout)
     floor = max(0, original_size - max_unavailable)
     budget = state["capacity"] - floor
     pending_launches = max(0, desired_capacity - state["members"])
@@ -197,7 +215,8 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     drain = list(state["out"])  # out of service already: draining them costs no capacity
     candidates = state["serving"]
     if canary and not state["up_to_date_ready"]:
-        in_flight = state["out"] or state["delayed"] or state["drained"] or state["booting"] or pending_launches
+        in_flight = (state["out"] or state["delayed"] or state["deregistering"] or state["drained"] or state["booting"]
+                     or pending_launches)
         allowed = 0 if in_flight else 1
     else:
         allowed = len(candidates)
@@ -213,17 +232,26 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
             "budget": budget, "booting": len(state["booting"]) + pending_launches,
             "booting_ids": list(state["booting"]),
             "delayed": [entry["node"] for entry in state["delayed"]],
+            "deregistering": [{key: entry[key] for key in ("instance_id", "node", "held", "until")}
+                              for entry in state["deregistering"]],
+            "deregistration_timed_out": [{key: entry[key] for key in ("instance_id", "node", "held")}
+                                         for entry in state["drained"] if entry.get("timed_out")],
             "skipped": [entry["node"] for entry in state["skipped"]]}
     if terminate or drain:
         step["action"] = RUN
         return step
-    if state["outdated_left"] == len(state["skipped"]) and not step["booting"] and not state["delayed"]:
+    if state["outdated_left"] == len(state["skipped"]) and not step["booting"] and not state["delayed"] \
+            and not state["deregistering"]:
         step["action"] = DONE
         return step
+    timed = state["delayed"] + state["deregistering"]
+    if timed:
+        first = min(entry["until"] for entry in timed)
+        step["wait_seconds"] = max(entry["until"] for entry in timed if entry["until"] <= first + COALESCE_SECONDS)
     if state["delayed"]:
-        first = min(entry["until"] for entry in state["delayed"])
-        step["wait_seconds"] = max(entry["until"] for entry in state["delayed"] if entry["until"] <= first + COALESCE_SECONDS)
         step["waiting_for"].append("the post-drain delay of %d node(s)" % len(state["delayed"]))
+    if state["deregistering"]:
+        step["waiting_for"].append("%d drained instance(s) to leave their target groups" % len(state["deregistering"]))
     if step["booting"]:
         step["waiting_for"].append("%d new instance(s) to become Ready nodes" % step["booting"])
     if step["waiting_for"]:

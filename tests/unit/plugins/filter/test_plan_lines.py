@@ -72,3 +72,13 @@ def test_durations_read_as_a_person_says_them():
 
 def test_the_filter_is_the_function():
     assert FilterModule().filters()["plan_lines"] is plan_lines
+
+
+def test_the_target_groups_are_listed_with_their_delays_when_the_group_has_some():
+    plan = dict(PLAN, target_groups=[
+        {"name": "web", "target_type": "instance", "deregistration_delay": 300, "waited_for": True},
+        {"name": "pods", "target_type": "ip", "deregistration_delay": 30, "waited_for": False}])
+    lines = plan_lines(plan, "workers", 10, TARGET, preflight={})
+    assert lines[5] == ("target groups: web (instance targets, deregistration delay 5m 00s: waited for), "
+                        "pods (ip targets, deregistration delay 30s: not waited for)")
+    assert lines[6:] == ["blockers: none", "warnings: none"]

@@ -74,6 +74,30 @@ def test_a_node_is_cordoned_and_every_movable_pod_evicted_daemonset_and_mirror_p
     assert result["started_at"] <= node["started_at"] <= node["drained_at"]
 
 
+@pytest.mark.parametrize("exclude", [True, False])
+def test_the_load_balancer_exclusion_label_goes_on_with_the_cordon_before_any_eviction(exclude):
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1"))
+    patches = []
+    original = kube.patch_node
+
+    def patch_node(name, patch):
+        patches.append(copy.deepcopy(patch))
+        return original(name, patch)
+
+    kube.patch_node = patch_node
+    result = run(kube, ["n1"], exclude_from_load_balancers=exclude)
+    assert result["nodes"]["n1"]["status"] == "drained" and result["nodes"]["n1"]["cordoned"]
+    cordon, drained = patches
+    assert cordon["spec"]["unschedulable"] is True
+    assert (cordon["metadata"].get("labels") or {}) == ({"node.kubernetes.io/exclude-from-external-load-balancers": "true"} if exclude else {})
+    assert drained == {"metadata": {"annotations": {"nodeops.rollout/drained-at": result["nodes"]["n1"]["drained_at"]}}}
+    verbs = [verb for verb, _target in kube.mutating()]
+    assert verbs.index("patch_node") < verbs.index("evict_pod")
+    labels = kube.nodes["n1"]["metadata"]["labels"]
+    assert (labels.get("node.kubernetes.io/exclude-from-external-load-balancers") == "true") is exclude
+
+
 def test_a_drained_node_drains_again_without_change():
     kube = cluster("n1")
     kube.add_pod(make_pod("web-1", "n1"))

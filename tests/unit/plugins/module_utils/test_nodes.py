@@ -89,3 +89,14 @@ def test_cordon_nodes_reports_which_ones_it_cordoned():
     # only the cordon this call made is recorded as the rollout's, so only that one is ever lifted by the rollout
     assert kube.nodes["n1"]["metadata"]["annotations"] == {"nodeops.rollout/cordoned": "true"}
     assert "nodeops.rollout/cordoned" not in (kube.nodes["n2"]["metadata"].get("annotations") or {})
+
+
+def test_cordon_nodes_puts_labels_on_in_the_same_write_and_reports_only_the_cordon():
+    kube = FakeKube()
+    kube.add_node(make_node("n1"))
+    kube.add_node(make_node("n2", unschedulable=True))
+    label = {"node.kubernetes.io/exclude-from-external-load-balancers": "true"}
+    assert nodes.cordon_nodes(kube, ["n1", "n2"], labels=label) == {"n1": True, "n2": False}
+    for name in ("n1", "n2"):
+        assert kube.nodes[name]["metadata"]["labels"]["node.kubernetes.io/exclude-from-external-load-balancers"] == "true"
+    assert [verb for verb, _target in kube.mutating()] == ["patch_node", "patch_node"]

@@ -5,11 +5,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
+import boto3
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
-from ansible_collections.nodeops.rollout.plugins.module_utils.step import check_options, wait_for_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.step import StepReader, check_options, wait_for_step
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import make_node
 
 
@@ -27,9 +30,9 @@ class Clock:
 class Reader:
     """Decides from a script of steps; its nodes turn Ready at ``ready_at`` (clock seconds)."""
 
-    def __init__(self, clock, steps, ready_at=None):
-        self.clock, self.steps, self.ready_at = clock, list(steps), ready_at
-        self.decisions, self.node_lists = 0, 0
+    def __init__(self, clock, steps, ready_at=None, left_at=None):
+        self.clock, self.steps, self.ready_at, self.left_at = clock, list(steps), ready_at, left_at
+        self.decisions, self.node_lists, self.target_reads = 0, 0, 0
         self.raw_nodes = self._nodes()
 
     def _nodes(self):
@@ -40,6 +43,11 @@ class Reader:
         self.raw_nodes = self._nodes()
         return self.raw_nodes
 
+    def left_any(self, step):
+        assert step["deregistering"]
+        self.target_reads += 1
+        return self.left_at is not None and self.clock() >= self.left_at
+
     def decide(self):
         self.decisions += 1
         self.raw_nodes = self._nodes()
@@ -48,9 +56,9 @@ class Reader:
         return dict(self.steps.pop(0) if len(self.steps) > 1 else self.steps[0])
 
 
-def waiting(seconds=None, booting=0, why="1 new instance(s) to become Ready nodes", ids=None):
+def waiting(seconds=None, booting=0, why="1 new instance(s) to become Ready nodes", ids=None, deregistering=()):
     return {"action": "wait", "wait_seconds": seconds, "booting": booting, "waiting_for": [why],
-            "booting_ids": ["i-%d" % n for n in range(booting)] if ids is None else ids}
+            "booting_ids": ["i-%d" % n for n in range(booting)] if ids is None else ids, "deregistering": list(deregistering)}
 
 
 RUN = {"action": "run", "terminate": ["i-1"], "drain": [], "booting": 0}
@@ -83,6 +91,24 @@ def test_new_instances_that_never_become_nodes_fail_as_node_creation_failure_nam
     assert raised.value.details["step"]["action"] == "wait" and clock() == pytest.approx(300)
 
 
+def test_while_drained_instances_drain_from_their_target_groups_only_their_health_is_read():
+    clock = Clock()
+    held = {"instance_id": "i-1", "node": "n1", "held": [], "until": 330.0}
+    reader = Reader(clock, [waiting(seconds=330.0, why="1 drained instance(s) to leave their target groups",
+                                    deregistering=[held]), RUN], left_at=41.0)
+    step = wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert step["action"] == "run" and 41.0 <= step["waited_seconds"] <= 43.0
+    assert reader.decisions == 2 and reader.node_lists == 0 and reader.target_reads == 21
+
+
+def test_delays_that_end_by_themselves_are_waited_for_past_the_timeout():
+    clock = Clock()
+    reader = Reader(clock, [waiting(seconds=330.0, why="1 drained instance(s) to leave their target groups",
+                                    deregistering=[{"instance_id": "i-1", "node": "n1", "held": [], "until": 330.0}]), RUN])
+    step = wait_for_step(reader, timeout=60, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert step["action"] == "run" and step["waited_seconds"] == pytest.approx(330.0)
+
+
 @pytest.mark.parametrize("params, field", [
     ({"target": {"launch_template_id": "lt-1", "version": "$Latest"}}, "target"),
     ({"post_drain_delay": "soon"}, "post_drain_delay"),
@@ -90,6 +116,7 @@ def test_new_instances_that_never_become_nodes_fail_as_node_creation_failure_nam
     ({"max_unavailable": "150%"}, "max_unavailable"),
     ({"poll_interval": 0}, "poll_interval"),
     ({"skip": ["n1", " "]}, "skip[1]"),
+    ({"deregistration_timeout": "soon"}, "deregistration_timeout"),
 ])
 def test_bad_options_are_refused_by_name_before_any_call(params, field):
     base = {"target": {"launch_template_id": "lt-1", "version": "3"}, "post_drain_delay": 0, "wait_timeout": "10m",
@@ -116,3 +143,58 @@ def test_new_nodes_are_the_up_to_date_instances_launched_since_the_rollout_start
         {"instance_id": "i-late", "az": "c", "node": None, "launch_time": "2026-11-25T07:05:00Z", "ready_at": None},
     ]
     assert new_nodes(records, {"i-old"}, [], None) == []
+
+
+class NodesApi:
+    def __init__(self, nodes):
+        self.nodes = nodes
+
+    def list_nodes(self):
+        return [dict(node) for node in self.nodes]
+
+
+def drained_node(name, instance_id, seconds_ago):
+    node = make_node(name, unschedulable=True, instance_id=instance_id)
+    stamp = (datetime.now(timezone.utc) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    node["metadata"]["annotations"] = {"nodeops.rollout/drained-at": stamp, "nodeops.rollout/cordoned": "true"}
+    return node
+
+
+def test_the_reader_reads_target_groups_only_for_drained_instances_and_records_each_wait(world, api_calls):
+    elbv2 = boto3.client("elbv2", region_name="us-east-1")
+    vpc = world.ec2.describe_subnets(SubnetIds=world.subnets[:1])["Subnets"][0]["VpcId"]
+    arn = elbv2.create_target_group(Name="web", Protocol="HTTP", Port=30080, VpcId=vpc, TargetType="instance")["TargetGroups"][0]["TargetGroupArn"]
+    world.asg.attach_load_balancer_target_groups(AutoScalingGroupName="workers", TargetGroupARNs=[arn])
+    ids = world.member_ids()
+    target = {"launch_template_id": world.lt_id, "version": world.new_version()}
+    api = NodesApi([make_node("n%d" % n, instance_id=instance_id) for n, instance_id in enumerate(ids)])
+    clock = Clock()
+    params = {"name": "workers", "max_unavailable": None, "canary": True, "skip": [], "deregistration_timeout": None}
+    reader = StepReader(params, world.asg, world.ec2, api, "us-east-1", target, 0, elbv2=elbv2, clock=clock)
+
+    del api_calls[:]
+    first = reader.decide()
+    assert first["action"] == "run" and first["deregistering"] == [] and first["target_waits"] == []
+    assert not [call for call in api_calls if call[0] == "elbv2"]   # nothing drained: no load balancer read
+
+    api.nodes[0] = drained_node("n0", ids[0], seconds_ago=100)
+    del api_calls[:]
+    delayed = StepReader(params, world.asg, world.ec2, api, "us-east-1", target, 300, elbv2=elbv2, clock=clock).decide()
+    assert delayed["delayed"] == ["n0"] and not [call for call in api_calls if call[0] == "elbv2"]   # still in its delay
+    del api_calls[:]
+    held = reader.decide()
+    assert [entry["instance_id"] for entry in held["deregistering"]] == [ids[0]]
+    assert held["deregistering"][0]["held"] == [{"target_group": "web", "state": "healthy", "deregistration_delay": 300}]
+    assert 228 <= held["deregistering"][0]["until"] <= 230 and ids[0] not in held["terminate"]
+    assert sorted(call[1] for call in api_calls if call[0] == "elbv2") == [
+        "DescribeTargetGroupAttributes", "DescribeTargetGroups", "DescribeTargetHealth"]
+
+    elbv2.deregister_targets(TargetGroupArn=arn, Targets=[{"Id": ids[0]}])
+    clock.sleep(12)
+    del api_calls[:]
+    left = reader.decide()
+    assert left["terminate"] == [ids[0]] and left["deregistering"] == []
+    assert left["target_waits"] == [{"instance_id": ids[0], "node": "n0", "target_groups": ["web"], "waited_seconds": 12.0,
+                                     "timed_out": False}]
+    # the target groups were described once per call: each later read is one DescribeTargetHealth per target group
+    assert [call[1] for call in api_calls if call[0] == "elbv2"] == ["DescribeTargetHealth"]

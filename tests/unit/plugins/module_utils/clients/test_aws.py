@@ -106,3 +106,41 @@ def test_clear_state_deletes_only_rollout_tags():
     assert client.calls[0][0] == "delete_tags"
     assert aws.clear_state(client, "workers", {"eks:nodegroup-name": "workers"}) == []
     assert len(client.calls) == 1
+
+
+class _Elbv2:
+    """DescribeTargetGroups (in chunks), DescribeTargetGroupAttributes and DescribeTargetHealth, recorded."""
+
+    def __init__(self, count):
+        self.calls = []
+        self.groups = {"arn:tg/%02d" % n: {"TargetGroupName": "tg-%02d" % n, "TargetGroupArn": "arn:tg/%02d" % n,
+                                          "TargetType": "ip" if n % 2 else "instance"} for n in range(count)}
+
+    def describe_target_groups(self, TargetGroupArns):  # noqa: N803 pylint: disable=invalid-name
+        self.calls.append(("describe_target_groups", len(TargetGroupArns)))
+        return {"TargetGroups": [self.groups[arn] for arn in TargetGroupArns]}
+
+    def describe_target_group_attributes(self, TargetGroupArn):  # noqa: N803 pylint: disable=invalid-name
+        self.calls.append(("describe_target_group_attributes", TargetGroupArn))
+        return {"Attributes": [{"Key": "deregistration_delay.timeout_seconds", "Value": str(int(TargetGroupArn[-2:]) * 10)},
+                               {"Key": "stickiness.enabled", "Value": "false"}]}
+
+    def describe_target_health(self, TargetGroupArn):  # noqa: N803 pylint: disable=invalid-name
+        self.calls.append(("describe_target_health", TargetGroupArn))
+        return {"TargetHealthDescriptions": [{"Target": {"Id": "i-1", "Port": 80}, "TargetHealth": {"State": "draining"}},
+                                             {"Target": {"Id": "i-2", "Port": 80}, "TargetHealth": {"State": "healthy"}}]}
+
+
+def test_a_group_s_target_groups_are_described_in_chunks_with_their_delays():
+    elbv2 = _Elbv2(23)
+    records = aws.group_target_groups(elbv2, {"TargetGroupARNs": sorted(elbv2.groups)})
+    assert [call for call in elbv2.calls if call[0] == "describe_target_groups"] == [("describe_target_groups", 20),
+                                                                                     ("describe_target_groups", 3)]
+    assert len(records) == 23 and records[3] == {"name": "tg-03", "arn": "arn:tg/03", "target_type": "ip", "deregistration_delay": 30}
+    assert aws.group_target_groups(_Elbv2(0), {"TargetGroupARNs": []}) == []
+
+
+def test_target_states_lists_each_target_s_state_in_one_call():
+    elbv2 = _Elbv2(1)
+    assert aws.target_states(elbv2, "arn:tg/00") == {"i-1": "draining", "i-2": "healthy"}
+    assert elbv2.calls == [("describe_target_health", "arn:tg/00")]

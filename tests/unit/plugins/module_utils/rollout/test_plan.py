@@ -27,6 +27,10 @@ def test_estimate_duration():
     assert estimate_duration([2], "3m", "1m", "0", "30s", surge=1) == (180 + 30) + (60 + 0) + 180
     # the rest of a rollout under way: the surge is up already
     assert estimate_duration([1, 4], 100, 10, 5, 1, surge=4, surge_ready=True) == (10 + 5 + 100) + (1 + 10 + 5)
+    # a target group's deregistration delay starts with the drain: what is left of it after the drain, when longer
+    # than the post-drain delay, is waited instead
+    assert estimate_duration([[1], [1, 2, 3]], 100, 10, 5, 1, deregistration_delay=300) == (10 + 290 + 100) + (1 + 10 + 290 + 100)
+    assert estimate_duration([1], 100, 10, 5, 1, deregistration_delay=12) == 10 + 5 + 100
     assert_plan_error(lambda: estimate_duration([1], "soon", 1, 1, 1), "boot_seconds")
     assert_plan_error(lambda: estimate_duration([1], 1, 1, 1, 1, surge=-1), "surge")
     assert_plan_error(lambda: estimate_duration(["x"], 1, 1, 1, 1), "waves[0]")
@@ -118,6 +122,19 @@ def test_rollout_plan_never_surges_more_than_it_replaces():
     result = rollout_plan([detached] + instances, TARGET)
     assert result["outdated_count"] == 3 and result["surge"] == 2  # the detached one was already replaced
     assert result["group_size"] == 3
+
+
+def test_rollout_plan_lists_the_target_groups_and_counts_the_longest_instance_delay():
+    instances = [instance("i-%d" % n, version="1") for n in range(2)]
+    groups = [{"name": "web", "arn": "arn:web", "target_type": "instance", "deregistration_delay": 300},
+              {"name": "pods", "arn": "arn:pods", "target_type": "ip", "deregistration_delay": 900}]
+    plan = rollout_plan(instances, TARGET, max_surge=0, target_groups=groups, boot_seconds=100, drain_seconds=10,
+                        post_drain_delay=5, validate_seconds=1)
+    assert [(tg["name"], tg["deregistration_delay"], tg["waited_for"]) for tg in plan["target_groups"]] == [
+        ("web", 300, True), ("pods", 900, False)]
+    assert plan["eta_seconds"] == estimate_duration([len(b["instance_ids"]) for b in plan["batches"]], 100, 10, 5, 1,
+                                                    deregistration_delay=300)
+    assert rollout_plan(instances, TARGET)["target_groups"] == []
 
 
 def test_rollout_plan_nothing_to_do():

@@ -32,6 +32,14 @@ def test_the_defaults_settle_with_the_lock_covering_one_batch():
     assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 10}
 
 
+def test_a_deregistration_timeout_given_is_waited_within_the_lock():
+    assert settle()["seconds"]["deregistration_timeout"] is None   # each target group's delay plus the margin
+    settings = settle(deregistration_timeout="6m")
+    assert settings["seconds"]["deregistration_timeout"] == 360
+    assert settings["lock_duration"] == 900 + 60 + 360 + 2 * 900 + 600 + 300
+    assert settle(deregistration_timeout="0")["seconds"]["deregistration_timeout"] == 0
+
+
 def test_a_group_s_own_counts_win_over_the_role_s_and_survey_strings_are_read():
     settings = settle(max_unavailable="2", max_surge="50%", validate_passes="3", lock_duration="45m",
                       node_groups=[{"name": "a"}, {"name": "b", "max_unavailable": "25%", "launch_template_version": 7}])
@@ -77,6 +85,7 @@ def test_the_aws_retry_options_are_taken():
     ({"aws": {"retry_mode": "legacy"}}, "rolling_update_aws.retry_mode: 'legacy' is not allowed; use one of standard, adaptive"),
     ({"aws": {"max_attempts": "0"}}, "rolling_update_aws.max_attempts: '0' is not allowed; use a whole number, at least 1"),
     ({"node_groups": []}, "rolling_update_node_groups: [] is not allowed; use a list of at least one node group"),
+    ({"deregistration_timeout": "soon"}, "rolling_update_deregistration_timeout: 'soon' is not allowed; use a number of seconds"),
     ({"node_groups": [{"name": "a"}, {"name": "a"}]}, "rolling_update_node_groups[1] (a): the group is listed twice (also at index 0)"),
     ({"node_groups": [{"name": "a", "image_id": "ami-0123456789abcdef0", "launch_template_version": 3}]},
      "rolling_update_node_groups[0] (a): give at most one of image_id, ssm_parameter, launch_template_version; got image_id, launch_template_version"),

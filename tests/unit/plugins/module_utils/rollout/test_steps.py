@@ -211,3 +211,49 @@ def test_every_rollout_ends_replaced_with_the_floor_and_the_instance_cap_held(si
 def test_a_full_surge_drains_every_node_in_one_step():
     actions = play(30, 3, 30)
     assert actions[0] == "run" and actions.count("run") == 2   # drain all 30, then terminate all 30 (paying back)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Target groups: a drained instance a target group still holds is not terminated yet
+# ---------------------------------------------------------------------------------------------------------
+
+def held_by(state="draining", delay=300, name="web"):
+    return [{"target_group": name, "state": state, "deregistration_delay": delay}]
+
+
+def test_a_drained_instance_still_in_a_target_group_waits_until_it_has_left():
+    group = [inst("o0", cordoned=True, drained=100), inst("o1", cordoned=True, drained=100)] + new(2)
+    result = next_step(group, ["o0", "o1"], 2, 1, 0, 4, NOW, post_drain_delay=60, holds={"o0": held_by()})
+    # o1 has left its target groups: terminated; o0 drains for 300 s + 30 s from its drain's end, 100 s ago
+    assert result["action"] == "run" and result["terminate"] == ["o1"]
+    assert result["deregistering"] == [{"instance_id": "o0", "node": "n-o0", "held": held_by(), "until": 230.0}]
+    assert result["deregistration_timed_out"] == []
+    alone = next_step(group[:1] + group[2:], ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60, holds={"o0": held_by()})
+    assert alone["action"] == "wait" and alone["wait_seconds"] == 230.0
+    assert alone["waiting_for"] == ["1 drained instance(s) to leave their target groups"]
+
+
+def test_a_held_instance_is_terminated_once_its_deregistration_timeout_has_passed_and_the_step_says_so():
+    group = [inst("o0", cordoned=True, drained=400)] + new(2)
+    result = next_step(group, ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60, holds={"o0": held_by("healthy")})
+    assert result["action"] == "run" and result["terminate"] == ["o0"] and result["deregistering"] == []
+    assert result["deregistration_timed_out"] == [{"instance_id": "o0", "node": "n-o0", "held": held_by("healthy")}]
+    # the timeout given replaces each target group's delay; 0 does not wait at all
+    shorter = next_step([inst("o0", cordoned=True, drained=100)] + new(2), ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60,
+                        holds={"o0": held_by()}, target_timeout=90)
+    assert shorter["terminate"] == ["o0"] and shorter["deregistration_timed_out"][0]["instance_id"] == "o0"
+    assert next_step(group, ["o0"], 2, 1, 0, 3, NOW, holds={"o0": held_by()}, target_timeout=0)["terminate"] == ["o0"]
+
+
+def test_the_post_drain_delay_comes_first_and_a_held_instance_keeps_the_rollout_from_being_done():
+    delayed = [inst("o0", cordoned=True, drained=10)] + new(2)
+    result = next_step(delayed, ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60, holds={"o0": held_by()})
+    assert result["action"] == "wait" and result["delayed"] == ["n-o0"] and result["deregistering"] == []
+    held = [inst("o0", cordoned=True, drained=100, ready=False)] + new(2)
+    assert next_step(held, ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60, holds={"o0": held_by()})["action"] == "wait"
+
+
+def test_a_held_instance_counts_as_in_flight_for_the_canary():
+    group = [inst("o0", cordoned=True, drained=100)] + old(3, prefix="p")
+    result = next_step(group, ["o0", "p0", "p1", "p2"], 4, 2, 0, 4, NOW, post_drain_delay=60, holds={"o0": held_by()})
+    assert result["drain"] == [] and result["action"] == "wait"
