@@ -74,8 +74,9 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
 
     ``group_size`` defaults to the instances in service or pending; ``az_count`` to the number of their AZs.
     ``max_unavailable`` and ``max_surge`` are the user's settings (see :func:`max_unavailable_count` and
-    :func:`surge_count`); ``target_groups``: the group's target groups (``rollout.targets.target_group_record``). The surge actually used never exceeds the number of outdated instances still in the
-    group: launching more new instances than will be replaced only costs money and time.
+    :func:`surge_count`); ``target_groups``: the group's target groups (``rollout.targets.target_group_record``). The
+    surge actually used never exceeds the number of outdated instances still in the group: launching more new instances
+    than will be replaced only costs money and time.
 
     Returns ``{"group_size", "az_count", "azs", "target", "max_unavailable", "batch_size", "surge",
     "surge_requested", "outdated": [{"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason",

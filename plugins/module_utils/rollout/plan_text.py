@@ -98,9 +98,9 @@ def _found_lines(title, grouped):
 def target_groups_line(target_groups):
     """``target groups: web (instance targets, deregistration delay 5m 00s: waited for), ...``."""
     return "target groups: " + ", ".join(
-        "%s (%s targets, deregistration delay %s%s)" % (group.get("name"), group.get("target_type"),
-                                                         human_duration(group.get("deregistration_delay")),
-                                                         ": waited for" if group.get("waited_for") else ": not waited for")
+        "%s (%s targets, deregistration delay %s: %s)" % (
+            group.get("name"), group.get("target_type"), human_duration(group.get("deregistration_delay")),
+            "waited for" if group.get("waited_for") else "not waited for")
         for group in target_groups)
 
 

@@ -114,7 +114,7 @@ class _Elbv2:
     def __init__(self, count):
         self.calls = []
         self.groups = {"arn:tg/%02d" % n: {"TargetGroupName": "tg-%02d" % n, "TargetGroupArn": "arn:tg/%02d" % n,
-                                          "TargetType": "ip" if n % 2 else "instance"} for n in range(count)}
+                                           "TargetType": "ip" if n % 2 else "instance"} for n in range(count)}
 
     def describe_target_groups(self, TargetGroupArns):  # noqa: N803 pylint: disable=invalid-name
         self.calls.append(("describe_target_groups", len(TargetGroupArns)))
