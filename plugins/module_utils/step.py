@@ -7,15 +7,17 @@ the step is to wait, wait in here until it is not.
 
 One read is one DescribeAutoScalingGroups, one DescribeInstances (two while instances are detached for surge) and one
 list of nodes; when a drained instance of a group with target groups may be terminated, one DescribeTargetHealth per
-target group too (the target groups themselves are described once per call). While the step waits for new instances
-to become Ready nodes, only the nodes are listed, every ``poll_interval``; while it waits for drained instances to
-leave their target groups, only their target groups' health is read, every ``poll_interval``; the group is read again
-when a node changes, when an instance has left its target groups, when a post-drain delay or a deregistration timeout
-ends, or every ``REREAD_SECONDS`` at the latest.
+target group too (the target groups themselves are described once per call); a step that would drain serving nodes
+also lists the cluster's pods once, to drain no more nodes than the others have room for (``rollout.room``). While the
+step waits for new instances to become Ready nodes, only the nodes are listed, every ``poll_interval``; while it waits
+for drained instances to leave their target groups, only their target groups' health is read, every
+``poll_interval``; the group is read again when a node changes, when an instance has left its target groups, when a
+post-drain delay or a deregistration timeout ends, or every ``REREAD_SECONDS`` at the latest.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -171,10 +173,16 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         original = state["original_desired_capacity"] if state else sizes["desired_capacity"]
         unavailable = max_unavailable_count(self.params.get("max_unavailable"), original)
         owed = surge_owed_now(state, sizes)
-        step = next_step(records, outdated, original, unavailable, owed, sizes["desired_capacity"],
-                         now, post_drain_delay=self.delay, canary=self.params["canary"],
-                         skip=[name.strip() for name in self.params.get("skip") or []],
-                         holds=holds, target_timeout=self.target_timeout)
+        decide = functools.partial(next_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
+                                   now, post_drain_delay=self.delay, canary=self.params["canary"],
+                                   skip=[name.strip() for name in self.params.get("skip") or []],
+                                   holds=holds, target_timeout=self.target_timeout)
+        step = decide()
+        if step["needs_room"]:
+            # only a step that would drain serving nodes reads the pods: one list, from the API server's cache
+            with kube_errors("list", "pods", self.params):
+                pods = self.api.list_pods(resource_version="0")
+            step = decide(room={"nodes": raw_nodes, "pods": pods})
         for entry in step["deregistering"] + step["deregistration_timed_out"]:
             held = self.held.setdefault(entry["instance_id"], {"since": self.clock(), "node": entry["node"]})
             held["target_groups"] = sorted(hold["target_group"] for hold in entry["held"])

@@ -166,8 +166,10 @@ class KubeApi:
         return self._call(self.core.list_node, **kwargs).get("items") or []
 
     # ---- pods ----------------------------------------------------------------------------------
-    def list_pods(self, node=None, namespace=None, label_selector=None):
-        kwargs = {}
+    def list_pods(self, node=None, namespace=None, label_selector=None, resource_version=None):
+        """Pods of a node, a namespace or the cluster; ``resource_version="0"`` lets the server answer from its cache
+        (as informers list) instead of a quorum read of etcd."""
+        kwargs = {"resource_version": resource_version} if resource_version is not None else {}
         if node:
             kwargs["field_selector"] = "spec.nodeName=%s" % node
         if label_selector:

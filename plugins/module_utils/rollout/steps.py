@@ -36,6 +36,7 @@ from __future__ import annotations
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, instance_is_detached
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.room import nodes_with_room
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import deregistration_timeout
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, parse_time
 
@@ -177,7 +178,7 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
 
 
 def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
-              post_drain_delay=0, canary=True, skip=(), holds=None, target_timeout=None):
+              post_drain_delay=0, canary=True, skip=(), holds=None, target_timeout=None, room=None):
     """What the rollout of one group does next.
 
     ``instances``: the group's instances with their nodes; ``outdated_ids``: the ones to replace;
@@ -186,11 +187,19 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     group's now; ``now``: an aware datetime; ``post_drain_delay``: seconds; ``canary``: one node first while
     nothing is up to date; ``skip``: node names a drain gave up on in this run (left cordoned, not retried);
     ``holds``: for drained instances, the target groups still holding them (``rollout.targets.holding``);
-    ``target_timeout``: the deregistration timeout in seconds (None: each target group's delay plus the margin).
+    ``target_timeout``: the deregistration timeout in seconds (None: each target group's delay plus the margin);
+    ``room``: ``{"nodes", "pods"}``, every Node and Pod of the cluster (API JSON), or None when not read.
+
+    **Room.** Of the outdated nodes the floor lets go, only as many are drained as the receiving nodes have room for
+    (``rollout.room.nodes_with_room``): pods that fit nowhere new would land on an outdated node and move twice, or
+    wait Pending. When nothing on its way adds room (no instance booting, no replacement about to launch), one node
+    goes anyway, so a full cluster is rolled one node at a time instead of never. A step that would drain serving
+    nodes but was given no ``room`` says so with ``needs_room``: read the pods and decide again.
 
     Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
     "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "deregistering",
-    "deregistration_timed_out", "skipped"}``; ``deregistering`` lists the drained instances a target group still holds
+    "deregistration_timed_out", "skipped", "needs_room", "held_for_room"}``; ``held_for_room``: outdated nodes the floor
+    let go but the room did not; ``deregistering`` lists the drained instances a target group still holds
     (``instance_id``, ``node``, ``held``, ``until``), ``deregistration_timed_out`` those of ``terminate`` terminated
     while still held, their timeout passed. ``action`` is ``run`` (do
     ``terminate`` (instance ids, the first ``decrement`` of them decrementing desired), then validate the
@@ -221,6 +230,17 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     else:
         allowed = len(candidates)
     take = max(0, min(budget, allowed, len(candidates)))
+    held = 0
+    if take and room is not None:
+        ordered = next_batch(candidates, 1, take)
+        outdated_nodes = [entry["node"] for key in ("serving", "out", "drained", "delayed", "deregistering", "skipped")
+                          for entry in state[key]]
+        fits = nodes_with_room([entry["node"] for entry in ordered], room["nodes"], room["pods"],
+                               excluded=outdated_nodes, draining=[entry["node"] for entry in state["out"]])
+        adds_room = (state["booting"] or pending_launches or state["delayed"] or state["deregistering"]
+                     or len(terminate) > decrement)
+        held = take - (fits if fits or adds_room else 1)
+        take -= held
     if take:
         drain.extend(next_batch(candidates, 1, take))
     drain = [{key: entry[key] for key in ("instance_id", "az", "node")} for entry in drain]
@@ -236,7 +256,8 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
                               for entry in state["deregistering"]],
             "deregistration_timed_out": [{key: entry[key] for key in ("instance_id", "node", "held")}
                                          for entry in state["drained"] if entry.get("timed_out")],
-            "skipped": [entry["node"] for entry in state["skipped"]]}
+            "skipped": [entry["node"] for entry in state["skipped"]],
+            "needs_room": bool(take) and room is None, "held_for_room": held}
     if terminate or drain:
         step["action"] = RUN
         return step
@@ -253,7 +274,8 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     if state["deregistering"]:
         step["waiting_for"].append("%d drained instance(s) to leave their target groups" % len(state["deregistering"]))
     if step["booting"]:
-        step["waiting_for"].append("%d new instance(s) to become Ready nodes" % step["booting"])
+        step["waiting_for"].append("%d new instance(s) to become Ready nodes%s" % (
+            step["booting"], ", for room for the pods of %d outdated node(s)" % held if held else ""))
     if step["waiting_for"]:
         step["action"] = WAIT
         return step

@@ -167,7 +167,7 @@ class FakeKube:
                 self.deployments[dep]["status"] = {"readyReplicas": 1}
                 del self.restart_moves[dep]
 
-    def list_pods(self, node=None, namespace=None, label_selector=None):
+    def list_pods(self, node=None, namespace=None, label_selector=None, resource_version=None):  # pylint: disable=unused-argument
         self._log("list_pods", node or namespace)
         with self.lock:
             if node:

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import decrement_for, next_step
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import make_node, make_pod
 
 NOW = datetime(2026, 11, 25, 7, 0, 0, tzinfo=timezone.utc)
 
@@ -42,9 +43,28 @@ def ids_of(instances):
     return [i["instance_id"] for i in instances]
 
 
-def step(instances, outdated, size, unavailable=1, owed=0, desired=None, delay=0, canary=True, skip=()):
+def step(instances, outdated, size, unavailable=1, owed=0, desired=None, delay=0, canary=True, skip=(), room=None):
     desired = len([i for i in instances if not i["lifecycle_state"].startswith("Terminat")]) if desired is None else desired
-    return next_step(instances, outdated, size, unavailable, owed, desired, NOW, post_drain_delay=delay, canary=canary, skip=skip)
+    return next_step(instances, outdated, size, unavailable, owed, desired, NOW, post_drain_delay=delay, canary=canary, skip=skip,
+                     room=room)
+
+
+def room_of(instances, pods_per_node=3, cpu="500m", allocatable="2"):
+    """The cluster's Nodes and Pods behind ``instances``: every node with ``allocatable`` CPU; every outdated (``o``) node
+    holding ``pods_per_node`` pods of ``cpu``, up-to-date ones none."""
+    nodes, pods = [], []
+    for instance in instances:
+        if not instance["node"]:
+            continue
+        raw = make_node(instance["node"]["name"], ready=instance["node"]["ready"], unschedulable=not instance["node"]["schedulable"])
+        raw["status"]["allocatable"] = {"cpu": allocatable, "memory": "8Gi", "pods": "110"}
+        nodes.append(raw)
+        if instance["instance_id"].startswith("o"):
+            for index in range(pods_per_node):
+                pod = make_pod("%s-%d" % (instance["node"]["name"], index), instance["node"]["name"])
+                pod["spec"]["containers"] = [{"name": "main", "resources": {"requests": {"cpu": cpu}}}]
+                pods.append(pod)
+    return {"nodes": nodes, "pods": pods}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -58,6 +78,35 @@ def test_ready_surge_lets_more_nodes_drain_than_max_unavailable():
     assert result["action"] == "run" and result["floor"] == 5 and result["budget"] == 3
     assert sorted(entry["az"] for entry in result["drain"]) == ["a", "b", "c"]
     assert result["terminate"] == [] and result["validate"] == ["u0", "u1"]
+
+
+def test_a_step_that_would_drain_serving_nodes_asks_for_the_room_and_drains_only_what_fits():
+    group = old(6) + new(2)
+    blind = step(group, ids_of(group[:6]), size=6, unavailable=1, owed=2)
+    assert blind["needs_room"] and blind["held_for_room"] == 0
+    # each new node holds one old node's 1.5 cpu: two of the three the floor allows
+    seen = step(group, ids_of(group[:6]), size=6, unavailable=1, owed=2, room=room_of(group))
+    assert not seen["needs_room"] and len(seen["drain"]) == 2 and seen["held_for_room"] == 1
+    roomy = step(group, ids_of(group[:6]), size=6, unavailable=1, owed=2, room=room_of(group, allocatable="8"))
+    assert len(roomy["drain"]) == 3 and roomy["held_for_room"] == 0
+
+
+def test_when_room_holds_nodes_back_the_step_waits_for_replacements_that_bring_room():
+    group = old(4)[2:] + new(2) + [inst("r0", node=None, lifecycle="Pending")]
+    full = room_of(group)
+    for raw in full["nodes"]:
+        if raw["metadata"]["name"].startswith("n-u"):
+            raw["status"]["allocatable"]["cpu"] = "900m"   # one 500m pod each: not the three of an old node
+    waiting = step(group, ["o2", "o3"], size=4, unavailable=1, owed=0, desired=5, canary=False, room=full)
+    assert waiting["action"] == "wait" and waiting["held_for_room"] == 1 and waiting["drain"] == []
+    assert "for room for the pods of 1 outdated node(s)" in waiting["waiting_for"][0]
+
+
+def test_a_full_cluster_with_nothing_on_the_way_still_drains_one_node_at_a_time():
+    group = old(4) + new(1)
+    full = room_of(group, allocatable="1")   # the new node cannot hold one old node's pods
+    result = step(group, ids_of(group[:4]), size=4, unavailable=2, owed=0, desired=5, room=full)
+    assert result["action"] == "run" and len(result["drain"]) == 1 and result["held_for_room"] == 2
 
 
 def test_without_surge_the_first_step_is_a_canary_of_one_and_nothing_more_until_its_replacement_is_ready():
