@@ -174,6 +174,7 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         self._saved_amis = None
         self._sizes = {}
         self._moto = None
+        self._records = {}   # instance id -> (info, state, group, record): what instances() made last
 
     @property
     def boot_seconds(self):
@@ -209,13 +210,14 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         from moto.elbv2.models import elbv2_backends
         from moto.moto_api import _internal as moto_api
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-        from . import fidelity, targets
+        from . import fidelity, speed, targets
 
         # moto may have been imported earlier in this process with another catalog: use ours either way.
         self._saved_amis = moto_amis.AMIS
         moto_amis.AMIS = catalog
         moto_api.moto_api_backend.reset()
         fidelity.install()
+        speed.install()
         self._moto = {"asg": autoscaling_backends, "ec2": ec2_backends, "elbv2": elbv2_backends, "fidelity": fidelity,
                       "targets": targets}
         self._ctx = fidelity.Context(self.clock, self.events, self._boot_seconds, self.faults, lock=self.lock)
@@ -346,24 +348,34 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         return self._moto[kind][ACCOUNT_ID][self.region]
 
     def instances(self):
-        """Every EC2 instance in the region as plain dicts (read in-process, no HTTP).
+        """Every EC2 instance in the region as plain dicts (read in-process, no HTTP). Callers must not change them.
 
         Lock-free, so a long request (a full DescribeInstances of 1000 instances takes seconds in moto)
         does not stall the caller: list() copies of moto's containers are atomic, and each instance's
         record is complete once its launch has finished (instances still being launched are left out).
+        The node lifecycle controller reads this 20 times a second: an instance's dict is made again only when its
+        state or group changed, not on every read.
         """
         fidelity = self._moto["fidelity"]
         now = self.clock.now()
+        cache, fresh = self._records, {}
         out = []
         for reservation in list(self._backend("ec2").reservations.values()):
             for instance in list(reservation.instances):
                 info = instance.__dict__.get("_sb_info")
                 if info is None:
                     continue
-                record = dict(info)
-                record["launch_template"] = dict(info["launch_template"])
-                record["state"] = fidelity.state_name(instance, now)
+                state = fidelity.state_name(instance, now)
+                hit = cache.get(instance.id)
+                if hit is not None and hit[0] is info and hit[1] == state and hit[2] == info["group"]:
+                    record = hit[3]
+                else:
+                    record = dict(info)
+                    record["launch_template"] = dict(info["launch_template"])
+                    record["state"] = state
+                fresh[instance.id] = (info, state, info["group"], record)
                 out.append(record)
+        self._records = fresh
         return out
 
     def groups(self):
