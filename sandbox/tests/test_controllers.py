@@ -13,6 +13,7 @@ import pytest
 from sandbox.clock import Clock
 from sandbox.events import EventLog
 from sandbox.kube.controllers import ControllerConfig, Controllers, Faults
+from sandbox.kube.controllers.objects import same_conditions
 from sandbox.kube.store import Store, copy_obj, is_ready
 
 SPEED = 100.0
@@ -176,6 +177,18 @@ def make_cluster(request, **cfg):
 
 
 # ------------------------------------------------------------------------------------------------ nodes
+
+def test_conditions_are_the_same_apart_from_their_times_in_any_order():
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": "t1", "lastTransitionTime": "t1"}
+    pressure = {"type": "MemoryPressure", "status": "False", "lastTransitionTime": "t0"}
+    assert same_conditions([ready, pressure], [dict(pressure, lastTransitionTime="t9"), dict(ready, lastHeartbeatTime="t2")])
+    assert not same_conditions([ready, pressure], [dict(ready, status="False"), pressure])
+    assert not same_conditions([ready], [ready, pressure]) and same_conditions(None, [])
+    assert not same_conditions([ready, pressure], [ready, dict(pressure, type="DiskPressure")])
+    twice = [dict(ready, status="False"), ready]
+    assert same_conditions(twice, [ready, dict(ready, status="False", lastHeartbeatTime="t3")])
+    assert not same_conditions(twice, [ready, ready])
+
 
 def test_running_instance_registers_a_node_with_eks_labels_and_becomes_ready_after_the_boot_delay(cluster):
     name = cluster.launch(az="us-east-1b", group="workers", image="ami-123", lt_version="7")[0]

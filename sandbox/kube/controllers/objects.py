@@ -266,11 +266,28 @@ _TIMES = ("lastTransitionTime", "lastUpdateTime", "lastHeartbeatTime", "lastProb
 
 
 def same_conditions(a, b):
-    """Equal apart from their timestamps (so a rewrite of the same facts is not a change)."""
-    def strip(conds):
-        return sorted(([(k, v) for k, v in sorted(c.items()) if k not in _TIMES] for c in conds or []),
-                      key=str)
-    return strip(a) == strip(b)
+    """Equal apart from their timestamps (so a rewrite of the same facts is not a change), in any order.
+
+    Conditions are told apart by their type: compared type by type; only lists holding one type twice are compared
+    as whole multisets (the controllers call this on every status write, so the common case stays cheap)."""
+    a, b = a or [], b or []
+    if len(a) != len(b):
+        return False
+
+    def strip(condition):
+        return {k: v for k, v in condition.items() if k not in _TIMES}
+
+    def by_type(conds):
+        return sorted(conds, key=lambda c: str(c.get("type")))
+
+    if [strip(c) for c in by_type(a)] == [strip(c) for c in by_type(b)]:
+        return True
+    if len({str(c.get("type")) for c in a}) == len(a):
+        return False
+
+    def canonical(conds):
+        return sorted((sorted(strip(c).items(), key=lambda item: item[0]) for c in conds), key=repr)
+    return canonical(a) == canonical(b)
 
 
 def key_of(obj):
