@@ -55,6 +55,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate i
 
 # Nodes whose pods the termination gate lists at once.
 GATE_WORKERS = 8
+# TerminateInstanceInAutoScalingGroup calls at once for instances that keep desired capacity (botocore's retry mode
+# absorbs the account's Auto Scaling throttling; a step of a large group terminates hundreds).
+TERMINATE_WORKERS = 4
 
 
 def check_options(params):
@@ -146,23 +149,46 @@ class _Termination:
         return self.current["desired_capacity"] - len(self.decrement)
 
 
+def _terminate_replaced(autoscaling, instance_ids, result):
+    """The members that keep desired capacity, ``TERMINATE_WORKERS`` calls at a time (each is one request with no
+    bookkeeping after it). Every call is answered before an error is raised, so the result lists what went."""
+    if not instance_ids:
+        return
+    with ThreadPoolExecutor(max_workers=max(1, min(TERMINATE_WORKERS, len(instance_ids)))) as pool:
+        futures = [(instance_id, pool.submit(terminate_in_group, autoscaling, instance_id, False)) for instance_id in instance_ids]
+    failure = None
+    for instance_id, future in futures:
+        try:
+            went = future.result()
+        except Exception as exc:  # pylint: disable=broad-except
+            failure = failure or exc   # the first error, raised once every answer is recorded
+            continue
+        result["terminated" if went else "already_gone"].append(instance_id)
+    if failure is not None:
+        raise failure
+
+
 def _terminate(autoscaling, ec2, termination, result):
-    """Terminate every member (one call each, desired decremented as decided) then the detached instances."""
+    """Terminate every member (desired decremented as decided) then the detached instances. The members that keep
+    desired go several at once; those that decrement it go one at a time, each followed by its tag write."""
     owed = termination.owed_before()
     tags = tags_to_dict(termination.group.get("Tags"))
-    for instance_id in termination.members:
-        decrement = instance_id in termination.decrement
-        if not terminate_in_group(autoscaling, instance_id, decrement):
+    _terminate_replaced(autoscaling, [instance_id for instance_id in termination.members if instance_id not in termination.decrement],
+                        result)
+    for instance_id in termination.decrement:
+        if not terminate_in_group(autoscaling, instance_id, True):
             result["already_gone"].append(instance_id)
             continue
         result["terminated"].append(instance_id)
-        if decrement:
-            result["decremented"].append(instance_id)
-            if termination.state is not None and termination.state["method"] == "scale":
-                owed = max(0, owed - 1)
-                write, delete = state_writes(dict(termination.state, surge_owed=owed), tags)
-                write_state(autoscaling, termination.name, write, delete)
-                tags = after_writes(tags, write, delete)
+        result["decremented"].append(instance_id)
+        if termination.state is not None and termination.state["method"] == "scale":
+            owed = max(0, owed - 1)
+            write, delete = state_writes(dict(termination.state, surge_owed=owed), tags)
+            write_state(autoscaling, termination.name, write, delete)
+            tags = after_writes(tags, write, delete)
+    listed = {instance_id: index for index, instance_id in enumerate(termination.instance_ids)}
+    for key in ("terminated", "already_gone"):
+        result[key].sort(key=lambda instance_id: listed.get(instance_id, len(listed)))   # in the order they were listed
     for chunk in terminate_detached(ec2, termination.detached):
         result["terminated_detached"].extend(chunk)
     if owed is not None:

@@ -8,7 +8,12 @@ Fixtures (world, run, api_calls, cluster) come from aws_world.py through conftes
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+from botocore.exceptions import ClientError
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import _terminate_replaced
 
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import mutating, owned_pod, recorded_state
 
@@ -189,3 +194,39 @@ def test_the_gate_lets_an_instance_that_never_registered_go_only_when_the_cluste
     assert mutating(api_calls) == []
     cluster.foreign = False  # the other instances are nodes here: the first one never registered
     assert run("instance_terminate", asg_name="workers", instance_ids=[first], delete_node=False)["terminated"] == [first]
+
+
+class _ConcurrentAutoScaling:
+    """Answers TerminateInstanceInAutoScalingGroup only once two calls are in flight together (a barrier), so a sequence
+    of calls made one at a time fails; ``broken`` is refused with a throttling error, ``gone`` as not found."""
+
+    def __init__(self, broken=(), gone=()):
+        self.barrier = threading.Barrier(2, timeout=10)
+        self.broken, self.gone, self.calls = set(broken), set(gone), []
+
+    def terminate_instance_in_auto_scaling_group(self, InstanceId, ShouldDecrementDesiredCapacity):  # pylint: disable=invalid-name
+        assert ShouldDecrementDesiredCapacity is False
+        self.calls.append(InstanceId)
+        if len(self.calls) <= 2:
+            self.barrier.wait()
+        if InstanceId in self.broken:
+            raise ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}, "TerminateInstanceInAutoScalingGroup")
+        if InstanceId in self.gone:
+            raise ClientError({"Error": {"Code": "ValidationError", "Message": "Instance Id not found"}}, "TerminateInstanceInAutoScalingGroup")
+
+
+def test_instances_that_keep_desired_are_terminated_several_at_once_in_the_listed_order():
+    ids = ["i-%017d" % n for n in range(9)]
+    client = _ConcurrentAutoScaling(gone=[ids[4]])
+    result = {"terminated": [], "already_gone": []}
+    _terminate_replaced(client, ids, result)
+    assert sorted(client.calls) == ids
+    assert result == {"terminated": [i for i in ids if i != ids[4]], "already_gone": [ids[4]]}
+
+
+def test_a_refused_termination_is_raised_after_every_other_answer_is_recorded():
+    ids = ["i-%017d" % n for n in range(6)]
+    result = {"terminated": [], "already_gone": []}
+    with pytest.raises(ClientError, match="Rate exceeded"):
+        _terminate_replaced(_ConcurrentAutoScaling(broken=[ids[1]]), ids, result)
+    assert result["terminated"] == [i for i in ids if i != ids[1]]
