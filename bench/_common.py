@@ -181,6 +181,8 @@ def invariants(report):
         "max_evictions_per_pod": report["evictions"]["max_evictions_per_pod"],
         "evicted_born_during_rollout": report["evictions"]["evicted_born_during_rollout"],
         "max_pending_seconds": report["max_pending_seconds"],
+        "max_unschedulable_seconds": report["max_unschedulable_seconds"],
+        "pods_unschedulable": report["pods_unschedulable"],
     }
 
 

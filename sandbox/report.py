@@ -209,11 +209,13 @@ def build_report(events, client_prefix="nodeops.rollout"):
     pdb_violations, killed, deleted_direct = [], [], []
     evictions = collections.Counter()
     evicted_pre, evicted_new = 0, 0
-    scheduled, gone = {}, {}
+    scheduled, gone, unschedulable = {}, {}, {}
     for e in events:
         kind = e["kind"]
         if kind == "pod.scheduled" or (kind == "pod.created" and e.get("node")):
             scheduled.setdefault(e["uid"], e["t"])
+        if kind == "pod.unschedulable":
+            unschedulable.setdefault(e["uid"], e["t"])
         if kind == "pod.deleted":
             gone.setdefault(e["uid"], e["t"])
         if kind == "pod.created":
@@ -263,6 +265,10 @@ def build_report(events, client_prefix="nodeops.rollout"):
     # how long the pods created during the rollout (the evicted pods' replacements) waited for a node
     end = events[-1]["t"] if events else 0.0
     pending = [min(scheduled.get(uid, end), gone.get(uid, end)) - t for uid, t in born.items() if t >= start]
+    # of that, how long they waited after the scheduler found no node with room for them (the wait for capacity,
+    # not for the scheduler's turn)
+    no_room = [max(0.0, min(scheduled.get(uid, end), gone.get(uid, end)) - t) for uid, t in unschedulable.items()
+               if born.get(uid, start) >= start]
     floor, at_start = _node_floor(events, start)
     rollout_clients = {k: v for k, v in requests["kubernetes"].items() if k.startswith(client_prefix)}
     rollout_aws = {k: v for k, v in requests["aws"].items() if k.startswith(client_prefix)}
@@ -284,6 +290,8 @@ def build_report(events, client_prefix="nodeops.rollout"):
                       "max_evictions_per_pod": max(evictions.values()) if evictions else 0,
                       "per_pre_existing_pod": round(evicted_pre / len(alive_at_start), 3) if alive_at_start else 0.0},
         "max_pending_seconds": round(max(pending or [0.0]), 3),
+        "max_unschedulable_seconds": round(max(no_room or [0.0]), 3),
+        "pods_unschedulable": len(no_room),
         "api_requests": {"kubernetes": dict(requests["kubernetes"]), "aws": dict(requests["aws"])},
         "nodes_replaced": nodes_replaced,
         "rollout_requests_per_replaced_node": {

@@ -60,6 +60,17 @@ def is_ready(obj):
     return False
 
 
+def unschedulable_now(old, new):
+    """Whether the scheduler has just found no node for an unbound pod (``PodScheduled`` False, reason
+    ``Unschedulable``, which ``old`` did not carry): the start of a wait for capacity, not for the scheduler."""
+    def marked(pod):
+        if pod is None or (pod.get("spec") or {}).get("nodeName"):
+            return False
+        return any(cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason") == "Unschedulable"
+                   for cond in (pod.get("status") or {}).get("conditions") or [])
+    return marked(new) and not marked(old)
+
+
 def controller_ref(obj):
     for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
         if ref.get("controller"):
@@ -437,6 +448,8 @@ class Store:
             self.events.emit("pod.created", client=client, **base)
         if old and not old.get("spec", {}).get("nodeName") and base["node"]:
             self.events.emit("pod.scheduled", **base)
+        if etype != "DELETED" and unschedulable_now(old, new):
+            self.events.emit("pod.unschedulable", **base)
         was_ready, now_ready = bool(old) and is_ready(old), is_ready(new) and etype != "DELETED"
         starting_end = etype != "DELETED" and "deletionTimestamp" in meta and not (old and "deletionTimestamp" in old["metadata"])
         if starting_end or (etype == "DELETED" and meta["uid"] not in self._causes):

@@ -25,7 +25,7 @@ import time
 
 from ..kube.selectors import LabelSelector
 from ..kube.server import client_of
-from ..kube.store import owner_of
+from ..kube.store import owner_of, unschedulable_now
 from .rest import RestError
 
 MUTATING = frozenset(("create", "update", "patch", "delete", "deletecollection"))
@@ -292,6 +292,8 @@ class Observer:
             self.events.emit("pod.created", client=None, **base)
         if old and not (old.get("spec") or {}).get("nodeName") and base["node"]:
             self.events.emit("pod.scheduled", **base)
+        if etype != "DELETED" and unschedulable_now(old, new):
+            self.events.emit("pod.unschedulable", **base)
         ending = etype != "DELETED" and meta.get("deletionTimestamp") and not (old and old["metadata"].get("deletionTimestamp"))
         vanished = etype == "DELETED" and not (old and old["metadata"].get("deletionTimestamp"))
         source = old or new

@@ -425,6 +425,8 @@ def test_a_pod_too_big_for_any_node_stays_pending_with_the_scheduler_message(clu
     assert not cluster.ctl.wait_idle(20.0 / SPEED), "a pending pod is work left"
     failed = cluster.store.list("events", namespace=NS)[0]
     assert any(e["reason"] == "FailedScheduling" and e["involvedObject"]["name"] == "huge" for e in failed)
+    # the log says when the wait for room began, once (the invariant report's max_unschedulable_seconds)
+    assert [e["pod"] for e in cluster.events.events("pod.unschedulable")] == ["%s/huge" % NS]
 
 
 def test_requests_fill_nodes_and_the_rest_wait_until_capacity_appears(cluster):

@@ -174,6 +174,23 @@ def test_a_pod_born_during_the_rollout_and_evicted_again_moved_twice():
     assert rep["evictions"]["pre_existing_pods"] == 1
 
 
+def test_pending_counts_the_wait_for_a_node_and_unschedulable_only_the_wait_for_room():
+    def born(t, uid):
+        return ev(t, "pod.created", pod="shop/" + uid, uid=uid, owner="Deployment/shop/web", node=None)
+
+    def scheduled(t, uid):
+        return ev(t, "pod.scheduled", pod="shop/" + uid, uid=uid, owner="Deployment/shop/web", node="n2")
+
+    events = [start_window(5), born(6, "quick"), scheduled(9, "quick"),             # the scheduler's turn: 3 s
+              born(6, "full"), ev(7, "pod.unschedulable", pod="shop/full", uid="full"),  # no room from 7 to 40
+              ev(8, "pod.unschedulable", pod="shop/full", uid="full"), scheduled(40, "full"),
+              born(10, "never"), ev(11, "pod.unschedulable", pod="shop/never", uid="never"), ev(50, "node.ready", node="n9")]
+    rep = build_report(events)
+    assert rep["max_pending_seconds"] == 40.0          # 'never', from its birth to the log's end
+    assert rep["max_unschedulable_seconds"] == 39.0    # 'never', from 11 to the end; 'full' 33
+    assert rep["pods_unschedulable"] == 2
+
+
 def test_requests_attributed_per_client_and_per_replaced_node():
     events = [start_window(1),
               ev(2, "aws.request", action="TerminateInstanceInAutoScalingGroup", client="nodeops.rollout/0.1.0 instance_terminate",
