@@ -102,6 +102,12 @@ options:
         description: One validation of the new nodes.
         type: raw
         default: 30
+      task_seconds:
+        description:
+          - What Ansible takes to run one task of the role on this controller (module start-up and return); the estimate
+            counts it for the tasks outside the waits.
+        type: raw
+        default: 1
   join_timeout:
     description:
       - How long a new instance may take to become a Ready node, as seconds (V(600)) or a duration (V(10m)).
@@ -460,6 +466,7 @@ def argument_spec():
             drain_seconds=dict(type="raw", default=90),
             post_drain_delay=dict(type="raw", default=60),
             validate_seconds=dict(type="raw", default=30),
+            task_seconds=dict(type="raw", default=1),
         )),
         target=dict(type="dict", options=dict(
             launch_template_id=dict(type="str"),

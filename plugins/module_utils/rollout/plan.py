@@ -24,8 +24,15 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets im
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, is_int, parse_duration
 
 
+# Tasks of the role that call a module outside the steps once the group is locked (setup, scale up, scale down), and
+# in each step (renew the lock, decide, terminate or validate and drain): what Ansible's own time per task is counted for.
+FIXED_TASKS = 10
+SCALE_DOWN_TASKS = 4
+TASKS_PER_STEP = 3
+
+
 def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0, surge_ready=False,
-                      deregistration_delay=0):
+                      deregistration_delay=0, task_seconds=0):
     """Predicted seconds for a rollout of ``waves`` (lists of instances, or their sizes; :func:`steps.wave_sizes`).
 
     The model follows the pipeline of ``rollout.steps``: when ``surge`` > 0, new instances boot once up front and are
@@ -33,6 +40,9 @@ def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, vali
     drains (its nodes in parallel) and waits the post-drain delay, or what is left of its target groups'
     ``deregistration_delay`` (which starts with the drain) when that is longer; its terminations that do not pay the
     surge back are replaced, and the next wave waits for the replacements to boot and validates them.
+    Ansible's own time, ``task_seconds`` per task, is added for ``FIXED_TASKS`` (only the scale down's when
+    ``surge_ready``) and for ``TASKS_PER_STEP`` in each step: a wave takes a step that drains and one that terminates,
+    and one more step ends the upgrade.
     Durations accept what :func:`parse_duration` accepts.
     """
     boot = parse_duration(boot_seconds, "boot_seconds")
@@ -40,6 +50,7 @@ def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, vali
     delay = max(parse_duration(post_drain_delay, "post_drain_delay"),
                 parse_duration(deregistration_delay, "deregistration_delay") - drain)
     validate = parse_duration(validate_seconds, "validate_seconds")
+    task = parse_duration(task_seconds, "task_seconds")
     owed = int_at_least(surge, "surge", 0)
     if not isinstance(waves, (list, tuple)):
         raise PlanError("waves: %r is not allowed; use a list of waves" % (waves,))
@@ -59,6 +70,8 @@ def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, vali
         left -= size
         if size > paid:
             total += boot
+    if sizes:
+        total += task * ((SCALE_DOWN_TASKS if surge_ready else FIXED_TASKS) + TASKS_PER_STEP * (2 * len(sizes) + 1))
     return total
 
 
@@ -69,7 +82,7 @@ def _plan_entry(instance):
 
 def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_count=None, group_size=None,
                  boot_seconds=180, drain_seconds=90, post_drain_delay=60, validate_seconds=30, taint_effect="NoSchedule",
-                 target_groups=()):
+                 target_groups=(), task_seconds=1):
     """The whole rollout of one group as data: what ``node_group_info`` returns as ``plan``.
 
     ``group_size`` defaults to the instances in service or pending; ``az_count`` to the number of their AZs.
@@ -98,7 +111,8 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     timings = {"boot_seconds": parse_duration(boot_seconds, "boot_seconds"),
                "drain_seconds": parse_duration(drain_seconds, "drain_seconds"),
                "post_drain_delay": parse_duration(post_drain_delay, "post_drain_delay"),
-               "validate_seconds": parse_duration(validate_seconds, "validate_seconds")}
+               "validate_seconds": parse_duration(validate_seconds, "validate_seconds"),
+               "task_seconds": parse_duration(task_seconds, "task_seconds")}
 
     unavailable = max_unavailable_count(max_unavailable, group_size)
     surge_requested = surge_count(max_surge, az_count, unavailable, group_size)
@@ -143,7 +157,8 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         "eta_seconds": estimate_duration(batches, timings["boot_seconds"], timings["drain_seconds"],
                                          timings["post_drain_delay"], timings["validate_seconds"], surge,
                                          deregistration_delay=max([tg["deregistration_delay"]
-                                                                   for tg in instance_target_groups(target_groups)] or [0])),
+                                                                   for tg in instance_target_groups(target_groups)] or [0]),
+                                         task_seconds=timings["task_seconds"]),
         "timings": timings,
         "taint_effect": outdated_taint_effect(taint_effect, surge, len(entries)),
         "target_groups": plan_target_groups(target_groups),

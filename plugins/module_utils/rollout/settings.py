@@ -37,6 +37,7 @@ DURATIONS = {
     "lock_duration": (1, True),
     "estimate_boot": (0, False),
     "estimate_drain": (0, False),
+    "estimate_task": (0, False),
 }
 CHOICES = {
     "surge_method": METHODS,
@@ -188,7 +189,8 @@ def check_role_settings(values):
     # what the plan's estimated duration assumes (rollout.plan.estimate_duration): the operator's own waits, and the
     # boot and drain times they expect
     estimate = {"boot_seconds": seconds["estimate_boot"], "drain_seconds": seconds["estimate_drain"],
-                "post_drain_delay": seconds["post_drain_delay"], "validate_seconds": (int(passes) - 1) * seconds["validate_interval"]}
+                "post_drain_delay": seconds["post_drain_delay"], "validate_seconds": (int(passes) - 1) * seconds["validate_interval"],
+                "task_seconds": seconds["estimate_task"]}
     return {"seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             "estimate": estimate, "report_html": report_html_file(report), "report_sections": sections}
 

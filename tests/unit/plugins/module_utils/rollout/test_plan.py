@@ -31,6 +31,10 @@ def test_estimate_duration():
     # than the post-drain delay, is waited instead
     assert estimate_duration([[1], [1, 2, 3]], 100, 10, 5, 1, deregistration_delay=300) == (10 + 290 + 100) + (1 + 10 + 290 + 100)
     assert estimate_duration([1], 100, 10, 5, 1, deregistration_delay=12) == 10 + 5 + 100
+    # each task of the role outside the waits: ten, and three per step (two per wave and the last)
+    assert estimate_duration([2], "3m", "1m", "0", "30s", surge=1, task_seconds="2s") == (180 + 30) + (60 + 0) + 180 + 2 * (10 + 3 * 3)
+    assert estimate_duration([], 180, 90, 60, 30, task_seconds=5) == 0
+    assert_plan_error(lambda: estimate_duration([1], 1, 1, 1, 1, task_seconds="busy"), "task_seconds")
     assert_plan_error(lambda: estimate_duration([1], "soon", 1, 1, 1), "boot_seconds")
     assert_plan_error(lambda: estimate_duration([1], 1, 1, 1, 1, surge=-1), "surge")
     assert_plan_error(lambda: estimate_duration(["x"], 1, 1, 1, 1), "waves[0]")
@@ -86,8 +90,10 @@ def test_rollout_plan_defaults_surge_then_one_at_a_time():
     assert result["target"] == {"launch_template_id": "lt-new", "version": "5", "image_id": None}
     # All six replacements are surged up front: one boot and a validation, then one drain and its delay; every
     # termination pays the surge back, so nothing is left to boot.
-    assert result["eta_seconds"] == 180 + 30 + 90 + 60
-    assert result["timings"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30}
+    # Ansible's own second per task: ten tasks outside the steps, three in each of three steps (drain, terminate, done).
+    assert result["eta_seconds"] == 180 + 30 + 90 + 60 + (10 + 3 * 3)
+    assert result["timings"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30,
+                                 "task_seconds": 1}
     json.dumps(result)
 
 
@@ -108,7 +114,7 @@ def test_rollout_plan_percentages_and_existing_up_to_date_nodes():
     assert [len(batch["instance_ids"]) for batch in result["batches"]] == [3, 3]
     assert all(len(set(batch["azs"])) == 3 for batch in result["batches"])
     assert result["surge"] == 0
-    assert result["eta_seconds"] == (120 + 60 + 180) + (30 + 120 + 60 + 180)
+    assert result["eta_seconds"] == (120 + 60 + 180) + (30 + 120 + 60 + 180) + (10 + 3 * 5)
     outdated = result["outdated"][0]
     assert set(outdated) == {"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason", "reasons"}
     assert "target version is 5" in outdated["reason"]
@@ -133,7 +139,7 @@ def test_rollout_plan_lists_the_target_groups_and_counts_the_longest_instance_de
     assert [(tg["name"], tg["deregistration_delay"], tg["waited_for"]) for tg in plan["target_groups"]] == [
         ("web", 300, True), ("pods", 900, False)]
     assert plan["eta_seconds"] == estimate_duration([len(b["instance_ids"]) for b in plan["batches"]], 100, 10, 5, 1,
-                                                    deregistration_delay=300)
+                                                    deregistration_delay=300, task_seconds=1)
     assert rollout_plan(instances, TARGET)["target_groups"] == []
 
 

@@ -13,7 +13,7 @@ DEFAULTS = {
     "rolling_update_post_drain_delay": 60, "rolling_update_node_ready_timeout": "15m", "rolling_update_validate_passes": 2,
     "rolling_update_validate_interval": "10s", "rolling_update_validate_timeout": "10m", "rolling_update_aws": {},
     "rolling_update_k8s": {}, "rolling_update_report_file": "", "rolling_update_report_sections": [], "rolling_update_lock_namespace": "kube-system",
-    "rolling_update_lock_duration": "", "rolling_update_estimate_boot": "3m", "rolling_update_estimate_drain": "90s",
+    "rolling_update_lock_duration": "", "rolling_update_estimate_boot": "3m", "rolling_update_estimate_drain": "90s", "rolling_update_estimate_task": "1s",
 }
 
 
@@ -28,8 +28,10 @@ def test_the_defaults_settle_with_the_lock_covering_one_batch():
     # renewals wait while the Lease still covers the longest step and half the margin
     assert settings["lock_min_valid"] == 900 + 60 + 2 * 900 + 600 + 150
     assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": ""}]
-    # the plan's estimate: the boot and drain the operator expects, and the waits they configured (2 passes 10 s apart)
-    assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 10}
+    # the plan's estimate: the boot and drain the operator expects, the waits they configured (2 passes 10 s apart), and
+    # the time Ansible takes per task
+    assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 10,
+                                    "task_seconds": 1}
 
 
 def test_a_deregistration_timeout_given_is_waited_within_the_lock():
