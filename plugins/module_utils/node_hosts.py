@@ -97,6 +97,27 @@ def host_entries(group_spec, records, target):
     return entries
 
 
+def batch_instances(batch, hostvars):
+    """The instances a batch of the serial playbook replaces: ``{node group: [instance id, ...]}``, in the batch's
+    order. ``batch``: the batch's hosts (``ansible_play_batch``); ``hostvars``: every host's variables, as
+    :func:`host_entries` set them. Nothing outside the batch is named: a rollout given these ids leaves every other
+    outdated instance of the group as it is (``rollout_step``'s ``limit``). Raises RolloutError naming a host that is
+    not an instance of this inventory."""
+    if not isinstance(batch, (list, tuple)):
+        raise RolloutError("batch: %r is not allowed; use the batch's hosts (ansible_play_batch)" % (batch,))
+    found = {}
+    for host in batch:
+        facts = hostvars[host] if host in hostvars else {}
+        group, instance_id = facts.get("node_group"), facts.get("instance_id")
+        if not group or not instance_id:
+            raise RolloutError("host %s has no node_group and instance_id: it is not a node of an inventory of the plugin "
+                               "nodeops.rollout.nodes; run nodeops.rollout.upgrade_serial over such an inventory" % host)
+        found.setdefault(group, [])
+        if instance_id not in found[group]:
+            found[group].append(instance_id)
+    return found
+
+
 def read_node_hosts(params, node_groups, client_name="nodes"):
     """Every node group's hosts (``host_entries``), read with the connection options ``params`` (the modules'
     AWS and Kubernetes options, falling back to the same environment variables); requests say ``client_name`` in their

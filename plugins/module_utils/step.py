@@ -58,6 +58,9 @@ def check_options(params):
     for index, name in enumerate(params.get("skip") or []):
         if not isinstance(name, str) or not name.strip():
             raise PlanError("skip[%d]: %r is not allowed; use a node name" % (index, name))
+    for index, instance_id in enumerate(params.get("limit") or []):
+        if not isinstance(instance_id, str) or not instance_id.strip().startswith("i-"):
+            raise PlanError("limit[%d]: %r is not allowed; use an instance id (i-...)" % (index, instance_id))
     parse_deregistration_timeout(params.get("deregistration_timeout"))
     return target, delay, timeout
 
@@ -176,6 +179,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         decide = functools.partial(next_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
                                    now, post_drain_delay=self.delay, canary=self.params["canary"],
                                    skip=[name.strip() for name in self.params.get("skip") or []],
+                                   limit=None if self.params.get("limit") is None else [iid.strip() for iid in self.params["limit"]],
                                    holds=holds, target_timeout=self.target_timeout)
         step = decide()
         if step["needs_room"]:

@@ -89,6 +89,14 @@ options:
     type: list
     elements: str
     default: []
+  limit:
+    description:
+      - The outdated instances (ids) to replace; every other outdated instance is left as it is - not drained, not
+        terminated, not waited for, whether it has a node or not - and the step is V(done) once only those are left.
+        The playbook C(nodeops.rollout.upgrade_serial) gives the instances of its current batch.
+      - Unset, every outdated instance of the group is replaced.
+    type: list
+    elements: str
   wait:
     description:
       - Wait here while the step is to wait, and return the next step that does something.
@@ -139,7 +147,7 @@ step:
       description:
         - V(run) - terminate RV(step.terminate), then validate RV(step.validate), then drain RV(step.drain).
         - V(wait) - only with O(wait=false) - nothing can be done before RV(step.waiting_for).
-        - V(done) - no outdated instance is left but the RV(step.skipped) nodes.
+        - V(done) - no outdated instance is left but the RV(step.skipped) nodes and the RV(step.outside) instances.
         - V(blocked) - the module fails - the group is at its capacity floor and nothing in flight can lift it.
       type: str
     terminate:
@@ -198,6 +206,10 @@ step:
       description: The outdated nodes of O(skip).
       type: list
       elements: str
+    outside:
+      description: The outdated instances O(limit) leaves out.
+      type: list
+      elements: str
     waiting_for:
       description: What the step waited for (or, with O(wait=false), waits for).
       type: list
@@ -246,6 +258,7 @@ step:
     target_waits: [{"instance_id": "i-0a1b2c3d4e5f60001", "node": "ip-10-0-1-7.eu-west-1.compute.internal",
                     "target_groups": ["web-tg"], "waited_seconds": 41.0, "timed_out": false}]
     skipped: []
+    outside: []
     waiting_for: []
     wait_seconds: null
     waited_seconds: 31.5
@@ -278,6 +291,7 @@ def argument_spec():
         deregistration_timeout=dict(type="raw"),
         canary=dict(type="bool", default=True),
         skip=dict(type="list", elements="str", default=[]),
+        limit=dict(type="list", elements="str"),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="raw", default="10m"),
         poll_interval=dict(type="float", default=2.0),

@@ -80,15 +80,16 @@ def _entry(instance):
             "launch_time": instance.get("launch_time")}
 
 
-def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None, target_timeout=None):
+def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None, target_timeout=None, limit=None):
     """Sort the group's instances by where they are in the rollout.
 
-    Returns ``{"serving", "out", "drained", "delayed", "deregistering", "no_node", "skipped"}`` (outdated instances:
-    serving pods and taking new ones; out of service but not drained (not Ready, cordoned, a drain interrupted);
+    Returns ``{"serving", "out", "drained", "delayed", "deregistering", "no_node", "skipped", "outside"}`` (outdated
+    instances: serving pods and taking new ones; out of service but not drained (not Ready, cordoned, a drain interrupted);
     drained and past the post-drain delay; drained and still in the delay, with ``until`` seconds from now; drained,
     past the delay, but still held by a target group (``holds``: instance id -> ``rollout.targets.holding``), with
     ``until`` seconds left of its deregistration timeout (``target_timeout``: seconds, or None for each target group's
-    delay plus the margin); never a node; named in ``skip``; a drained entry held until its timeout passed carries
+    delay plus the margin); never a node; named in ``skip``; not in ``limit`` (instance ids; None: every outdated
+    instance is the rollout's) whatever their state; a drained entry held until its timeout passed carries
     ``held`` and ``timed_out``), ``"outdated_left"`` (every active outdated instance), ``"capacity"`` (serving
     nodes of the group, outdated or not), ``"up_to_date_ready"`` (instance ids), ``"booting"`` (instances still
     launching, and up-to-date instances without a Ready node yet; a Ready node cordoned by someone else is not) and
@@ -96,8 +97,10 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
     """
     wanted = set(outdated_ids)
     skip = set(skip or ())
+    limit = None if limit is None else set(limit)
     holds = holds or {}
-    sorted_ = {"serving": [], "out": [], "drained": [], "delayed": [], "deregistering": [], "no_node": [], "skipped": []}
+    sorted_ = {"serving": [], "out": [], "drained": [], "delayed": [], "deregistering": [], "no_node": [], "skipped": [],
+               "outside": []}
     capacity = members = 0
     up_to_date_ready, booting = [], []
     outdated_left = 0
@@ -121,7 +124,10 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
         outdated_left += 1
         entry = _entry(instance)
         ended = drained_at(node)
-        if node is None and (instance.get("lifecycle_state") == "InService" or detached):
+        if limit is not None and instance["instance_id"] not in limit:
+            # another run's to replace: not drained, not terminated, not waited for, whether it has a node or not
+            sorted_["outside"].append(entry)
+        elif node is None and (instance.get("lifecycle_state") == "InService" or detached):
             sorted_["no_node"].append(entry)
         elif node is None:
             # still launching: nothing to drain yet, and it may still become a node; waited for like a replacement
@@ -178,7 +184,7 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
 
 
 def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
-              post_drain_delay=0, canary=True, skip=(), holds=None, target_timeout=None, room=None):
+              post_drain_delay=0, canary=True, skip=(), holds=None, target_timeout=None, room=None, limit=None):
     """What the rollout of one group does next.
 
     ``instances``: the group's instances with their nodes; ``outdated_ids``: the ones to replace;
@@ -188,7 +194,9 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     nothing is up to date; ``skip``: node names a drain gave up on in this run (left cordoned, not retried);
     ``holds``: for drained instances, the target groups still holding them (``rollout.targets.holding``);
     ``target_timeout``: the deregistration timeout in seconds (None: each target group's delay plus the margin);
-    ``room``: ``{"nodes", "pods"}``, every Node and Pod of the cluster (API JSON), or None when not read.
+    ``room``: ``{"nodes", "pods"}``, every Node and Pod of the cluster (API JSON), or None when not read;
+    ``limit``: the outdated instances (ids) this rollout may replace, every other outdated instance left as it is
+    (the serial playbook's batch), or None for all of them.
 
     **Room.** Of the outdated nodes the floor lets go, only as many are drained as the receiving nodes have room for
     (``rollout.room.nodes_with_room``): pods that fit nowhere new would land on an outdated node and move twice, or
@@ -198,14 +206,15 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
 
     Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
     "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "deregistering",
-    "deregistration_timed_out", "skipped", "needs_room", "held_for_room"}``; ``held_for_room``: outdated nodes the floor
+    "deregistration_timed_out", "skipped", "outside", "needs_room", "held_for_room"}``; ``outside``: the outdated
+    instances ``limit`` leaves out; ``held_for_room``: outdated nodes the floor
     let go but the room did not; ``deregistering`` lists the drained instances a target group still holds
     (``instance_id``, ``node``, ``held``, ``until``), ``deregistration_timed_out`` those of ``terminate`` terminated
     while still held, their timeout passed. ``action`` is ``run`` (do
     ``terminate`` (instance ids, the first ``decrement`` of them decrementing desired), then validate the
     ``validate`` instances and drain the ``drain`` nodes), ``wait`` (``wait_seconds`` at most, for
-    ``waiting_for``), ``done`` (nothing outdated is left but ``skipped`` nodes, and every replacement is a Ready
-    node), or ``blocked`` (nothing in flight
+    ``waiting_for``), ``done`` (nothing outdated is left but ``skipped`` nodes and ``outside`` instances, and every
+    replacement is a Ready node), or ``blocked`` (nothing in flight
     can lift the group back over its floor; ``message`` says why).
     """
     original_size = int_at_least(original_size, "original_size", 0)
@@ -213,7 +222,7 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     surge_owed = int_at_least(surge_owed, "surge_owed", 0)
     desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
     delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
-    state = classify(instances, outdated_ids, now, delay, skip, holds, target_timeout)
+    state = classify(instances, outdated_ids, now, delay, skip, holds, target_timeout, limit)
     floor = max(0, original_size - max_unavailable)
     budget = state["capacity"] - floor
     pending_launches = max(0, desired_capacity - state["members"])
@@ -233,8 +242,8 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     held = 0
     if take and room is not None:
         ordered = next_batch(candidates, 1, take)
-        outdated_nodes = [entry["node"] for key in ("serving", "out", "drained", "delayed", "deregistering", "skipped")
-                          for entry in state[key]]
+        outdated_nodes = [entry["node"] for key in ("serving", "out", "drained", "delayed", "deregistering", "skipped", "outside")
+                          for entry in state[key] if entry["node"]]
         fits = nodes_with_room([entry["node"] for entry in ordered], room["nodes"], room["pods"],
                                excluded=outdated_nodes, draining=[entry["node"] for entry in state["out"]])
         adds_room = (state["booting"] or pending_launches or state["delayed"] or state["deregistering"]
@@ -257,11 +266,12 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
             "deregistration_timed_out": [{key: entry[key] for key in ("instance_id", "node", "held")}
                                          for entry in state["drained"] if entry.get("timed_out")],
             "skipped": [entry["node"] for entry in state["skipped"]],
+            "outside": [entry["instance_id"] for entry in state["outside"]],
             "needs_room": bool(take) and room is None, "held_for_room": held}
     if terminate or drain:
         step["action"] = RUN
         return step
-    if state["outdated_left"] == len(state["skipped"]) and not step["booting"] and not state["delayed"] \
+    if state["outdated_left"] == len(state["skipped"]) + len(state["outside"]) and not step["booting"] and not state["delayed"] \
             and not state["deregistering"]:
         step["action"] = DONE
         return step

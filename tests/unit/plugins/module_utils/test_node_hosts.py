@@ -7,10 +7,12 @@ node_groups checked as the role checks rolling_update_node_groups."""
 from __future__ import annotations
 
 import pytest
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodeops.rollout.plugins.inventory.nodes import InventoryModule
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import check_node_groups, group_name, host_entries
+from ansible_collections.nodeops.rollout.plugins.filter.batch_instances import FilterModule
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import batch_instances, check_node_groups, group_name, host_entries
 
 TARGET = {"launch_template_id": "lt-1", "version": 2, "image_id": "ami-0000000000000new"}
 
@@ -64,3 +66,19 @@ def test_the_plugin_reads_only_files_named_nodes_yml(tmp_path):
         path = tmp_path / name
         path.write_text("plugin: nodeops.rollout.nodes\n")
         assert plugin.verify_file(str(path)) is wanted, name
+
+
+def test_a_batch_names_its_own_instances_per_node_group_and_nothing_outside_it():
+    records = [instance(1, "a", 1), instance(2, "b", 1), instance(3, "a", 1, node=False), instance(4, "b", 1)]
+    hostvars = {entry["host"]: entry["vars"] for entry in host_entries({"name": "workers"}, records, TARGET)}
+    hostvars.update({entry["host"]: entry["vars"] for entry in host_entries({"name": "batch"}, [instance(7, "a", 1)], TARGET)})
+    # a host without a node (i-3) is named by its instance; the outdated hosts outside the batch (node-2, node-4) are not
+    assert batch_instances(["node-1", "i-3", "node-7"], hostvars) == {"workers": ["i-1", "i-3"], "batch": ["i-7"]}
+    assert FilterModule().filters()["batch_instances"](["node-2"], hostvars) == {"workers": ["i-2"]}
+
+
+def test_a_batch_of_hosts_from_another_inventory_is_refused_naming_the_host():
+    with pytest.raises(RolloutError, match="host cluster-1 has no node_group and instance_id"):
+        batch_instances(["cluster-1"], {"cluster-1": {"kubeconfig": "x"}})
+    with pytest.raises(AnsibleFilterError, match="batch: 'node-1' is not allowed"):
+        FilterModule().filters()["batch_instances"]("node-1", {})

@@ -116,6 +116,7 @@ def test_delays_that_end_by_themselves_are_waited_for_past_the_timeout():
     ({"max_unavailable": "150%"}, "max_unavailable"),
     ({"poll_interval": 0}, "poll_interval"),
     ({"skip": ["n1", " "]}, "skip[1]"),
+    ({"limit": ["i-1", "node-2"]}, "limit[1]: 'node-2' is not allowed; use an instance id"),
     ({"deregistration_timeout": "soon"}, "deregistration_timeout"),
 ])
 def test_bad_options_are_refused_by_name_before_any_call(params, field):

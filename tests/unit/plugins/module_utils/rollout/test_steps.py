@@ -43,10 +43,10 @@ def ids_of(instances):
     return [i["instance_id"] for i in instances]
 
 
-def step(instances, outdated, size, unavailable=1, owed=0, desired=None, delay=0, canary=True, skip=(), room=None):
+def step(instances, outdated, size, unavailable=1, owed=0, desired=None, delay=0, canary=True, skip=(), room=None, limit=None):
     desired = len([i for i in instances if not i["lifecycle_state"].startswith("Terminat")]) if desired is None else desired
     return next_step(instances, outdated, size, unavailable, owed, desired, NOW, post_drain_delay=delay, canary=canary, skip=skip,
-                     room=room)
+                     room=room, limit=limit)
 
 
 def room_of(instances, pods_per_node=3, cpu="500m", allocatable="2"):
@@ -184,6 +184,28 @@ def test_skipped_nodes_are_neither_drained_nor_terminated_and_the_rollout_ends_w
     group = [inst("o0", cordoned=True)] + new(2)
     result = step(group, ["o0"], size=2, unavailable=1, skip=["n-o0"])
     assert result["action"] == "done" and result["skipped"] == ["n-o0"] and result["outdated_left"] == 1
+
+
+def test_a_limit_replaces_its_instances_alone_whatever_state_the_others_are_in():
+    # outside the limit: one never registered, one launching, one drained by an earlier run, one serving
+    outside = [inst("x0", node=None), inst("x1", node=None, lifecycle="Pending"), inst("x2", cordoned=True, drained=100),
+               inst("x3")]
+    group = outside + old(2) + new(2)
+    outdated = ids_of(outside) + ["o0", "o1"]
+    result = step(group, outdated, size=6, unavailable=3, owed=2, desired=8, limit=["o0", "o1"])
+    assert result["action"] == "run" and result["terminate"] == [] and result["booting_ids"] == []
+    assert sorted(entry["instance_id"] for entry in result["drain"]) == ["o0", "o1"]
+    assert result["outside"] == ["x0", "x1", "x2", "x3"] and result["outdated_left"] == 6
+    # the surge is paid back only by the last of every outdated instance, those outside the limit included
+    drained = [inst(iid, cordoned=True, drained=100) for iid in ("o0", "o1")]
+    result = step(outside + drained + new(2), outdated, size=6, unavailable=3, owed=2, desired=8, limit=["o0", "o1"])
+    assert result["terminate"] == ["o0", "o1"] and result["decrement"] == 0
+    # once only instances outside the limit are left, the limited rollout is done
+    result = step(outside + new(4), ids_of(outside), size=6, unavailable=3, owed=2, desired=8, limit=["o0", "o1"])
+    assert result["action"] == "done" and result["outside"] == ["x0", "x1", "x2", "x3"]
+    # without a limit the same group's instance without a node is terminated and the drained one too
+    result = step(outside + new(4), ids_of(outside), size=6, unavailable=3, owed=2, desired=8)
+    assert sorted(result["terminate"]) == ["x0", "x2"]
 
 
 def test_done_when_nothing_outdated_is_left_and_the_last_replacements_are_ready():
