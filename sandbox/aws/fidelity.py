@@ -155,6 +155,11 @@ class BootingState(ec2_instances.InstanceState):
         self.fixed_name = None
         self.fixed_code = None
 
+    @property
+    def ready_at(self):
+        """When (simulated seconds) the boot completes, unless a stop or a termination came first."""
+        return self._ready_at if self.fixed_name is None else float("inf")
+
     def booted(self, now=None):
         if self._clock is None:
             return True

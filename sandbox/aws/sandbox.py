@@ -64,6 +64,22 @@ def client_name(user_agent):
     return user_agent
 
 
+class _InstanceEvents:
+    """The event log as the fidelity layer writes to it, telling the sandbox of each ``instance.*`` event (a launch, a
+    boot that completed, a termination, a detach): with the mutating API requests, every change of an instance."""
+
+    def __init__(self, events, changed):
+        self._events, self._changed = events, changed
+
+    def emit(self, kind, **fields):
+        if kind.startswith("instance."):
+            self._changed()
+        return self._events.emit(kind, **fields)
+
+    def __getattr__(self, name):
+        return getattr(self._events, name)
+
+
 class _Gate:
     """WSGI middleware in front of moto: faults, serialisation of moto access, events."""
 
@@ -105,6 +121,8 @@ class _Gate:
             with self.sandbox.lock:
                 status, headers, payload = self._call_app(environ, start_response=None)
                 mutating = bool(action) and not action.startswith(_READ_ONLY)
+                if mutating:
+                    self.sandbox.changed()
                 if mutating and service == SIZE_ACTIONS_SERVICE:
                     self.sandbox.report_sizes()
         start_response(status, headers)
@@ -175,6 +193,8 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         self._sizes = {}
         self._moto = None
         self._records = {}   # instance id -> (info, state, group, record): what instances() made last
+        self._generation = 0  # changes of instances so far (mutating requests, instance.* events)
+        self._listed = (-1, 0.0, [])   # (generation, valid until (simulated s), list) of the last instances()
 
     @property
     def boot_seconds(self):
@@ -220,7 +240,8 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         speed.install()
         self._moto = {"asg": autoscaling_backends, "ec2": ec2_backends, "elbv2": elbv2_backends, "fidelity": fidelity,
                       "targets": targets}
-        self._ctx = fidelity.Context(self.clock, self.events, self._boot_seconds, self.faults, lock=self.lock)
+        self._ctx = fidelity.Context(self.clock, _InstanceEvents(self.events, self.changed), self._boot_seconds, self.faults,
+                                     lock=self.lock)
         fidelity.activate(self._ctx)
 
         class Handler(MotoRequestHandler):
@@ -347,25 +368,35 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
     def _backend(self, kind):
         return self._moto[kind][ACCOUNT_ID][self.region]
 
+    def changed(self):
+        """Note that an instance may have changed (a mutating request, a launch, a boot, a termination)."""
+        self._generation += 1
+
     def instances(self):
         """Every EC2 instance in the region as plain dicts (read in-process, no HTTP). Callers must not change them.
 
         Lock-free, so a long request (a full DescribeInstances of 1000 instances takes seconds in moto)
         does not stall the caller: list() copies of moto's containers are atomic, and each instance's
         record is complete once its launch has finished (instances still being launched are left out).
-        The node lifecycle controller reads this 20 times a second: an instance's dict is made again only when its
-        state or group changed, not on every read.
+        The node lifecycle controller reads this 20 times a second: while nothing changed (``changed``) the same list
+        is returned, and an instance's dict is made again only when its state or group changed.
         """
-        fidelity = self._moto["fidelity"]
+        generation = self._generation
         now = self.clock.now()
+        if self._listed[0] == generation and now < self._listed[1]:
+            return self._listed[2]
+        fidelity = self._moto["fidelity"]
         cache, fresh = self._records, {}
-        out = []
+        out, turns = [], float("inf")
         for reservation in list(self._backend("ec2").reservations.values()):
             for instance in list(reservation.instances):
                 info = instance.__dict__.get("_sb_info")
                 if info is None:
                     continue
                 state = fidelity.state_name(instance, now)
+                if state == "pending":
+                    # it turns running with the clock: the list holds until the first such turn
+                    turns = min(turns, getattr(instance.__dict__.get("_state"), "ready_at", turns))
                 hit = cache.get(instance.id)
                 if hit is not None and hit[0] is info and hit[1] == state and hit[2] == info["group"]:
                     record = hit[3]
@@ -376,6 +407,7 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
                 fresh[instance.id] = (info, state, info["group"], record)
                 out.append(record)
         self._records = fresh
+        self._listed = (generation, turns, out)
         return out
 
     def groups(self):

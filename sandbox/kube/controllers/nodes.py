@@ -112,6 +112,8 @@ class NodeLifecycle(Controller):
         self.orphan_checks = set()  # node names the pod GC will look at
         self.taint_dirty = set()
         self.waiting = 0          # instances pending or running but not registered yet
+        self._last_listed = None  # the instances_fn() answer last looked at
+        self._registering = False
         self._ip_counter = 0
 
     # ---- events -------------------------------------------------------------------------------------
@@ -139,10 +141,14 @@ class NodeLifecycle(Controller):
     # ---- the AWS side ----------------------------------------------------------------------------------
     def poll(self):
         try:
-            instances = list(self.instances_fn())
+            listed = self.instances_fn()
         except Exception as exc:  # pylint: disable=broad-except
             self.ctl.error("instances_fn", exc)
             return False
+        if listed is self._last_listed and not self._registering:
+            return False  # the same list as last time (nothing changed), and no registration falls due with time
+        self._last_listed = listed
+        instances = list(listed)
         now = self.clock.now()
         work, seen, waiting = False, set(), 0
         for inst in instances:
@@ -181,6 +187,8 @@ class NodeLifecycle(Controller):
             del self.first_running[iid]
         self.deregistered &= seen
         self.waiting = waiting
+        # running instances without a Node yet: their registration falls due with the clock, not with a change
+        self._registering = any(iid not in self.node_of and iid not in self.deregistered for iid in self.first_running)
         return work
 
     # ---- registration and readiness --------------------------------------------------------------------
