@@ -166,6 +166,9 @@ class Store:
         self._by_label = {p: collections.defaultdict(set) for p in RESOURCES}  # plural -> (key, value) -> {(ns, name)}
         self._history = collections.deque(maxlen=history)    # (rv, plural, type, old, new)
         self._watchers = set()
+        # pod watchers that select one node (spec.nodeName=X, as a drain watches each node): offered only that
+        # node's events, not every pod event of the cluster
+        self._node_watchers = collections.defaultdict(set)
         self._causes = {}    # pod uid -> cause dict recorded when its end began
 
     # ---- reads -------------------------------------------------------------------------------
@@ -386,18 +389,38 @@ class Store:
             else:  # "0": start with the current state as ADDED events, as the API's watch does
                 for obj in self._objs[plural].values():
                     w.offer("ADDED", None, obj)
-            self._watchers.add(w)
+            node = self._watched_node(w)
+            if node is None:
+                self._watchers.add(w)
+            else:
+                self._node_watchers[node].add(w)
         return w
+
+    @staticmethod
+    def _watched_node(watcher):
+        if watcher.plural != "pods" or watcher.field_selector is None:
+            return None
+        return watcher.field_selector.equality_value("spec.nodeName")
 
     def unwatch(self, watcher):
         with self.lock:
             self._watchers.discard(watcher)
+            node = self._watched_node(watcher)
+            if node is not None:
+                self._node_watchers[node].discard(watcher)
+                if not self._node_watchers[node]:
+                    del self._node_watchers[node]
 
     def _publish(self, plural, etype, old, new, client, cause):
         self._history.append((self._rv, plural, etype, old, new))
         for w in list(self._watchers):
             if w.plural == plural:
                 w.offer(etype, old, new)
+        if plural == "pods" and self._node_watchers:
+            nodes = {((obj or {}).get("spec") or {}).get("nodeName") or "" for obj in (old, new) if obj is not None}
+            for node in nodes:
+                for w in list(self._node_watchers.get(node, ())):
+                    w.offer(etype, old, new)
         self._derive(plural, etype, old, new, client, cause)
 
     # ---- derived events (what the invariant checker reads) --------------------------------------

@@ -190,6 +190,38 @@ def test_conditions_are_the_same_apart_from_their_times_in_any_order():
     assert not same_conditions(twice, [ready, ready])
 
 
+def test_a_watch_of_one_node_s_pods_sees_that_node_s_pods_and_no_other():
+    from sandbox.kube.selectors import FieldSelector  # pylint: disable=import-outside-toplevel
+    clock = Clock(100.0)
+    store = Store(clock, EventLog(clock))
+    store.create("namespaces", {"metadata": {"name": NS}}, client="test")
+    on_n1 = store.watch("pods", field_selector=FieldSelector.parse("spec.nodeName=n1", "pods"))
+    unbound = store.watch("pods", field_selector=FieldSelector.parse("spec.nodeName=", "pods"))
+    every = store.watch("pods")
+    store.create("pods", naked_pod("a", nodeName="n1"), client="test")
+    store.create("pods", naked_pod("b", nodeName="n2"), client="test")
+    store.create("pods", naked_pod("c"), client="test")
+
+    def bind(pod):
+        pod["spec"]["nodeName"] = "n1"
+    store.mutate("pods", NS, "c", bind, client="test")
+    store.remove("pods", NS, "a", client="test")
+
+    def seen(watcher):
+        out = []
+        while True:
+            item = watcher.next(0)
+            if item is None:
+                return out
+            out.append((item[0], item[1]["metadata"]["name"]))
+    assert seen(on_n1) == [("ADDED", "a"), ("ADDED", "c"), ("DELETED", "a")]
+    assert seen(unbound) == [("ADDED", "c"), ("DELETED", "c")]   # bound: it left the selection
+    assert len(seen(every)) == 5
+    store.unwatch(on_n1)
+    store.create("pods", naked_pod("d", nodeName="n1"), client="test")
+    assert seen(on_n1) == []
+
+
 def test_running_instance_registers_a_node_with_eks_labels_and_becomes_ready_after_the_boot_delay(cluster):
     name = cluster.launch(az="us-east-1b", group="workers", image="ami-123", lt_version="7")[0]
     node = cluster.wait(lambda: cluster.store.try_get("nodes", None, name), "node registered")
