@@ -170,6 +170,9 @@ class Store:
         # node's events, not every pod event of the cluster
         self._node_watchers = collections.defaultdict(set)
         self._causes = {}    # pod uid -> cause dict recorded when its end began
+        # per plural: bumped when an object comes, goes, or changes anything but its status (what indexes of
+        # selectors, such as the budgets' in disruption.pdbs_for_pod, are built from)
+        self.shape_versions = collections.Counter()
 
     # ---- reads -------------------------------------------------------------------------------
     @property
@@ -413,6 +416,9 @@ class Store:
 
     def _publish(self, plural, etype, old, new, client, cause):
         self._history.append((self._rv, plural, etype, old, new))
+        if etype != "MODIFIED" or old is None or old.get("spec") != new.get("spec") \
+                or old["metadata"].get("labels") != new["metadata"].get("labels"):
+            self.shape_versions[plural] += 1
         for w in list(self._watchers):
             if w.plural == plural:
                 w.offer(etype, old, new)

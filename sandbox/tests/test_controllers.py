@@ -222,6 +222,39 @@ def test_a_watch_of_one_node_s_pods_sees_that_node_s_pods_and_no_other():
     assert seen(on_n1) == []
 
 
+def test_the_budgets_of_a_pod_follow_budgets_that_come_go_and_change_their_selector():
+    from sandbox.kube.disruption import pdbs_for_pod  # pylint: disable=import-outside-toplevel
+    clock = Clock(100.0)
+    store = Store(clock, EventLog(clock))
+    store.create("namespaces", {"metadata": {"name": NS}}, client="test")
+
+    def budget(name, selector):
+        store.create("poddisruptionbudgets", {"metadata": {"name": name, "namespace": NS},
+                                              "spec": {"maxUnavailable": 1, "selector": selector}}, client="test")
+    pod = store.create("pods", dict(naked_pod("web-1", nodeName="n1"), metadata={"name": "web-1", "namespace": NS,
+                                                                             "labels": {"app": "web", "tier": "front"}}),
+                       client="test")
+
+    def names():
+        return [p["metadata"]["name"] for p in pdbs_for_pod(store, pod)]
+    budget("web", {"matchLabels": {"app": "web"}})
+    budget("api", {"matchLabels": {"app": "api"}})
+    budget("fronts", {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "edge"]}]})
+    budget("all", {})
+    assert names() == ["all", "fronts", "web"]
+
+    def retarget(pdb):
+        pdb["spec"]["selector"] = {"matchLabels": {"app": "web"}}
+    store.mutate("poddisruptionbudgets", NS, "api", retarget, client="test")
+    store.remove("poddisruptionbudgets", NS, "all", client="test")
+    assert names() == ["api", "fronts", "web"]
+
+    def status(pdb):
+        pdb["status"] = {"disruptionsAllowed": 0}
+    store.mutate("poddisruptionbudgets", NS, "web", status, client="test")
+    assert names() == ["api", "fronts", "web"]
+
+
 def test_running_instance_registers_a_node_with_eks_labels_and_becomes_ready_after_the_boot_delay(cluster):
     name = cluster.launch(az="us-east-1b", group="workers", image="ami-123", lt_version="7")[0]
     node = cluster.wait(lambda: cluster.store.try_get("nodes", None, name), "node registered")
