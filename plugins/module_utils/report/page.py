@@ -430,7 +430,9 @@ def report_html(result, cluster=None, sections=None, version=None):
     result = result if isinstance(result, dict) else {}
     groups = [group for group in result.get("node_groups") or [] if isinstance(group, dict)]
     title = "Node rollout%s" % (" of cluster %s" % cluster if cluster else "")
-    ended = max((str((group.get("timeline") or {}).get("ended_at") or "") for group in groups), default="")
+    # times as the role wrote them: with Z since it writes them so, without a zone (UTC) in results written before
+    ended = max((moment for moment in (time_of((group.get("timeline") or {}).get("ended_at")) for group in groups) if moment),
+                default=None)
     out = ['<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            "<title>%s</title><style>%s</style></head><body>" % (text(title), CSS),

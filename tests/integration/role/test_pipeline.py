@@ -40,7 +40,8 @@ def rollout(sandbox, tmp_path_factory):
     rc, out = sandbox.run_role_playbook(directory, extra=extra, report=report, host_vars={"rolling_update_report_sections": sections})
     assert rc == 0, out[-4000:]
     every = sandbox.events()
-    return {"out": out, "result": json.loads(report.read_text())["node_groups"][0], "all_events": every, "directory": directory,
+    whole = json.loads(report.read_text())
+    return {"out": out, "whole": whole, "result": whole["node_groups"][0], "all_events": every, "directory": directory,
             "html": directory / "result.html",
             "events": [e for e in every if e["t"] >= since], "report": sandbox.report(), "now": sandbox.now()}
 
@@ -109,6 +110,15 @@ def test_every_step_says_how_many_nodes_are_replaced_the_time_elapsed_and_left(r
     assert any("at the pace so far" in line for line in lines), lines
 
 
+def _times(value):
+    """Every text in a JSON document that begins as an ISO 8601 time does."""
+    if isinstance(value, dict):
+        return [time for item in value.values() for time in _times(item)]
+    if isinstance(value, list):
+        return [time for item in value for time in _times(item)]
+    return [value] if isinstance(value, str) and re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d", value) else []
+
+
 class _Page(HTMLParser):
     def __init__(self):
         super().__init__()
@@ -138,6 +148,10 @@ def test_the_html_report_beside_the_result_shows_every_node_step_and_the_invaria
     for step in result["steps"]:
         assert "step %d:" % step["index"] in page
     assert [phase["name"] for phase in result["timeline"]["phases"]] == ["setup", "scale_up", "upgrade", "scale_down"]
+    # every time of the result, the role's and the modules', is UTC with its zone
+    times = _times(rollout["whole"])
+    assert len(times) > 4 * NODES and [time for time in times if not time.endswith("Z")] == [], times
+    assert rollout["whole"]["started_at"] <= result["timeline"]["started_at"] <= result["steps"][0]["decided_at"]
     assert "svg" in parsed.tags and "script" not in parsed.tags
     assert "Every node group finished." in text and "Sandbox invariant report" in text and "pdb_violations" in text
     assert "HTML report: %s" % rollout["html"] in rollout["out"]

@@ -138,3 +138,26 @@ def test_a_plan_only_result_shows_the_plan_without_a_timeline():
     page = report_html({"node_groups": [group]})
     text = " ".join(parse(page).text)
     assert "Plan only: nothing was changed." in text and "Timeline" not in text and "ip-10-0-2-1.ec2.internal" in text
+
+
+def _without_zone(value):
+    return value[:-1] if isinstance(value, str) and value.endswith("Z") else value
+
+
+def test_times_without_a_zone_from_results_written_before_are_read_as_utc_and_every_zone_is_compared_as_a_time():
+    group = rollout_group()
+    zoned = report_html({"started_at": "2026-11-25T07:00:00Z", "node_groups": [group]}, "prod-eu")
+    # the role wrote its own times (the run's start, the timeline, the phases) without a zone before
+    old = dict(group, timeline={"started_at": _without_zone(group["timeline"]["started_at"]),
+                                "ended_at": _without_zone(group["timeline"]["ended_at"]),
+                                "phases": [{key: _without_zone(value) for key, value in phase.items()}
+                                           for phase in group["timeline"]["phases"]]})
+    assert report_html({"started_at": "2026-11-25T07:00:00", "node_groups": [old]}, "prod-eu") == zoned
+    assert "ended 2026-11-25 07:04:50 UTC" in zoned
+    # the last group to end is found by time, not by the text: 09:00+03:00 is 06:00 UTC, 07:04:50.5Z comes after 07:04:50Z
+    other = dict(group, name="other", timeline=dict(group["timeline"], ended_at="2026-11-25T09:00:00+03:00"))
+    later = dict(group, name="later", timeline=dict(group["timeline"], ended_at="2026-11-25T07:04:50.500Z"))
+    page = report_html({"started_at": "2026-11-25T07:00:00", "node_groups": [group, other, later]})
+    assert "ended 2026-11-25 07:04:50 UTC" in page and "ended 2026-11-25 06:00" not in page
+    page = report_html({"started_at": "2026-11-25T07:00:00", "node_groups": [later, other]})
+    assert "ended 2026-11-25 07:04:50 UTC" in page
