@@ -198,6 +198,36 @@ def _load_balancers(events, start):
             "targets_cut": len(cuts), "targets_cut_details": cuts}
 
 
+def _volumes(events, start):
+    """Pods kept from running by a persistent volume within the window: Pending because no schedulable node matches
+    their volume's node affinity ("volume node affinity conflict", or a claim not bound), or bound to a node where their
+    ReadWriteOnce volume cannot be attached while another node holds it ("Multi-Attach", until the attachment may start).
+    Each pod's seconds stuck,
+    from the ``pod.volume_*`` events of the embedded backend's scheduler and attach/detach controller."""
+    since, seconds, reasons, names = {}, collections.defaultdict(float), {}, {}
+
+    def end(uid, t):
+        began = since.pop(uid, None)
+        if began is not None and t > start:
+            seconds[uid] += t - max(began, start)
+
+    for e in events:
+        kind, uid = e["kind"], e.get("uid")
+        if kind == "pod.volume_unschedulable" or (kind == "pod.volume_waiting" and e.get("reason") == "Multi-Attach"):
+            since.setdefault(uid, e["t"])
+            reasons[uid] = "volume node affinity conflict" if kind == "pod.volume_unschedulable" else "Multi-Attach"
+            names[uid] = e.get("pod")
+        elif kind in ("pod.volume_scheduled", "pod.volume_attached", "pod.deleted") or \
+                (kind == "pod.volume_waiting" and e.get("reason") == "attaching"):
+            end(uid, e["t"])
+    last = events[-1]["t"] if events else 0.0
+    for uid in list(since):
+        end(uid, last)
+    details = [{"pod": names[uid], "reason": reasons[uid], "seconds": round(value, 3)}
+               for uid, value in sorted(seconds.items(), key=lambda item: names[item[0]] or "") if value > 0]
+    return {"stuck_pods": len(details), "stuck_seconds": round(sum(d["seconds"] for d in details), 3), "stuck_details": details}
+
+
 def build_report(events, client_prefix="nodeops.rollout"):
     events = sorted(events, key=lambda e: e["t"])
     start = _window_start(events, client_prefix)
@@ -299,6 +329,7 @@ def build_report(events, client_prefix="nodeops.rollout"):
             "aws": round(aws_total / nodes_replaced, 2) if nodes_replaced else None},
         "asg_size_history": dict(asg_history),
         "load_balancers": _load_balancers(events, start),
+        "volumes": _volumes(events, start),
     }
 
 

@@ -21,7 +21,8 @@ STATUS_VERBS = ["get", "patch", "update"]
 CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"], "daemonsets": ["all"]}
 SINGULAR = {"poddisruptionbudgets": "poddisruptionbudget", "replicasets": "replicaset", "daemonsets": "daemonset",
             "deployments": "deployment", "namespaces": "namespace", "nodes": "node", "pods": "pod", "events": "event",
-            "leases": "lease"}
+            "leases": "lease", "persistentvolumes": "persistentvolume",
+            "persistentvolumeclaims": "persistentvolumeclaim", "volumeattachments": "volumeattachment"}
 
 # plural -> {subresource: (group, version, kind, verbs)}; group None means the parent's group/version
 SUBRESOURCES = {
@@ -36,6 +37,9 @@ SUBRESOURCES = {
                     "scale": ("autoscaling", "v1", "Scale", STATUS_VERBS)},
     "daemonsets": {"status": (None, None, "DaemonSet", STATUS_VERBS)},
     "poddisruptionbudgets": {"status": (None, None, "PodDisruptionBudget", STATUS_VERBS)},
+    "persistentvolumes": {"status": (None, None, "PersistentVolume", STATUS_VERBS)},
+    "persistentvolumeclaims": {"status": (None, None, "PersistentVolumeClaim", STATUS_VERBS)},
+    "volumeattachments": {"status": (None, None, "VolumeAttachment", STATUS_VERBS)},
 }
 
 

@@ -37,6 +37,9 @@ RESOURCES = {r.plural: r for r in (
     Resource("daemonsets", "apps", "v1", "DaemonSet", True, ["ds"]),
     Resource("poddisruptionbudgets", "policy", "v1", "PodDisruptionBudget", True, ["pdb"]),
     Resource("leases", "coordination.k8s.io", "v1", "Lease", True, []),
+    Resource("persistentvolumes", "", "v1", "PersistentVolume", False, ["pv"]),
+    Resource("persistentvolumeclaims", "", "v1", "PersistentVolumeClaim", True, ["pvc"]),
+    Resource("volumeattachments", "storage.k8s.io", "v1", "VolumeAttachment", False, []),
 )}
 
 

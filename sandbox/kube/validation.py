@@ -167,6 +167,12 @@ def default(plural, obj, create):
                 if plural == "daemonsets" else {})
     elif plural == "poddisruptionbudgets" and create:
         obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+    elif plural in ("persistentvolumes", "persistentvolumeclaims") and isinstance(spec, dict):
+        spec.setdefault("volumeMode", "Filesystem")
+        if plural == "persistentvolumes":
+            spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+        if create:
+            obj["status"] = {"phase": "Pending"} if plural == "persistentvolumeclaims" else {"phase": "Available"}
     elif plural == "namespaces":
         meta = obj.setdefault("metadata", {})
         if meta.get("name"):
@@ -629,6 +635,37 @@ def _strip_pod_mutable(spec):
     return out
 
 
+# the volume sources a PersistentVolume may name; it needs exactly one
+_VOLUME_SOURCES = ("csi", "awsElasticBlockStore", "hostPath", "local", "nfs")
+
+
+def _storage_errors(plural, obj, causes):
+    """The checks kube-apiserver makes of PersistentVolumes, PersistentVolumeClaims and VolumeAttachments that a
+    scenario can get wrong."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        causes.append(("spec", REQUIRED))
+        return
+    if plural == "volumeattachments":
+        for field in ("attacher", "nodeName"):
+            if not spec.get(field):
+                causes.append(("spec.%s" % field, REQUIRED))
+        if not (spec.get("source") or {}).get("persistentVolumeName"):
+            causes.append(("spec.source", "Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName"))
+        return
+    if not spec.get("accessModes"):
+        causes.append(("spec.accessModes", "Required value: at least 1 access mode is required" if plural == "persistentvolumeclaims"
+                       else REQUIRED))
+    if plural == "persistentvolumeclaims":
+        if not ((spec.get("resources") or {}).get("requests") or {}).get("storage"):
+            causes.append(("spec.resources[storage]", REQUIRED))
+        return
+    if not (spec.get("capacity") or {}).get("storage"):
+        causes.append(("spec.capacity", REQUIRED))
+    if sum(1 for source in _VOLUME_SOURCES if spec.get(source)) != 1:
+        causes.append(("spec", "Required value: must specify a volume type"))
+
+
 def validate(plural, obj, old=None):
     """The validation causes for ``obj`` (``old`` is the stored object on update, else None)."""
     causes = []
@@ -645,6 +682,8 @@ def validate(plural, obj, old=None):
         _node_errors(obj, old, causes)
     elif plural == "leases":
         _lease_errors(obj, causes)
+    elif plural in ("persistentvolumes", "persistentvolumeclaims", "volumeattachments"):
+        _storage_errors(plural, obj, causes)
     elif plural == "events":
         if not isinstance(obj.get("involvedObject"), dict):
             causes.append(("involvedObject", REQUIRED))

@@ -4,7 +4,8 @@ acting on the object store directly, with every delay on the shared simulated cl
 Node lifecycle and pod GC (:mod:`.nodes`), scheduler (:mod:`.scheduler`), kubelets (:mod:`.kubelet`),
 ReplicaSets (:mod:`.replicaset`), Deployments (:mod:`.deployment`), DaemonSets (:mod:`.daemonset`),
 PodDisruptionBudget status (:mod:`.budgets`), garbage collector (:mod:`.gc`), NoExecute taint eviction
-(:mod:`.taints`) and core/v1 Events (:mod:`.recorder`), all on one loop (:mod:`.runtime`).
+(:mod:`.taints`), persistent volume binding and attachment (:mod:`.volumes`) and core/v1 Events (:mod:`.recorder`),
+all on one loop (:mod:`.runtime`).
 
     from sandbox.kube.controllers import Controllers, ControllerConfig
     ctl = Controllers(store, clock, events, instances_fn, ControllerConfig(node_ready_seconds=10.0))
@@ -29,6 +30,7 @@ from .replicaset import ReplicaSetController
 from .runtime import ControllerConfig, Faults, Runtime
 from .scheduler import Scheduler
 from .taints import TaintEviction
+from .volumes import Volumes
 
 __all__ = ["Controllers", "ControllerConfig", "Faults"]
 
@@ -50,5 +52,6 @@ class Controllers(Runtime):
         self.deployments = self.register(DeploymentController(self))
         self.daemonsets = self.register(DaemonSetController(self))
         self.scheduler = self.register(Scheduler(self))
+        self.volumes = self.register(Volumes(self))
         self.kubelet = self.register(Kubelet(self))
         self.disruption = self.register(DisruptionController(self))

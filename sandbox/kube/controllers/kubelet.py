@@ -3,7 +3,8 @@
 A pod bound to a Ready node starts (phase Running, container statuses, pod IP) ``pod_start_seconds`` later
 and turns Ready ``pod_ready_seconds`` after that (annotation ``sandbox.nodeops.io/ready-seconds`` overrides
 it per pod; ``never`` keeps the pod unready, as a failing readiness probe would). Pods wait while their node
-is not Ready. A pod being deleted is marked not Ready at once (it leaves the endpoints) and is removed
+is not Ready, and until every volume of its PersistentVolumeClaims is attached to its node (:mod:`.volumes`). A pod
+being deleted is marked not Ready at once (it leaves the endpoints) and is removed
 ``min(shutdown, grace period)`` later, where shutdown is ``pod_shutdown_seconds`` or the annotation
 ``sandbox.nodeops.io/shutdown-seconds`` (a pod that never started goes at once). Pods on a node whose
 instance is stopped are left alone, as a dead kubelet would leave them.
@@ -94,8 +95,12 @@ class Kubelet(Controller):
     def _alive(self, node):
         return self.ctl.nodes.kubelet_alive(node)
 
-    def _can_start(self, node):
-        return self.node_ready.get(node, False) and self._alive(node)
+    def _can_start(self, node, pod):
+        return self.node_ready.get(node, False) and self._alive(node) and self.ctl.volumes.attached_for(pod, node)
+
+    def volumes_changed(self, node):
+        """A volume was attached to ``node``: look again at its pods waiting to start."""
+        self.dirty.update(self.waiting.get(node, ()))
 
     # ---- the pass ----------------------------------------------------------------------------------------
     def sync(self):
@@ -138,9 +143,12 @@ class Kubelet(Controller):
                 state = self.pods[key]
                 if self.store.try_get("nodes", None, node) is None:
                     self.ctl.nodes.watch_orphans(node)
-        if state is not None and state[2] == WAITING and self._can_start(node):
-            self._set(key, uid, node, STARTING)
-            self.ctl.call_after(self.cfg.pod_start_seconds, self._start, key, uid)
+        if state is not None and state[2] == WAITING:
+            if self._can_start(node, pod):
+                self._set(key, uid, node, STARTING)
+                self.ctl.call_after(self.cfg.pod_start_seconds, self._start, key, uid)
+            else:
+                self.waiting.setdefault(node, set()).add(key)
 
     def _schedule_ready(self, key, pod):
         delay = _annotation_seconds(pod, READY_ANNOTATION, self.cfg.pod_ready_seconds)
@@ -174,7 +182,7 @@ class Kubelet(Controller):
         if pod is None:
             return
         node = pod["spec"]["nodeName"]
-        if not self._can_start(node):
+        if not self._can_start(node, pod):
             self._set(key, uid, node, WAITING)
             return
         ts = self.clock.timestamp()

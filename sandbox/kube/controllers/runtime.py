@@ -18,7 +18,8 @@ import traceback
 from ..store import controller_ref, is_ready
 from .objects import deleting, key_of
 
-PLURALS = ("nodes", "deployments", "replicasets", "daemonsets", "poddisruptionbudgets", "pods")
+PLURALS = ("nodes", "deployments", "replicasets", "daemonsets", "poddisruptionbudgets", "pods", "persistentvolumes",
+           "persistentvolumeclaims", "volumeattachments")
 
 
 @dataclasses.dataclass
@@ -31,6 +32,8 @@ class ControllerConfig:
       ``sandbox.nodeops.io/ready-seconds``, a number or ``never``);
     - pod_shutdown_seconds: how long a pod takes to exit once deleted, capped by its grace period
       (annotation ``sandbox.nodeops.io/shutdown-seconds``);
+    - volume_attach_seconds / volume_detach_seconds: a persistent volume is attached this long after a pod using it is
+      bound to a node, and detached this long after the last such pod there is gone;
     - node_allocatable: capacity and allocatable of every new Node;
     - tick: wall seconds between instance polls (and the PDB status debounce);
     - resync_seconds: period of the full resync every controller does;
@@ -45,6 +48,8 @@ class ControllerConfig:
     pod_start_seconds: float = 3.0
     pod_ready_seconds: float = 2.0
     pod_shutdown_seconds: float = 2.0
+    volume_attach_seconds: float = 5.0
+    volume_detach_seconds: float = 10.0
     node_allocatable: dict = dataclasses.field(default_factory=lambda: {"cpu": "2", "memory": "8Gi", "pods": "110"})
     tick: float = 0.05
     resync_seconds: float = 30.0
@@ -55,7 +60,8 @@ class ControllerConfig:
 
     def __post_init__(self):
         for name in ("node_register_seconds", "node_ready_seconds", "pod_start_seconds", "pod_ready_seconds",
-                     "pod_shutdown_seconds", "resync_seconds", "scheduler_backoff_seconds", "event_ttl_seconds"):
+                     "pod_shutdown_seconds", "volume_attach_seconds", "volume_detach_seconds", "resync_seconds",
+                     "scheduler_backoff_seconds", "event_ttl_seconds"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
                 raise ValueError("ControllerConfig.%s must be a number of seconds >= 0, got %r" % (name, value))

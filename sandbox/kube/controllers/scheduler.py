@@ -3,8 +3,10 @@
 Filters, in the default profile's order (the first failure names the node's reason):
 NodeUnschedulable ("node(s) were unschedulable", unless the pod tolerates the unschedulable taint),
 TaintToleration (NoSchedule/NoExecute: "node(s) had untolerated taint {key: value}"), NodeAffinity
-(nodeSelector and required terms: "node(s) didn't match Pod's node affinity/selector"), node Ready, then
-NodeResourcesFit ("Too many pods", "Insufficient cpu", "Insufficient memory").
+(nodeSelector and required terms: "node(s) didn't match Pod's node affinity/selector"), node Ready, VolumeBinding
+(a claim not bound yet: "pod has unbound immediate PersistentVolumeClaims"; a bound volume whose required node affinity
+the node does not match: "node(s) had volume node affinity conflict"), then NodeResourcesFit ("Too many pods",
+"Insufficient cpu", "Insufficient memory").
 Scores, best first: no untolerated PreferNoSchedule taint (TaintToleration's weight makes it decisive),
 fewer pods of the same owner on the node (the default spreading of replicas), least requested resources
 (requests without values count as 100m/200Mi), then the node name.
@@ -18,11 +20,15 @@ import heapq
 import json
 
 from .objects import (condition, count_untolerated, first_untolerated, node_selected, pod_requests, allocatable,
-                      set_condition, shallow, taint_text, tolerates, update, key_of, deleting, int_or)
+                      set_condition, shallow, taint_text, term_matches, tolerates, update, key_of, deleting, int_or)
+from .volumes import claim_names
 from ..store import controller_ref, is_ready
 from .runtime import Controller
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+UNBOUND = "unbound"
+UNBOUND_REASON = "pod has unbound immediate PersistentVolumeClaims"
+VOLUME_CONFLICT = "node(s) had volume node affinity conflict"
 DEFAULT_SCHEDULER = "default-scheduler"
 MAX_SHAPES = 512
 
@@ -44,13 +50,15 @@ class NodeInfo:
 
 
 class Shape:
-    """What decides a pod's static fit: tolerations, nodeSelector, required node affinity."""
+    """What decides a pod's static fit: tolerations, nodeSelector, required node affinity, its volumes' node affinity
+    (``volumes``: None without claims, ``UNBOUND`` while one is not bound, else each volume's required terms)."""
 
-    __slots__ = ("tolerations", "spec", "verdicts")
+    __slots__ = ("tolerations", "spec", "volumes", "verdicts")
 
-    def __init__(self, spec):
+    def __init__(self, spec, volumes=None):
         self.tolerations = spec.get("tolerations") or []
         self.spec = {"nodeSelector": spec.get("nodeSelector"), "affinity": spec.get("affinity")}
+        self.volumes = volumes
         self.verdicts = {}   # node name -> (reason or None, untolerated PreferNoSchedule count)
 
     def judge(self, info):
@@ -63,13 +71,18 @@ class Shape:
             return ("node(s) didn't match Pod's node affinity/selector", 0)
         if not info.ready:
             return ("node(s) had untolerated taint {node.kubernetes.io/not-ready: }", 0)
+        if self.volumes == UNBOUND:
+            return (UNBOUND_REASON, 0)
+        for terms in self.volumes or ():
+            if not any(term_matches(term, info.labels, info.name) for term in terms):
+                return (VOLUME_CONFLICT, 0)
         return (None, count_untolerated(self.tolerations, info.taints, "PreferNoSchedule"))
 
 
-def shape_key(spec):
+def shape_key(spec, volumes=None):
     return json.dumps([spec.get("tolerations") or [], spec.get("nodeSelector") or {},
                        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-                           "requiredDuringSchedulingIgnoredDuringExecution")], sort_keys=True)
+                           "requiredDuringSchedulingIgnoredDuringExecution"), volumes], sort_keys=True)
 
 
 class Scheduler(Controller):
@@ -89,6 +102,30 @@ class Scheduler(Controller):
         self.changed = False     # something freed or added capacity since the last retry
         self.last_retry = float("-inf")
         self.retry_timer = False
+        self.volume_blocked = set()   # uids of pods a volume's node affinity keeps from every node (logged)
+
+    def volumes_changed(self):
+        """A claim or a volume changed: pods' volume constraints are read again, unschedulable pods retried."""
+        self.pod_groups.clear()
+        self.changed = True
+
+    def _volume_constraint(self, pod):
+        """None (no claim), UNBOUND, or the required node selector terms of each of the pod's bound volumes."""
+        names = claim_names(pod)
+        if not names:
+            return None
+        terms = []
+        for name in names:
+            claim = self.store.try_get("persistentvolumeclaims", pod["metadata"].get("namespace"), name)
+            volume_name = ((claim or {}).get("spec") or {}).get("volumeName")
+            volume = self.store.try_get("persistentvolumes", None, volume_name) if volume_name else None
+            if claim is None or (claim.get("status") or {}).get("phase") != "Bound" or volume is None:
+                return UNBOUND
+            required = ((((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {})
+                        .get("nodeSelectorTerms"))
+            if required:
+                terms.append(required)
+        return terms or None
 
     # ---- events -----------------------------------------------------------------------------------
     def on_event(self, plural, etype, obj):
@@ -117,6 +154,7 @@ class Scheduler(Controller):
             self.queue.pop(key, None)
             self.unschedulable.pop(key, None)
             self.pod_groups.pop(pod["metadata"]["uid"], None)
+            self.volume_blocked.discard(pod["metadata"]["uid"])
             if self._release(key):
                 self.changed = True
             return
@@ -219,7 +257,8 @@ class Scheduler(Controller):
                     self._unschedulable(pod, "0/%d nodes are available: %s." % (len(self.nodes), exc), now)
                     continue
                 ref = controller_ref(pod)
-                group = (-int_or(spec.get("priority"), 0), shape_key(spec), req, ref.get("uid") if ref else None)
+                group = (-int_or(spec.get("priority"), 0), shape_key(spec, self._volume_constraint(pod)), req,
+                         ref.get("uid") if ref else None)
                 self.pod_groups[pod["metadata"]["uid"]] = group
             groups.setdefault(group, []).append(pod)
         for group in sorted(groups, key=lambda g: g[0]):
@@ -235,7 +274,7 @@ class Scheduler(Controller):
         if shape is None:
             if len(self.shapes) >= MAX_SHAPES:
                 del self.shapes[next(iter(self.shapes))]
-            shape = Shape(spec)
+            shape = Shape(spec, json.loads(key)[3])
             for name, info in self.nodes.items():
                 shape.verdicts[name] = shape.judge(info)
         else:
@@ -321,6 +360,9 @@ class Scheduler(Controller):
             status.setdefault("phase", "Pending")
             return shallow(current, spec=dict(spec, nodeName=node), status=status)
         bound = update(self.store, "pods", pod["metadata"].get("namespace"), pod["metadata"]["name"], bind, self.client)
+        if bound is not None and uid in self.volume_blocked:
+            self.volume_blocked.discard(uid)
+            self.ctl.events.emit("pod.volume_scheduled", pod="%s/%s" % key_of(bound), uid=uid, node=node)
         if bound is not None:
             self.ctl.recorder.record(bound, "Scheduled", "Successfully assigned %s/%s to %s"
                                      % (pod["metadata"].get("namespace"), pod["metadata"]["name"], node),
@@ -330,6 +372,9 @@ class Scheduler(Controller):
     def _unschedulable(self, pod, message, now):
         key = key_of(pod)
         self.unschedulable[key] = now
+        if (VOLUME_CONFLICT in message or UNBOUND_REASON in message) and pod["metadata"]["uid"] not in self.volume_blocked:
+            self.volume_blocked.add(pod["metadata"]["uid"])
+            self.ctl.events.emit("pod.volume_unschedulable", pod="%s/%s" % key, uid=pod["metadata"]["uid"], message=message)
         cond = condition(pod, "PodScheduled")
         if cond and cond.get("status") == "False" and cond.get("message") == message:
             return
