@@ -32,7 +32,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_conne
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetGates, paced_by_budget, pdb_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, drain_options, owner_key, pod_is_terminating, pod_key
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, volume_findings
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import claim_names, exclusive_claims
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import BudgetWatch, PodWatch
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import (
     apply_answer,
@@ -42,6 +43,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import 
     remaining_works,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, node_summary
 from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names, read_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT, LABEL_EXCLUDE_LB
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
@@ -89,6 +91,10 @@ class DrainOptions:
             self.grace_period = parse_duration(grace_period, "grace_period")
         self.max_concurrent_nodes = self._positive(params, "max_concurrent_nodes", None)
         self.exclude_from_load_balancers = bool(params.get("exclude_from_load_balancers"))
+        zones = params.get("new_node_zones")
+        if zones is not None and (not isinstance(zones, (list, tuple)) or not all(isinstance(z, str) and z.strip() for z in zones)):
+            raise PlanError("new_node_zones: %r is not allowed; use a list of Availability Zone names" % (zones,))
+        self.new_node_zones = [zone.strip() for zone in zones] if zones is not None else None
         self.max_concurrent_evictions = self._positive(params, "max_concurrent_evictions", 10)
         self.poll_interval = self._seconds(params, "poll_interval", 2.0)
         self.retry_max_delay = self._seconds(params, "retry_max_delay", 16.0)
@@ -126,6 +132,9 @@ class Survey:
         self.replicasets = {}
         self.deployments = {}
         self.namespace_pods = []
+        self.claims = {}       # namespace/name -> PersistentVolumeClaim, for the namespaces of pods that mount one
+        self.volumes = {}      # name -> PersistentVolume, listed when a pod mounts a claim
+        self.all_nodes = []    # every node (node_summary), listed when a pod mounts a claim
 
 
 def node_result(status, **fields):
@@ -195,14 +204,33 @@ class Drain:
             namespaces = sorted(set((pod.get("metadata") or {}).get("namespace") or "default" for pod in every_pod))
             for namespace in namespaces:
                 survey.namespace_pods.extend(self.api.list_pods(namespace=namespace))
+        self._read_volumes(survey, every_pod)
         self.survey = survey
         return survey
+
+    def _read_volumes(self, survey, pods):
+        """The claims of the pods that mount one, the volumes and the nodes (where a pinned pod could start again)."""
+        namespaces = sorted(set((pod.get("metadata") or {}).get("namespace") or "default" for pod in pods if claim_names(pod)))
+        if not namespaces:
+            return
+        for namespace in namespaces:
+            survey.claims.update((pod_key(claim), claim) for claim in self.api.list_pvcs(namespace))
+        survey.volumes = {volume["metadata"]["name"]: volume for volume in self.api.list_persistent_volumes()}
+        survey.all_nodes = [node_summary(node, INSTANCE_NODE_FIELDS) for node in self.api.list_nodes()]
+
+    def volume_blockers(self):
+        """drain.preflight.volume_findings for the nodes of this drain."""
+        survey = self.survey
+        if not survey.volumes:
+            return {}
+        return volume_findings(survey.pods_by_node, survey.claims, survey.volumes, survey.all_nodes, self.opts.new_node_zones)
 
     # ---- deciding -----------------------------------------------------------------------------
     def restart_for(self, pod):
         if not self.opts.restart_single_replica:
             return None
-        return drain_rules.restart_plan(pod, self.survey.replicasets, self.survey.deployments)
+        return drain_rules.restart_plan(pod, self.survey.replicasets, self.survey.deployments,
+                                        exclusive_claims(pod, self.survey.claims))
 
     def work_for(self, pod, result):
         """The PodWork for the pod (drain.work.pod_work, with this drain's options, budgets and restart plans)."""
@@ -227,7 +255,17 @@ class Drain:
                     restarts[pod_key(pod)] = entry
         options = dict(self.opts.classify)
         return drain_preflight(survey.pods_by_node, survey.namespace_pods, survey.pdbs, options, replicas,
-                               restarts, self.opts.timeout_action, self.opts.timeout)
+                               restarts, self.opts.timeout_action, self.opts.timeout, self.volume_blockers())
+
+    def volume_problems(self):
+        """With ``new_node_zones``: the pods whose pinned volume leaves them nowhere to start again, per node."""
+        problems = {}
+        for name, blockers in self.volume_blockers().items():
+            for blocker in blockers:
+                if blocker["severity"] == "error":
+                    problems.setdefault(name, []).append({"pod": blocker["pod"], "kind": blocker["kind"], "pdb": None,
+                                                          "message": blocker["reason"]})
+        return problems
 
     def static_problems(self):
         """Pods that can never be evicted under the options given, per node: ``{node: [blocking]}``."""
@@ -595,20 +633,23 @@ class Drain:
         self.read(full=self.check_mode)
         if self.check_mode:
             return self.run_check()
+        # a pod that could never start again stops every drain before it changes anything, whatever timeout_action says
+        problems = self.volume_problems()
         if self.opts.timeout_action == "fail":
-            problems = self.static_problems()
-            if problems:
-                lines = []
-                for name in self.names:
-                    for blocking in problems.get(name, []):
-                        lines.append("%s on %s: %s" % (blocking["pod"], name, blocking["message"]))
-                nodes = {name: node_result("not started", message="", blocking=problems.get(name, []),
-                                           remaining=[blocking["pod"] for blocking in problems.get(name, [])])
-                         for name in self.names}
-                return {"failed": True, "changed": False, "nodes": nodes, "drained": [], "skipped_nodes": [],
-                        "failed_nodes": sorted(problems),
-                        "msg": "cannot drain: %d pod(s) cannot be evicted under the options given, nothing was changed: %s"
-                               % (len(lines), "; ".join(lines))}
+            for name, found in self.static_problems().items():
+                problems.setdefault(name, []).extend(found)
+        if problems:
+            lines = []
+            for name in self.names:
+                for blocking in problems.get(name, []):
+                    lines.append("%s on %s: %s" % (blocking["pod"], name, blocking["message"]))
+            nodes = {name: node_result("not started", message="", blocking=problems.get(name, []),
+                                       remaining=[blocking["pod"] for blocking in problems.get(name, [])])
+                     for name in self.names}
+            return {"failed": True, "changed": False, "nodes": nodes, "drained": [], "skipped_nodes": [],
+                    "failed_nodes": sorted(problems),
+                    "msg": "cannot drain: %d pod(s) cannot leave their node under the options given, nothing was changed: %s"
+                           % (len(lines), "; ".join(lines))}
         started_at = self.drained_text()
         # out of external load balancers from the start: the deregistration delay runs while the pods are evicted
         cordoned = cordon_nodes(self.api, self.names,

@@ -24,6 +24,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, stranded_volumes
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, failed_to_join, node_summary
@@ -89,21 +90,30 @@ def join_nodes(records, nodes, raw_nodes):
     return records
 
 
-def group_refusals(group, records, outdated, surge_method="scale"):
+def group_refusals(group, records, outdated, surge_method="scale", stranded=()):
     """Why the group cannot be rolled as it stands, one sentence each (empty when it can): no room for the state tags;
-    with ``surge_method`` ``detach``, outdated instances without room for the tags of a detached instance."""
+    with ``surge_method`` ``detach``, outdated instances without room for the tags of a detached instance; volumes on
+    outdated nodes pinned to zones where no node would be left for their pods (``stranded``:
+    ``drain.volumes.stranded_volumes``)."""
     name = group["AutoScalingGroupName"]
     refusals = [tag_room_refusal(group_tags(group), name)]
     if surge_method == "detach":
         tags = {record["instance_id"]: record.get("tags") for record in records}
         refusals.extend(detach_room_refusal(entry["instance_id"], tags.get(entry["instance_id"])) for entry in outdated)
+    refusals.extend("volume %s%s on outdated node %s is pinned to %s, where the group launches no instance (its zones: %s) "
+                    "and no other schedulable node is: its pod could never start again once the node is drained; "
+                    "add the zone to the group or make room on a node there" % (
+                        entry["volume"], " (claim %s)" % entry["claim"] if entry["claim"] else "", entry["node"],
+                        ", ".join(entry["zones"]) or "the nodes its node affinity selects", ", ".join(group_azs(group)))
+                    for entry in stranded)
     return [text for text in refusals if text]
 
 
-def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups=()):
+def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups=(), volumes=None):
     """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None; ``raw_nodes``:
     the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster;
-    ``target_groups``: the group's, as ``clients.aws.group_target_groups`` reads them)."""
+    ``target_groups``: the group's, as ``clients.aws.group_target_groups`` reads them; ``volumes``: ``{"attached":
+    drain.volumes.attachments_by_node, "volumes": name -> PersistentVolume}`` of the cluster, or None)."""
     name = group["AutoScalingGroupName"]
     target = group_target(ec2, group)
     if target is None:
@@ -156,7 +166,8 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "up_to_date": plan["up_to_date"],
         "nodes_joined": nodes is not None,
         "mismatch": cluster_mismatch(name, records, raw_nodes) if raw_nodes is not None else None,
-        "refusals": group_refusals(group, records, plan["outdated"], params.get("surge_method") or "scale"),
+        "refusals": group_refusals(group, records, plan["outdated"], params.get("surge_method") or "scale",
+                                   _stranded(plan["outdated"], volumes, raw_nodes, group)),
         "surge_owed": owed,
         "payback": payback,
         "marked": marked,
@@ -167,6 +178,26 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "state": state,
         "plan": plan,
     }
+
+
+def _stranded(outdated, volumes, raw_nodes, group):
+    """drain.volumes.stranded_volumes for the group's outdated nodes (none when the volumes were not read)."""
+    if not volumes or raw_nodes is None:
+        return []
+    leaving = [entry["node"] for entry in outdated if entry.get("node")]
+    nodes = [node_summary(raw, INSTANCE_NODE_FIELDS) for raw in raw_nodes]
+    return stranded_volumes(leaving, volumes["attached"], volumes["volumes"], nodes, group_azs(group))
+
+
+def read_volumes(api, params):
+    """The cluster's VolumeAttachments by node, and its PersistentVolumes when a volume is attached: what
+    :func:`describe_node_group` needs to find volumes a rollout would strand (one list, two when volumes are attached)."""
+    with kube_errors("list", "volumeattachments", params):
+        attached = attachments_by_node(api.list_volume_attachments())
+    if not attached:
+        return {"attached": attached, "volumes": {}}
+    with kube_errors("list", "persistentvolumes", params):
+        return {"attached": attached, "volumes": {volume["metadata"]["name"]: volume for volume in api.list_persistent_volumes()}}
 
 
 @reports_errors
@@ -186,14 +217,15 @@ def run_node_group_info(module):
             groups = find_groups(autoscaling, params["tags"])
             if not groups:
                 raise RolloutError("tags: no Auto Scaling group in region %s has the tags %s" % (connection.region, params["tags"]))
-    nodes = raw_nodes = None
+    nodes = raw_nodes = volumes = None
     if api is not None:
         with kube_errors("list", "nodes", params):
             raw_nodes = api.list_nodes()
         nodes = nodes_by_instance(raw_nodes)
+        volumes = read_volumes(api, params)
     with aws_errors("DescribeTargetGroups", where, params):
         target_groups = {group["AutoScalingGroupName"]: group_target_groups(elbv2, group) for group in groups}
     with aws_errors("DescribeInstances", where, params):
         node_groups = [describe_node_group(ec2, group, nodes, params, raw_nodes if nodes is not None else None,
-                                           target_groups[group["AutoScalingGroupName"]]) for group in groups]
+                                           target_groups[group["AutoScalingGroupName"]], volumes) for group in groups]
     module.exit_json(changed=False, node_groups=node_groups)

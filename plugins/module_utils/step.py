@@ -5,14 +5,15 @@
 """``rollout_step``: read one group, return the next step of its rollout (``rollout.steps.next_step``), and, when
 the step is to wait, wait in here until it is not.
 
-One read is one DescribeAutoScalingGroups, one DescribeInstances (two while instances are detached for surge) and one
-list of nodes; when a drained instance of a group with target groups may be terminated, one DescribeTargetHealth per
-target group too (the target groups themselves are described once per call); a step that would drain serving nodes
-also lists the cluster's pods once, to drain no more nodes than the others have room for (``rollout.room``). While the
-step waits for new instances to become Ready nodes, only the nodes are listed, every ``poll_interval``; while it waits
-for drained instances to leave their target groups, only their target groups' health is read, every
-``poll_interval``; the group is read again when a node changes, when an instance has left its target groups, when a
-post-drain delay or a deregistration timeout ends, or every ``REREAD_SECONDS`` at the latest.
+One read is one DescribeAutoScalingGroups, one DescribeInstances (two while instances are detached for surge), one
+list of nodes and, while outdated nodes are left, one list of VolumeAttachments (and of PersistentVolumes, once per
+call, when a volume is attached to one of them); when a drained instance of a group with target groups may be
+terminated, one DescribeTargetHealth per target group too (the target groups themselves are described once per call);
+a step that would drain serving nodes also lists the cluster's pods once, to drain no more nodes than the others have
+room for (``rollout.room``). While the step waits for new instances to become Ready nodes, only the nodes are listed,
+every ``poll_interval``; while it waits for drained instances to leave their target groups or have their volumes
+detached, only those are read, every ``poll_interval``; the group is read again when a node changes, when an instance
+has been let go, when a post-drain delay or a hold's timeout ends, or every ``REREAD_SECONDS`` at the latest.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, pinned_zones, volume_holds
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import join_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import node_summary, ready_since
@@ -42,6 +44,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets im
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_time
 
 REREAD_SECONDS = 60
+# How long a drained node's volumes may take to detach before its instance is terminated anyway: the attach/detach
+# controller's own limit before it detaches a volume whose unmount it cannot confirm (maxWaitForUnmountDuration).
+DEFAULT_VOLUME_DETACH_TIMEOUT = "6m"
 
 
 def check_options(params):
@@ -62,6 +67,8 @@ def check_options(params):
         if not isinstance(instance_id, str) or not instance_id.strip().startswith("i-"):
             raise PlanError("limit[%d]: %r is not allowed; use an instance id (i-...)" % (index, instance_id))
     parse_deregistration_timeout(params.get("deregistration_timeout"))
+    parse_duration(DEFAULT_VOLUME_DETACH_TIMEOUT if params.get("volume_detach_timeout") in (None, "") else params["volume_detach_timeout"],
+                   "volume_detach_timeout")
     return target, delay, timeout
 
 
@@ -93,21 +100,26 @@ def new_nodes(records, outdated_ids, raw_nodes, since):
 
 
 class StepReader:  # pylint: disable=too-many-instance-attributes
-    """Reads the group, its nodes and, for the drained instances, its target groups; decides; remembers how long each
-    drained instance waited for its target groups."""
+    """Reads the group, its nodes, the cluster's VolumeAttachments and, for the drained instances, the group's target
+    groups; decides; remembers how long each drained instance waited to be let go."""
 
     def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None, elbv2=None, clock=time.monotonic):
         self.params = params
         self.autoscaling, self.ec2, self.api, self.region, self.elbv2 = autoscaling, ec2, api, region, elbv2
         self.target, self.delay = target, delay
         self.target_timeout = parse_deregistration_timeout(params.get("deregistration_timeout"))
+        detach = params.get("volume_detach_timeout")
+        self.volume_timeout = parse_duration(DEFAULT_VOLUME_DETACH_TIMEOUT if detach in (None, "") else detach,
+                                             "volume_detach_timeout")
         self.now = now or (lambda: datetime.now(timezone.utc))
         self.clock = clock
         self.reads = 0
         self.raw_nodes = []
         self.target_groups = None    # the group's instance target groups, described once
         self.targets = {}            # target group arn -> {target id: state}, as last read
-        self.held = {}               # instance id -> since (clock()), node and target groups, once a decision found it held
+        self.attached = {}           # node -> volumes attached to it (drain.volumes.attachments_by_node), as last read
+        self.volumes = None          # PersistentVolume name -> volume, read once when a volume is attached to an outdated node
+        self.held = {}               # instance id -> since (clock()), node and what held it, once a decision found it held
 
     def list_nodes(self):
         with kube_errors("list", "nodes", self.params):
@@ -127,30 +139,48 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
                 self.targets = {tg["arn"]: target_states(self.elbv2, tg["arn"]) for tg in self.target_groups}
         return self.targets
 
-    def holds(self, records):
-        """For each drained instance a target group still holds: ``rollout.targets.holding`` (the last read)."""
-        found = {}
-        for record in records:
-            held = holding(record["instance_id"], self.target_groups or [], self.targets)
-            if held:
-                found[record["instance_id"]] = held
-        return found
+    def read_attachments(self):
+        """The cluster's VolumeAttachments by node (one list)."""
+        with kube_errors("list", "volumeattachments", self.params):
+            self.attached = attachments_by_node(self.api.list_volume_attachments())
+        return self.attached
 
-    def left_any(self, step):
-        """Whether a drained instance the step waits for has left every target group (one health read)."""
-        self.read_targets()
-        return any(not holding(entry["instance_id"], self.target_groups, self.targets) for entry in step["deregistering"])
+    def read_volumes(self):
+        """The cluster's PersistentVolumes by name, listed once per call (a volume's node affinity never changes)."""
+        if self.volumes is None:
+            with kube_errors("list", "persistentvolumes", self.params):
+                self.volumes = {volume["metadata"]["name"]: volume for volume in self.api.list_persistent_volumes()}
+        return self.volumes
 
-    def _target_waits(self, step):
-        """The instances this step terminates that a target group held at some decision of this call, with how long
-        this call waited for them."""
+    def holds(self, instance_id, node):
+        """What holds the drained instance back (the last reads): the target groups listing it, the volumes still
+        attached to its node."""
+        held = holding(instance_id, self.target_groups or [], self.targets, self.target_timeout)
+        if self.volume_timeout:
+            held.extend(volume_holds(node, self.attached, self.volume_timeout))
+        return held
+
+    def released_any(self, step):
+        """Whether a held instance the step waits for has been let go (a health read of the target groups, a list of
+        the VolumeAttachments, as the holds need)."""
+        kinds = set(hold["kind"] for entry in step["held"] for hold in entry["held"])
+        if "target_group" in kinds:
+            self.read_targets()
+        if "volume" in kinds:
+            self.read_attachments()
+        return any(not self.holds(entry["instance_id"], entry["node"]) for entry in step["held"])
+
+    def _termination_waits(self, step):
+        """The instances this step terminates that something held at a decision of this call, with how long this call
+        waited for them."""
         waits = []
-        timed_out = {entry["instance_id"] for entry in step["deregistration_timed_out"]}
+        timed_out = {entry["instance_id"] for entry in step["hold_timed_out"]}
         for instance_id in step["terminate"]:
             held = self.held.pop(instance_id, None)
             if held is not None:
                 waits.append({"instance_id": instance_id, "node": held["node"], "target_groups": held["target_groups"],
-                              "waited_seconds": round(self.clock() - held["since"], 1), "timed_out": instance_id in timed_out})
+                              "volumes": held["volumes"], "waited_seconds": round(self.clock() - held["since"], 1),
+                              "timed_out": instance_id in timed_out})
         return waits
 
     def decide(self):
@@ -165,13 +195,23 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         outdated = [entry["instance_id"] for entry in outdated_instances(records, self.target)]
         now = self.now()
         wanted = set(outdated)
-        # the target groups matter only for instances that could be terminated now: drained, past the post-drain delay
+        nodes_of = {record["instance_id"]: record["node"]["name"] for record in records
+                    if record["instance_id"] in wanted and isinstance(record.get("node"), dict)}
+        # what holds an instance back matters only once it could be terminated: drained, past the post-drain delay
         drained = [record for record in records if record["instance_id"] in wanted and drained_at(record.get("node"))
                    and drained_at(record["node"]) + timedelta(seconds=self.delay) <= now]
-        holds = {}
+        holds, pinned = {}, {}
+        if nodes_of:
+            self.read_attachments()
+            if any(self.attached.get(node) for node in nodes_of.values()):
+                volumes = self.read_volumes()
+                pinned = {node: pinned_zones(node, self.attached, volumes) for node in nodes_of.values()}
         if drained:
             self.read_targets(group)
-            holds = self.holds(drained)
+            for record in drained:
+                held = self.holds(record["instance_id"], record["node"]["name"])
+                if held:
+                    holds[record["instance_id"]] = held
         sizes = sizes_of(group)
         original = state["original_desired_capacity"] if state else sizes["desired_capacity"]
         unavailable = max_unavailable_count(self.params.get("max_unavailable"), original)
@@ -180,17 +220,19 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
                                    now, post_drain_delay=self.delay, canary=self.params["canary"],
                                    skip=[name.strip() for name in self.params.get("skip") or []],
                                    limit=None if self.params.get("limit") is None else [iid.strip() for iid in self.params["limit"]],
-                                   holds=holds, target_timeout=self.target_timeout)
+                                   holds=holds, pinned=pinned)
         step = decide()
         if step["needs_room"]:
             # only a step that would drain serving nodes reads the pods: one list, from the API server's cache
             with kube_errors("list", "pods", self.params):
                 pods = self.api.list_pods(resource_version="0")
             step = decide(room={"nodes": raw_nodes, "pods": pods})
-        for entry in step["deregistering"] + step["deregistration_timed_out"]:
-            held = self.held.setdefault(entry["instance_id"], {"since": self.clock(), "node": entry["node"]})
-            held["target_groups"] = sorted(hold["target_group"] for hold in entry["held"])
-        step["target_waits"] = self._target_waits(step)
+        for entry in step["held"] + step["hold_timed_out"]:
+            held = self.held.setdefault(entry["instance_id"], {"since": self.clock(), "node": entry["node"],
+                                                               "target_groups": [], "volumes": []})
+            for kind, field in (("target_group", "target_groups"), ("volume", "volumes")):
+                held[field] = sorted(set(held[field]) | set(hold["name"] for hold in entry["held"] if hold["kind"] == kind))
+        step["termination_waits"] = self._termination_waits(step)
         step["new_nodes"] = new_nodes(records, set(outdated), raw_nodes, state.get("started_at") if state else None)
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
                          "max_unavailable": unavailable, "surge_owed": owed,
@@ -236,7 +278,7 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
             sleep(max(0.0, min(poll_interval, wake - clock())))
             if step["booting"] and _fingerprint(reader.list_nodes()) != seen:
                 break
-            if step["deregistering"] and reader.left_any(step):
+            if step["held"] and reader.released_any(step):
                 break
 
 

@@ -27,8 +27,9 @@ description:
     Deployment is restarted instead, as C(kubectl rollout restart) does. The new pod starts on another node
     (this one is cordoned) and the controller removes the old pod once the new one is available, so the workload
     has no downtime.
-  - Any other single-replica Deployment (C(Recreate), maxUnavailable 1 or more, paused) has its pod evicted, so
-    its PodDisruptionBudget decides. A restart would let the controller stop the pod before its replacement is
+  - Any other single-replica Deployment (C(Recreate), maxUnavailable 1 or more, paused, or a pod that mounts a
+    C(ReadWriteOnce) or C(ReadWriteOncePod) PersistentVolumeClaim, which the new pod of a restart could never attach
+    while the old one holds it) has its pod evicted, so its PodDisruptionBudget decides. A restart would let the controller stop the pod before its replacement is
     Ready and bypass the budget. A budget that needs the pod refuses the eviction (429) and the node is held
     until O(timeout) and O(timeout_action). The result lists the pod under C(downtime) (and C(blocking) while a
     budget holds it), naming the Deployment, its maxUnavailable and maxSurge, and the budget.
@@ -45,8 +46,9 @@ description:
     evicted, deleted or restarted, and every blocker with its reason. Blockers are budgets that allow 0
     disruptions or fewer than the pods on the nodes drained together, pods under two budgets, pods without a
     controller, do-not-disrupt annotations, C(emptyDir) data, single-replica workloads that would be evicted
-    (flagged as downtime, naming the Deployment's maxUnavailable and maxSurge and the budget) and pods that
-    tolerate every taint. It also predicts the outcome.
+    (flagged as downtime, naming the Deployment's maxUnavailable and maxSurge and the budget), pods that
+    tolerate every taint, and pods whose persistent volume is pinned to a zone (C(zonal_volume), an error
+    C(volume_without_node) when they could start again nowhere, see O(new_node_zones)). It also predicts the outcome.
 options:
   nodes:
     description:
@@ -105,8 +107,8 @@ options:
     description:
       - Move the pod of a single-replica Deployment by restarting the Deployment through its rolling update,
         so that the new pod is Ready before the old one stops. Only Deployments whose rolling update keeps the
-        old pod until the new one is Ready (maxUnavailable 0, maxSurge at least 1, not paused) are restarted;
-        the pods of the others are evicted, within their PodDisruptionBudget.
+        old pod until the new one is Ready (maxUnavailable 0, maxSurge at least 1, not paused) and whose pod mounts no
+        C(ReadWriteOnce) claim are restarted; the pods of the others are evicted, within their PodDisruptionBudget.
       - V(false) evicts such pods like any other; the workload is down until its replacement is Ready.
     type: bool
     default: true
@@ -122,6 +124,16 @@ options:
         runs alongside the drain instead of after it.
     type: bool
     default: false
+  new_node_zones:
+    description:
+      - The Availability Zones new nodes will be launched in (the node group's zones). A pod whose persistent volume is
+        pinned to a zone by node affinity can only start again on a node there; when no Ready, schedulable node outside
+        the nodes drained matches its volume and none of these zones does, the module fails before changing anything,
+        naming the pod, its volume and its zones, whatever O(timeout_action) says (in check mode the pre-flight reports it
+        as an error). Unset, such a pod is only reported, as a warning - it waits C(Pending) until a node comes in its zone.
+      - Every pod with a volume pinned to a zone is named in the pre-flight (kind C(zonal_volume)).
+    type: list
+    elements: str
   max_concurrent_evictions:
     description:
       - How many eviction requests of one node are in flight at the same time.
@@ -336,6 +348,7 @@ def argument_spec():
         restart_single_replica=dict(type="bool", default=True),
         max_concurrent_nodes=dict(type="int"),
         exclude_from_load_balancers=dict(type="bool", default=False),
+        new_node_zones=dict(type="list", elements="str"),
         max_concurrent_evictions=dict(type="int", default=10),
         poll_interval=dict(type="float", default=2.0),
         retry_max_delay=dict(type="float", default=16.0),

@@ -145,6 +145,8 @@ notes:
   - The plan is data for the C(nodeops.rollout.rolling_update) role and for review in check mode; the estimated duration
     follows the rollout's pipeline with the timings of O(timings).
   - A group with target groups costs one DescribeTargetGroups and one DescribeTargetGroupAttributes per target group.
+  - With O(include_nodes), the cluster's VolumeAttachments are listed (and its PersistentVolumes, when a volume is
+    attached) to find the volumes a rollout would strand (RV(node_groups[].refusals)).
 seealso:
   - module: nodeops.rollout.asg_surge
   - module: nodeops.rollout.launch_template_version
@@ -375,7 +377,9 @@ node_groups:
         - Why the group cannot be rolled as it stands, one sentence each naming what to change; empty when it can. A group
           takes at most 50 tags and a rollout records its state in two (C(nodeops.rollout/state), C(nodeops.rollout/progress)),
           so a group with more than 48 others is named with its tag count. With O(surge_method=detach), so is each outdated
-          instance without room for the two tags of an instance detached for surge.
+          instance without room for the two tags of an instance detached for surge. So is each persistent volume attached
+          to an outdated node (a VolumeAttachment) that is pinned by node affinity to zones where the group launches no
+          instance and no other schedulable node is: its pod could never start again once the node is drained.
         - The C(nodeops.rollout.rolling_update) role stops on them before any change.
       type: list
       elements: str

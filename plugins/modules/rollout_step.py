@@ -20,10 +20,14 @@ description:
     original plus the surge. Terminations keep desired capacity (the group launches a replacement at once) except the
     last ones, as many as the surge still owed, which pay it back. A node's post-drain delay counts from when
     M(nodeops.rollout.node_drain) finished it (node annotation C(nodeops.rollout/drained-at)).
-  - A drained instance that a target group of the group still lists as an instance target in state C(healthy),
-    C(initial) or C(draining) is not terminated until it has left every such target group, or until
-    O(deregistration_timeout) has passed since its drain ended (then it is terminated anyway, and
-    RV(step.deregistration_timed_out) names it).
+  - A drained instance is not terminated while something still holds it - a target group of the group that lists it
+    as an instance target in state C(healthy), C(initial) or C(draining) (until it has left, or
+    O(deregistration_timeout) has passed since its drain ended), a VolumeAttachment of its node (until the volume is
+    detached, or O(volume_detach_timeout) has passed). When the timeout passes it is terminated anyway, and
+    RV(step.hold_timed_out) names it.
+  - A serving outdated node with a persistent volume attached that is pinned to a zone (node affinity) where no
+    up-to-date node of the group is Ready is drained after the others, as its pod could start again nowhere; when
+    nothing else is left to do it is drained all the same (RV(step.drained_without_zone)).
   - Everything the decision needs is on the group and its nodes, so a run that was stopped resumes where it was.
   - With O(wait=true), a step that would wait is waited for here (for a post-drain delay to end, for drained
     instances to leave their target groups, for new instances to become Ready nodes), and the next step that does
@@ -78,6 +82,13 @@ options:
       - Unset (or empty), each target group's C(deregistration_delay.timeout_seconds) plus 30 seconds (the longest of
         the target groups that still hold the instance).
     type: raw
+  volume_detach_timeout:
+    description:
+      - How long after its drain ended a drained instance may wait at most for the volumes attached to its node to be
+        detached (its VolumeAttachments gone), as seconds or a duration; V(0) does not wait. As Cluster API's
+        C(nodeVolumeDetachTimeout), but bounded by default.
+    type: raw
+    default: 6m
   canary:
     description:
       - While no up-to-date node is Ready, replace one outdated node at a time until its replacement is Ready.
@@ -118,6 +129,8 @@ notes:
   - When a drained instance may be terminated and the group has target groups, each read also makes one
     DescribeTargetHealth per target group (DescribeTargetGroups and DescribeTargetGroupAttributes once per call); while
     waiting for drained instances to leave them, only their health is read, every O(poll_interval).
+  - While outdated nodes are left, each read also lists the cluster's VolumeAttachments (and once per call its
+    PersistentVolumes, when a volume is attached to an outdated node).
 """
 
 EXAMPLES = r"""
@@ -184,22 +197,32 @@ step:
       description: Drained nodes still in their post-drain delay.
       type: list
       elements: str
-    deregistering:
+    held:
       description:
-        - Drained instances past their post-drain delay that a target group still holds, each with C(instance_id),
-          C(node), C(held) (C(target_group), C(state), C(deregistration_delay) of each) and C(until) (seconds left of
-          its deregistration timeout).
+        - Drained instances past their post-drain delay that something still holds, each with C(instance_id), C(node),
+          C(held) (each hold's C(kind) - C(target_group) or C(volume) -, C(name), C(state) and C(timeout)) and C(until)
+          (seconds left before the longest hold's timeout).
       type: list
       elements: dict
-    deregistration_timed_out:
-      description: The instances of RV(step.terminate) that a target group still held when their deregistration timeout ended.
+    hold_timed_out:
+      description: The instances of RV(step.terminate) still held when their hold's timeout ended.
       type: list
       elements: dict
-    target_waits:
+    termination_waits:
       description:
-        - The instances of RV(step.terminate) that this call found held by a target group, each with C(instance_id),
-          C(node), C(target_groups), C(waited_seconds) (from the first decision that found it held to this one) and
+        - The instances of RV(step.terminate) that this call found held, each with C(instance_id), C(node),
+          C(target_groups), C(volumes), C(waited_seconds) (from the first decision that found it held to this one) and
           C(timed_out).
+      type: list
+      elements: dict
+    deferred:
+      description:
+        - Serving outdated nodes not drained yet because a volume attached to them is pinned to zones (C(zones)) where
+          no up-to-date node of the group is Ready, each with C(node) and C(zones).
+      type: list
+      elements: dict
+    drained_without_zone:
+      description: Nodes of RV(step.drain) drained although such a zone had no Ready up-to-date node, nothing else being left.
       type: list
       elements: dict
     skipped:
@@ -253,10 +276,12 @@ step:
     budget: 2
     booting: 1
     delayed: []
-    deregistering: []
-    deregistration_timed_out: []
-    target_waits: [{"instance_id": "i-0a1b2c3d4e5f60001", "node": "ip-10-0-1-7.eu-west-1.compute.internal",
-                    "target_groups": ["web-tg"], "waited_seconds": 41.0, "timed_out": false}]
+    held: []
+    hold_timed_out: []
+    termination_waits: [{"instance_id": "i-0a1b2c3d4e5f60001", "node": "ip-10-0-1-7.eu-west-1.compute.internal",
+                         "target_groups": ["web-tg"], "volumes": [], "waited_seconds": 41.0, "timed_out": false}]
+    deferred: []
+    drained_without_zone: []
     skipped: []
     outside: []
     waiting_for: []
@@ -289,6 +314,7 @@ def argument_spec():
         max_unavailable=dict(type="raw"),
         post_drain_delay=dict(type="raw", default=0),
         deregistration_timeout=dict(type="raw"),
+        volume_detach_timeout=dict(type="raw", default="6m"),
         canary=dict(type="bool", default=True),
         skip=dict(type="list", elements="str", default=[]),
         limit=dict(type="list", elements="str"),

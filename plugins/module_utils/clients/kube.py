@@ -25,7 +25,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
 
 try:
-    from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api
+    from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api, StorageV1Api
     from kubernetes.client.exceptions import ApiException
     from kubernetes.watch.watch import iter_resp_lines
 except ImportError:
@@ -99,7 +99,8 @@ def with_pool_size(api_client, size):
 
 
 class KubeApi:
-    """Thin JSON-in, JSON-out wrapper over the kubernetes client for nodes, pods, budgets, workloads and leases."""
+    """Thin JSON-in, JSON-out wrapper over the kubernetes client for nodes, pods, budgets, workloads, persistent volumes
+    and leases."""
 
     def __init__(self, api_client, sleep=time.sleep, attempts=READ_ATTEMPTS, request_timeout=REQUEST_TIMEOUT,
                  unreachable_seconds=UNREACHABLE_SECONDS, clock=time.monotonic):
@@ -108,6 +109,7 @@ class KubeApi:
         self.apps = AppsV1Api(api_client)
         self.policy = PolicyV1Api(api_client)
         self.coordination = CoordinationV1Api(api_client)
+        self.storage = StorageV1Api(api_client)
         self.sleep = sleep
         self.attempts = attempts
         self.request_timeout = request_timeout
@@ -252,6 +254,16 @@ class KubeApi:
 
     def patch_deployment(self, namespace, name, patch):
         return self._call(self.apps.patch_namespaced_deployment, name, namespace, patch, _content_type=STRATEGIC_MERGE_PATCH)
+
+    # ---- persistent volumes -------------------------------------------------------------------------
+    def list_pvcs(self, namespace):
+        return self._call(self.core.list_namespaced_persistent_volume_claim, namespace).get("items") or []
+
+    def list_persistent_volumes(self):
+        return self._call(self.core.list_persistent_volume).get("items") or []
+
+    def list_volume_attachments(self):
+        return self._call(self.storage.list_volume_attachment).get("items") or []
 
     # ---- leases (the rollout lock) ----------------------------------------------------------------
     # Retrying the writes is safe: a create or update that succeeded before its answer was lost comes back as 409

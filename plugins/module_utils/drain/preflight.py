@@ -29,6 +29,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import 
     tolerates_every_taint,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import eviction_reason
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import homes, pinned_volumes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least
 
 
@@ -36,6 +37,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values imp
 # current options, a "warning" lets it finish with a cost (downtime, slower progress, a budget bypassed).
 BLOCKER_KINDS = ("pdb_zero", "pdb_insufficient", "multiple_pdbs", "naked_pod", "emptydir", "do_not_disrupt",
                  "single_replica", "tolerates_all")
+# Blocker kinds of volume_findings: pods a persistent volume pins to a zone.
+VOLUME_BLOCKER_KINDS = ("zonal_volume", "volume_without_node")
 
 
 def _blocker(pod, kind, reason, severity, pdb=None, **extra):
@@ -269,8 +272,44 @@ def _explain_eviction(node_report, key, entry, pod, pdbs):
                                         "severity": "warning", "owner": owner, "deployment": entry["deployment"]})
 
 
+def volume_findings(node_pods_by_node, claims, volumes, nodes, new_zones=None):
+    """The pods of the drained nodes whose persistent volume is pinned by node affinity (a zone): ``{node: [blocker]}``.
+
+    Each such pod gets a ``zonal_volume`` warning naming the volume, its zones and how many schedulable nodes outside
+    the drained ones it could start again on. One that could start nowhere - no Ready, schedulable node outside the
+    drained ones matches its volume, and none of ``new_zones`` (the zones new nodes will be launched in) does - gets
+    ``volume_without_node``: an error when ``new_zones`` is given (no node will ever come for it), else a warning (it
+    waits ``Pending`` until a node comes in its zone). ``claims``: ``namespace/name`` -> claim; ``volumes``: name ->
+    volume; ``nodes``: every node (``node_health.node_summary`` shape with ``labels`` and ``taints``)."""
+    leaving = set(node_pods_by_node)
+    found = {}
+    for node, pods in node_pods_by_node.items():
+        for pod in pods:
+            if pod_is_terminating(pod) or pod_is_finished(pod) or (controller_of(pod) or {}).get("kind") == "DaemonSet":
+                continue
+            for pinned in pinned_volumes(pod, claims, volumes):
+                volume = volumes[pinned["volume"]]
+                places = homes(volume, nodes, leaving, new_zones or ())
+                zones = ", ".join(pinned["zones"]) or "the nodes its node affinity selects"
+                what = "volume %s (claim %s) is pinned to %s" % (pinned["volume"], pinned["claim"], zones)
+                entries = found.setdefault(node, [])
+                entries.append(_blocker(pod_key(pod), "zonal_volume", "%s: it can start again only there; %d schedulable "
+                                        "node(s) or new-node zone(s) match" % (what, len(places)), "warning",
+                                        zones=pinned["zones"], volume=pinned["volume"]))
+                if not places:
+                    if new_zones is not None:
+                        reason = ("%s, where no schedulable node stays and the group launches no new node (its zones: "
+                                  "%s): the pod could never start again" % (what, ", ".join(new_zones) or "none"))
+                    else:
+                        reason = "%s, where no schedulable node stays: the pod waits Pending until a node is Ready there" % what
+                    entries.append(_blocker(pod_key(pod), "volume_without_node", reason,
+                                            "error" if new_zones is not None else "warning", zones=pinned["zones"],
+                                            volume=pinned["volume"]))
+    return found
+
+
 def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, restarts, timeout_action="fail",
-                    timeout_seconds=900):
+                    timeout_seconds=900, volume_blockers=None):
     """``eviction_preflight`` with what :func:`restart_plan` decided for the pods of Deployments.
 
     ``restarts`` maps pod keys to :func:`restart_plan` results. A pod whose entry has ``restart`` True appears
@@ -279,9 +318,13 @@ def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owne
     Eviction API. A single-replica pod whose entry has ``restart`` False stays under ``would_evict``: its
     ``single_replica`` finding (and its budget's ``pdb_zero``/``pdb_insufficient``, if any) names the Deployment,
     its maxUnavailable/maxSurge and the budget that decides. Each node also gets ``outcome``, one sentence
-    predicting the end of its drain under ``timeout_action``.
+    predicting the end of its drain under ``timeout_action``. ``volume_blockers``: :func:`volume_findings`, added to
+    each node's blockers.
     """
     report = eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner)
+    for node, blockers in (volume_blockers or {}).items():
+        if node in report:
+            report[node]["blockers"].extend(blockers)
     dropped = ("pdb_zero", "pdb_insufficient", "single_replica", "multiple_pdbs")
     pods_by_key = dict((pod_key(pod), pod) for pods in node_pods_by_node.values() for pod in pods)
     for node_report in report.values():

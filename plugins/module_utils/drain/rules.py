@@ -94,10 +94,12 @@ def _template_restarted_at(obj):
     return ((template.get("metadata") or {}).get("annotations") or {}).get(RESTARTED_AT)
 
 
-def restart_plan(pod, replicasets, deployments):
+def restart_plan(pod, replicasets, deployments, exclusive_claims=()):
     """Whether the pod should leave its node through its Deployment's rolling update instead of an eviction.
 
-    ``replicasets`` and ``deployments`` map ``namespace/name`` to objects. Returns None when the pod does not
+    ``replicasets`` and ``deployments`` map ``namespace/name`` to objects; ``exclusive_claims`` names the pod's
+    PersistentVolumeClaims that one node at a time may attach (ReadWriteOnce, ReadWriteOncePod: the new pod of a
+    restart could never attach them while this one holds them, so such a pod is evicted). Returns None when the pod does not
     belong to a Deployment (through its ReplicaSet); otherwise ``{"deployment", "replicas", "strategy",
     "max_unavailable", "max_surge", "restart", "pending", "zero_downtime", "reason"}``:
 
@@ -140,6 +142,10 @@ def restart_plan(pod, replicasets, deployments):
     elif not capacity["keeps_old_pod"]:
         entry["reason"] = ("Deployment %s has one replica and a rolling update with %s: a restart would let the "
                            "controller stop the pod before its replacement is Ready; %s" % (key, fenceposts_text(capacity), evicted))
+    elif exclusive_claims:
+        entry["reason"] = ("Deployment %s has one replica whose pod mounts the ReadWriteOnce claim(s) %s: the new pod of a "
+                           "restart could never attach the volume while this one holds it; %s"
+                           % (key, ", ".join(exclusive_claims), evicted))
     if entry["reason"]:
         return entry
     entry["restart"] = True

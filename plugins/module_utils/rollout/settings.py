@@ -31,6 +31,7 @@ DURATIONS = {
     "drain_timeout": (1, False),
     "post_drain_delay": (0, False),
     "deregistration_timeout": (0, True),
+    "volume_detach_timeout": (0, False),
     "node_ready_timeout": (1, False),
     "validate_interval": (1, False),
     "validate_timeout": (1, False),
@@ -181,7 +182,8 @@ def check_role_settings(values):
     node_groups = [_check_group(index, item, seen, defaults) for index, item in enumerate(groups)]
     lock = seconds["lock_duration"]
     if lock is None:
-        lock = (seconds["drain_timeout"] + seconds["post_drain_delay"] + (seconds["deregistration_timeout"] or 0)
+        lock = (seconds["drain_timeout"] + seconds["post_drain_delay"]
+                + max(seconds["deregistration_timeout"] or 0, seconds["volume_detach_timeout"] or 0)
                 + 2 * seconds["node_ready_timeout"] + seconds["validate_timeout"] + LOCK_MARGIN_SECONDS)
     # a renewal is skipped while the Lease holds for this long (rollout_lock's min_valid_for): what is left then still
     # covers the longest step, with half the margin (a tenth of a duration the operator set)

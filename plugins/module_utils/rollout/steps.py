@@ -24,8 +24,12 @@ The surge is a pipeline with the semantics of a Deployment's ``maxSurge``/``maxU
   delay runs while other nodes drain;
 - a canary of one: while no up-to-date node is Ready (nothing surged, nothing replaced yet), one outdated node
   at a time, until its replacement is Ready;
-- a drained instance that a target group of the group still lists (``rollout.targets``) is not terminated before it
-  has left, or its deregistration timeout has passed since its drain ended.
+- a drained instance that something still holds - a target group of the group that lists it (``rollout.targets``),
+  a volume still attached to its node (``drain.volumes``) - is not terminated before it is let go, or the hold's
+  timeout has passed since its drain ended;
+- a serving node with a volume pinned to a zone (node affinity) where no up-to-date node of the group is Ready yet is
+  drained after the others: its pod could not start again anywhere. When nothing else is left to do, it is drained
+  anyway (its pod waits for the replacement in that zone) and the step says so.
 
 Instances are in ``clients.aws.instance_record``'s shape with ``node`` joined (``node_health.node_summary`` with
 ``INSTANCE_NODE_FIELDS``).
@@ -37,7 +41,6 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches im
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, instance_is_detached
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.room import nodes_with_room
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import deregistration_timeout
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, parse_time
 
 # Post-drain delays that end this close to the first one are waited for together: one termination call, not several.
@@ -80,26 +83,25 @@ def _entry(instance):
             "launch_time": instance.get("launch_time")}
 
 
-def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None, target_timeout=None, limit=None):
+def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None, limit=None):
     """Sort the group's instances by where they are in the rollout.
 
-    Returns ``{"serving", "out", "drained", "delayed", "deregistering", "no_node", "skipped", "outside"}`` (outdated
-    instances: serving pods and taking new ones; out of service but not drained (not Ready, cordoned, a drain interrupted);
-    drained and past the post-drain delay; drained and still in the delay, with ``until`` seconds from now; drained,
-    past the delay, but still held by a target group (``holds``: instance id -> ``rollout.targets.holding``), with
-    ``until`` seconds left of its deregistration timeout (``target_timeout``: seconds, or None for each target group's
-    delay plus the margin); never a node; named in ``skip``; not in ``limit`` (instance ids; None: every outdated
-    instance is the rollout's) whatever their state; a drained entry held until its timeout passed carries
-    ``held`` and ``timed_out``), ``"outdated_left"`` (every active outdated instance), ``"capacity"`` (serving
-    nodes of the group, outdated or not), ``"up_to_date_ready"`` (instance ids), ``"booting"`` (instances still
-    launching, and up-to-date instances without a Ready node yet; a Ready node cordoned by someone else is not) and
-    ``"members"`` (active members).
+    Returns ``{"serving", "out", "drained", "delayed", "held", "no_node", "skipped", "outside"}`` (outdated instances:
+    serving pods and taking new ones; out of service but not drained (not Ready, cordoned, a drain interrupted); drained
+    and past the post-drain delay; drained and still in the delay, with ``until`` seconds from now; drained, past the
+    delay, but still held (``holds``: instance id -> holds, each ``{"kind", "name", "state", "timeout"}``), with
+    ``until`` seconds left of the longest hold's timeout counted from the end of its drain; never a node; named in
+    ``skip``; not in ``limit`` (instance ids; None: every outdated instance is the rollout's) whatever their state; a
+    drained entry held until its timeout passed carries ``held`` and ``timed_out``), ``"outdated_left"`` (every active
+    outdated instance), ``"capacity"`` (serving nodes of the group, outdated or not), ``"up_to_date_ready"`` (instance
+    ids), ``"ready_zones"`` (their zones), ``"booting"`` (instances still launching, and up-to-date instances without a
+    Ready node yet; a Ready node cordoned by someone else is not) and ``"members"`` (active members).
     """
     wanted = set(outdated_ids)
     skip = set(skip or ())
     limit = None if limit is None else set(limit)
     holds = holds or {}
-    sorted_ = {"serving": [], "out": [], "drained": [], "delayed": [], "deregistering": [], "no_node": [], "skipped": [],
+    sorted_ = {"serving": [], "out": [], "drained": [], "delayed": [], "held": [], "no_node": [], "skipped": [],
                "outside": []}
     capacity = members = 0
     up_to_date_ready, booting = [], []
@@ -142,9 +144,9 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
                 sorted_["delayed"].append(entry)
             elif held:
                 entry["held"] = held
-                entry["until"] = (ended - now).total_seconds() + deregistration_timeout(held, target_timeout)
+                entry["until"] = (ended - now).total_seconds() + max(hold["timeout"] for hold in held)
                 entry["timed_out"] = entry["until"] <= 0
-                sorted_["drained" if entry["timed_out"] else "deregistering"].append(entry)
+                sorted_["drained" if entry["timed_out"] else "held"].append(entry)
             else:
                 sorted_["drained"].append(entry)
         elif _serving(node):
@@ -152,8 +154,31 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
         else:
             sorted_["out"].append(entry)
     sorted_.update({"outdated_left": outdated_left, "capacity": capacity, "members": members,
-                    "up_to_date_ready": up_to_date_ready, "booting": booting})
+                    "up_to_date_ready": up_to_date_ready, "booting": booting,
+                    "ready_zones": sorted(set(instance.get("az") for instance in instances
+                                              if instance["instance_id"] in set(up_to_date_ready)))})
     return sorted_
+
+
+def _waiting_text(held):
+    """What the held instances wait for, by kind of hold."""
+    kinds = {}
+    for entry in held:
+        for kind in sorted(set(hold["kind"] for hold in entry["held"])):
+            kinds[kind] = kinds.get(kind, 0) + 1
+    words = {"target_group": "to leave their target groups", "volume": "to have their volumes detached"}
+    return ["%d drained instance(s) %s" % (count, words.get(kind, "to be let go by %s" % kind)) for kind, count in sorted(kinds.items())]
+
+
+def _without_zone(serving, pinned, ready_zones):
+    """The serving nodes with a volume pinned to a zone where the group has no Ready up-to-date node:
+    ``{node: [zones]}``."""
+    found = {}
+    for entry in serving:
+        missing = [zone for zone in pinned.get(entry["node"]) or [] if zone not in ready_zones]
+        if missing:
+            found[entry["node"]] = missing
+    return found
 
 
 def decrement_for(terminating, outdated_left, surge_owed):
@@ -184,7 +209,7 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
 
 
 def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
-              post_drain_delay=0, canary=True, skip=(), holds=None, target_timeout=None, room=None, limit=None):
+              post_drain_delay=0, canary=True, skip=(), holds=None, pinned=None, room=None, limit=None):
     """What the rollout of one group does next.
 
     ``instances``: the group's instances with their nodes; ``outdated_ids``: the ones to replace;
@@ -192,9 +217,9 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     ``surge_owed``: the surge not paid back yet (``rollout.sizes.surge_owed_now``); ``desired_capacity``: the
     group's now; ``now``: an aware datetime; ``post_drain_delay``: seconds; ``canary``: one node first while
     nothing is up to date; ``skip``: node names a drain gave up on in this run (left cordoned, not retried);
-    ``holds``: for drained instances, the target groups still holding them (``rollout.targets.holding``);
-    ``target_timeout``: the deregistration timeout in seconds (None: each target group's delay plus the margin);
-    ``room``: ``{"nodes", "pods"}``, every Node and Pod of the cluster (API JSON), or None when not read;
+    ``holds``: for drained instances, what still holds them (``{"kind", "name", "state", "timeout"}`` each:
+    ``rollout.targets.holding``, ``drain.volumes.volume_holds``); ``pinned``: node name -> the zones its attached
+    volumes are pinned to (``drain.volumes.pinned_zones``); ``room``: ``{"nodes", "pods"}``, every Node and Pod of the cluster (API JSON), or None when not read;
     ``limit``: the outdated instances (ids) this rollout may replace, every other outdated instance left as it is
     (the serial playbook's batch), or None for all of them.
 
@@ -205,12 +230,14 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     nodes but was given no ``room`` says so with ``needs_room``: read the pods and decide again.
 
     Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
-    "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "deregistering",
-    "deregistration_timed_out", "skipped", "outside", "needs_room", "held_for_room"}``; ``outside``: the outdated
-    instances ``limit`` leaves out; ``held_for_room``: outdated nodes the floor
-    let go but the room did not; ``deregistering`` lists the drained instances a target group still holds
-    (``instance_id``, ``node``, ``held``, ``until``), ``deregistration_timed_out`` those of ``terminate`` terminated
-    while still held, their timeout passed. ``action`` is ``run`` (do
+    "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "held", "hold_timed_out",
+    "deferred", "drained_without_zone", "skipped", "outside", "needs_room", "held_for_room"}``; ``outside``: the
+    outdated instances ``limit`` leaves out; ``held_for_room``: outdated nodes the floor let go but the room did not;
+    ``held`` lists the drained instances something still holds (``instance_id``, ``node``, ``held``, ``until``),
+    ``hold_timed_out`` those of ``terminate`` terminated while still held, their timeout passed; ``deferred`` the
+    serving nodes not drained yet because a volume of theirs is pinned to a zone without a Ready up-to-date node
+    (``node``, ``zones``), ``drained_without_zone`` those drained all the same because nothing else was left to do.
+    ``action`` is ``run`` (do
     ``terminate`` (instance ids, the first ``decrement`` of them decrementing desired), then validate the
     ``validate`` instances and drain the ``drain`` nodes), ``wait`` (``wait_seconds`` at most, for
     ``waiting_for``), ``done`` (nothing outdated is left but ``skipped`` nodes and ``outside`` instances, and every
@@ -222,7 +249,7 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     surge_owed = int_at_least(surge_owed, "surge_owed", 0)
     desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
     delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
-    state = classify(instances, outdated_ids, now, delay, skip, holds, target_timeout, limit)
+    state = classify(instances, outdated_ids, now, delay, skip, holds, limit)
     floor = max(0, original_size - max_unavailable)
     budget = state["capacity"] - floor
     pending_launches = max(0, desired_capacity - state["members"])
@@ -231,10 +258,15 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     decrement = decrement_for(len(terminate), state["outdated_left"], surge_owed)
 
     drain = list(state["out"])  # out of service already: draining them costs no capacity
-    candidates = state["serving"]
+    in_flight = (state["out"] or state["delayed"] or state["held"] or state["drained"] or state["booting"]
+                 or pending_launches)
+    homeless = _without_zone(state["serving"], pinned or {}, state["ready_zones"])
+    candidates = [entry for entry in state["serving"] if entry["node"] not in homeless]
+    forced = []
+    if not candidates and homeless and not in_flight:
+        # nothing else can bring a Ready node to those zones: drain them, their pods wait for the replacements
+        candidates, forced = state["serving"], sorted(homeless)
     if canary and not state["up_to_date_ready"]:
-        in_flight = (state["out"] or state["delayed"] or state["deregistering"] or state["drained"] or state["booting"]
-                     or pending_launches)
         allowed = 0 if in_flight else 1
     else:
         allowed = len(candidates)
@@ -242,16 +274,17 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     held = 0
     if take and room is not None:
         ordered = next_batch(candidates, 1, take)
-        outdated_nodes = [entry["node"] for key in ("serving", "out", "drained", "delayed", "deregistering", "skipped", "outside")
+        outdated_nodes = [entry["node"] for key in ("serving", "out", "drained", "delayed", "held", "skipped", "outside")
                           for entry in state[key] if entry["node"]]
         fits = nodes_with_room([entry["node"] for entry in ordered], room["nodes"], room["pods"],
                                excluded=outdated_nodes, draining=[entry["node"] for entry in state["out"]])
-        adds_room = (state["booting"] or pending_launches or state["delayed"] or state["deregistering"]
+        adds_room = (state["booting"] or pending_launches or state["delayed"] or state["held"]
                      or len(terminate) > decrement)
         held = take - (fits if fits or adds_room else 1)
         take -= held
     if take:
         drain.extend(next_batch(candidates, 1, take))
+    drained_names = set(entry["node"] for entry in drain)
     drain = [{key: entry[key] for key in ("instance_id", "az", "node")} for entry in drain]
 
     step = {"terminate": terminate, "decrement": decrement, "drain": drain,
@@ -261,10 +294,11 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
             "budget": budget, "booting": len(state["booting"]) + pending_launches,
             "booting_ids": list(state["booting"]),
             "delayed": [entry["node"] for entry in state["delayed"]],
-            "deregistering": [{key: entry[key] for key in ("instance_id", "node", "held", "until")}
-                              for entry in state["deregistering"]],
-            "deregistration_timed_out": [{key: entry[key] for key in ("instance_id", "node", "held")}
-                                         for entry in state["drained"] if entry.get("timed_out")],
+            "held": [{key: entry[key] for key in ("instance_id", "node", "held", "until")} for entry in state["held"]],
+            "hold_timed_out": [{key: entry[key] for key in ("instance_id", "node", "held")}
+                               for entry in state["drained"] if entry.get("timed_out")],
+            "deferred": [{"node": name, "zones": homeless[name]} for name in sorted(homeless) if name not in drained_names],
+            "drained_without_zone": [{"node": name, "zones": homeless[name]} for name in forced if name in drained_names],
             "skipped": [entry["node"] for entry in state["skipped"]],
             "outside": [entry["instance_id"] for entry in state["outside"]],
             "needs_room": bool(take) and room is None, "held_for_room": held}
@@ -272,17 +306,16 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
         step["action"] = RUN
         return step
     if state["outdated_left"] == len(state["skipped"]) + len(state["outside"]) and not step["booting"] and not state["delayed"] \
-            and not state["deregistering"]:
+            and not state["held"]:
         step["action"] = DONE
         return step
-    timed = state["delayed"] + state["deregistering"]
+    timed = state["delayed"] + state["held"]
     if timed:
         first = min(entry["until"] for entry in timed)
         step["wait_seconds"] = max(entry["until"] for entry in timed if entry["until"] <= first + COALESCE_SECONDS)
     if state["delayed"]:
         step["waiting_for"].append("the post-drain delay of %d node(s)" % len(state["delayed"]))
-    if state["deregistering"]:
-        step["waiting_for"].append("%d drained instance(s) to leave their target groups" % len(state["deregistering"]))
+    step["waiting_for"].extend(_waiting_text(state["held"]))
     if step["booting"]:
         step["waiting_for"].append("%d new instance(s) to become Ready nodes%s" % (
             step["booting"], ", for room for the pods of %d outdated node(s)" % held if held else ""))

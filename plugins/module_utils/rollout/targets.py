@@ -4,6 +4,9 @@
 
 """Load balancer target groups: when a drained instance has left them, and how long that may take. Pure.
 
+What holds a drained instance back is a *hold* (``{"kind", "name", "state", "timeout"}``); this module makes the holds
+of target groups, ``drain.volumes`` those of volumes still attached to the node.
+
 A drained node's instance is not terminated while a target group of its Auto Scaling group still lists it as an
 instance target in a state that takes or finishes connections (``healthy``, ``initial``, ``draining``): terminating it
 then drops the connections still on it (the 502s of a node that left its load balancer after its pods were gone). The
@@ -43,8 +46,11 @@ def instance_target_groups(target_groups):
     return [group for group in target_groups if group.get("target_type") == "instance"]
 
 
-def holding(instance_id, target_groups, targets):
-    """The target groups still holding the instance: ``[{"target_group", "state", "deregistration_delay"}]``.
+def holding(instance_id, target_groups, targets, timeout=None):
+    """The target groups still holding the instance, as holds ``rollout.steps.next_step`` reads:
+    ``[{"kind": "target_group", "name", "state", "timeout"}]``, ``timeout`` being how long after its drain ended the
+    instance may wait for it (the ``timeout`` given, else the target group's deregistration delay plus
+    :data:`MARGIN_SECONDS`).
 
     ``targets``: ``{target group arn: {target id: state}}``; a target group missing from it was not read and holds
     nothing."""
@@ -52,16 +58,9 @@ def holding(instance_id, target_groups, targets):
     for group in instance_target_groups(target_groups):
         state = (targets.get(group["arn"]) or {}).get(instance_id)
         if state in HOLDING_STATES:
-            held.append({"target_group": group["name"], "state": state, "deregistration_delay": group["deregistration_delay"]})
+            held.append({"kind": "target_group", "name": group["name"], "state": state,
+                         "timeout": group["deregistration_delay"] + MARGIN_SECONDS if timeout is None else timeout})
     return held
-
-
-def deregistration_timeout(held, timeout=None):
-    """Seconds after its drain ended that an instance held by ``held`` (:func:`holding`) may wait at most: ``timeout``
-    when given, else the longest deregistration delay among them plus :data:`MARGIN_SECONDS`."""
-    if timeout is not None:
-        return timeout
-    return max([entry["deregistration_delay"] for entry in held] or [0]) + MARGIN_SECONDS
 
 
 def parse_deregistration_timeout(value, field="deregistration_timeout"):

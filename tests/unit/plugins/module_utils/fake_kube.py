@@ -91,6 +91,8 @@ class FakeKube:
         self.restart_moves = {}       # deployment key -> (old pod key, new pod dict): what its restart does
         self.restarting = set()       # deployments restarted (patched), whose move happens at the next list
         self.enforce_pdbs = False     # evictions consult status.disruptionsAllowed; a pod gone gives it back
+        self.claims = []              # PersistentVolumeClaims
+        self.volumes = []             # PersistentVolumes
 
     # ---- setup ----
     def add_node(self, node):
@@ -136,6 +138,14 @@ class FakeKube:
         with self.lock:
             fn(self.nodes[name])
             self.nodes[name]["metadata"]["resourceVersion"] = str(int(self.nodes[name]["metadata"]["resourceVersion"]) + 1)
+
+    def list_pvcs(self, namespace):
+        self._log("list_pvcs", namespace)
+        return copy.deepcopy([c for c in self.claims if c["metadata"].get("namespace") == namespace])
+
+    def list_persistent_volumes(self):
+        self._log("list_persistent_volumes", None)
+        return copy.deepcopy(self.volumes)
 
     def list_nodes(self, label_selector=None):
         self._log("list_nodes", label_selector)

@@ -370,6 +370,56 @@ def test_single_replica_that_cannot_surge_is_evicted_and_reported_as_downtime():
     assert node["downtime"][0]["pod"] == "shop/worker-1" and "Recreate" in node["downtime"][0]["reason"]
 
 
+def with_claim(kube, pod_key, claim="data", zone="us-east-1a", modes=("ReadWriteOnce",)):
+    """Give the pod a PersistentVolumeClaim bound to a volume pinned to ``zone``."""
+    kube.pods[pod_key]["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    kube.claims.append({"metadata": {"name": claim, "namespace": "shop"}, "spec": {"volumeName": "pv-" + claim, "accessModes": list(modes)},
+                        "status": {"phase": "Bound", "accessModes": list(modes)}})
+    kube.volumes.append({"metadata": {"name": "pv-" + claim}, "spec": {"accessModes": list(modes), "nodeAffinity": {"required": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}]}}}})
+
+
+def test_a_single_replica_pod_holding_a_read_write_once_volume_is_evicted_not_restarted():
+    kube = cluster("n1")
+    kube.add_node(make_node("n2", az="us-east-1a"))
+    single_replica(kube, "n1")
+    with_claim(kube, "shop/worker-1")
+    preflight = run(kube, ["n1"], check_mode=True)["nodes"]["n1"]
+    assert preflight["restarted"] == [] and preflight["evicted"] == ["shop/worker-1"]
+    assert [item["pod"] for item in preflight["downtime"]] == ["shop/worker-1"]
+    assert "ReadWriteOnce claim(s) data: the new pod of a restart could never attach" in preflight["downtime"][0]["reason"]
+    zonal = [b for b in preflight["blocking"] if b["kind"] == "zonal_volume"]
+    assert zonal and "volume pv-data (claim data) is pinned to us-east-1a" in zonal[0]["message"] and zonal[0]["severity"] == "warning"
+    node = run(kube, ["n1"])["nodes"]["n1"]
+    assert node["evicted"] == ["shop/worker-1"] and node["restarted"] == []
+    assert not [target for verb, target in kube.requests if verb == "patch_deployment"]
+    # a ReadWriteMany volume can be attached by the new pod on another node: restarted as before
+    many = cluster("n1", "n2")
+    single_replica(many, "n1")
+    with_claim(many, "shop/worker-1", modes=("ReadWriteMany",))
+    many.restart_moves["shop/worker"] = ("shop/worker-1", make_pod("worker-2", "n2", owner=("ReplicaSet", "worker-rs2")))
+    assert run(many, ["n1"])["nodes"]["n1"]["restarted"][0]["pod"] == "shop/worker-1"
+
+
+def test_a_pod_whose_pinned_volume_could_start_nowhere_stops_the_drain_before_any_change():
+    kube = cluster("n1")
+    kube.add_node(make_node("n2", az="us-east-1b"))
+    kube.add_pod(make_pod("db-1", "n1"))
+    with_claim(kube, "shop/db-1", zone="us-east-1a")
+    check = run(kube, ["n1"], check_mode=True, new_node_zones=["us-east-1b", "us-east-1c"])
+    errors = [b for b in check["nodes"]["n1"]["blocking"] if b["kind"] == "volume_without_node"]
+    assert errors[0]["severity"] == "error" and check["nodes"]["n1"]["predicted"] == "blocked"
+    result = run(kube, ["n1"], timeout_action="skip", new_node_zones=["us-east-1b", "us-east-1c"])
+    assert result.get("failed") and result["changed"] is False and not kube.mutating()
+    assert "shop/db-1 on n1: volume pv-data (claim data) is pinned to us-east-1a, where no schedulable node stays and the " \
+           "group launches no new node (its zones: us-east-1b, us-east-1c)" in result["msg"]
+    # a zone new nodes come in is a home; without new_node_zones the pod is only reported: it waits for a node there
+    home = run(kube, ["n1"], check_mode=True, new_node_zones=["us-east-1a"])["nodes"]["n1"]["blocking"]
+    assert [b["kind"] for b in home if b["kind"] in ("zonal_volume", "volume_without_node")] == ["zonal_volume"]
+    warned = run(kube, ["n1"], check_mode=True)["nodes"]["n1"]["blocking"]
+    assert [b["severity"] for b in warned if b["kind"] == "volume_without_node"] == ["warning"]
+
+
 UNSAFE_RESTART = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}
 
 

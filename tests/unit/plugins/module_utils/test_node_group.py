@@ -59,13 +59,22 @@ def test_info_finds_groups_by_tags(world, run):
     assert [group["name"] for group in result["node_groups"]] == ["gpu"]
 
 
-def _info_sees_nodes(monkeypatch, items):
-    """node_group_info's Kubernetes client lists ``items`` as the cluster's nodes."""
+def _info_sees_nodes(monkeypatch, items, attachments=(), volumes=()):
+    """node_group_info's Kubernetes client lists ``items`` as the cluster's nodes (and ``attachments``, ``volumes`` as
+    its VolumeAttachments and PersistentVolumes)."""
 
     class Nodes:
         @staticmethod
         def list_nodes():
             return items
+
+        @staticmethod
+        def list_volume_attachments():
+            return list(attachments)
+
+        @staticmethod
+        def list_persistent_volumes():
+            return list(volumes)
 
     monkeypatch.setattr(node_group_utils, "KubeApi", lambda api_client: Nodes())
     monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: object())
@@ -91,6 +100,36 @@ def test_info_joins_nodes_by_provider_id_and_honours_needs_update(world, run, mo
     # The group is on its latest version: only the annotated node is outdated.
     assert [entry["instance_id"] for entry in group["outdated"]] == [ids[0]]
     assert "annotated nodeops.rollout/needs-update" in group["outdated"][0]["reason"]
+
+
+def pinned_volume(name, zone, claim="shop/data"):
+    namespace, claim_name = claim.split("/")
+    return {"metadata": {"name": name}, "spec": {"claimRef": {"namespace": namespace, "name": claim_name}, "nodeAffinity": {
+        "required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}]}}}}
+
+
+def test_a_volume_on_an_outdated_node_pinned_where_no_node_would_be_left_refuses_the_group(world, run, monkeypatch):
+    world.new_version()
+    ids = world.member_ids()
+    items = [{"metadata": {"name": "node-%d" % index, "labels": {"topology.kubernetes.io/zone": AZS[index]}},
+              "spec": {"providerID": "aws:///%s/%s" % (AZS[index], instance_id)},
+              "status": {"conditions": [{"type": "Ready", "status": "True"}]}} for index, instance_id in enumerate(ids)]
+    attachment = {"metadata": {"name": "csi-1"}, "status": {"attached": True},
+                  "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "node-0", "source": {"persistentVolumeName": "pv-d"}}}
+    # pv-a can go to a new node in us-east-1a; pv-d is in a zone the group launches nothing in, and no other node is there
+    _info_sees_nodes(monkeypatch, items, [attachment, dict(attachment, spec=dict(attachment["spec"], persistentVolumeName="pv-a",
+                                                                                 source={"persistentVolumeName": "pv-a"}))],
+                     [pinned_volume("pv-d", "us-east-1d"), pinned_volume("pv-a", "us-east-1a", claim="shop/logs")])
+    group = run("node_group_info", name="workers", target={"launch_template_id": world.lt_id, "version": 2})["node_groups"][0]
+    assert group["refusals"] == [
+        "volume pv-d (claim shop/data) on outdated node node-0 is pinned to us-east-1d, where the group launches no instance "
+        "(its zones: us-east-1a, us-east-1b, us-east-1c) and no other schedulable node is: its pod could never start again "
+        "once the node is drained; add the zone to the group or make room on a node there"]
+    # a schedulable node in us-east-1d outside the group is a home: no refusal
+    items.append({"metadata": {"name": "other-d", "labels": {"topology.kubernetes.io/zone": "us-east-1d"}}, "spec": {},
+                  "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    assert run("node_group_info", name="workers", target={"launch_template_id": world.lt_id, "version": 2})["node_groups"][0]["refusals"] == []
 
 
 def test_info_reports_the_recorded_state_and_detached_instances(world, run):

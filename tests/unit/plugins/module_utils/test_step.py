@@ -43,8 +43,8 @@ class Reader:
         self.raw_nodes = self._nodes()
         return self.raw_nodes
 
-    def left_any(self, step):
-        assert step["deregistering"]
+    def released_any(self, step):
+        assert step["held"]
         self.target_reads += 1
         return self.left_at is not None and self.clock() >= self.left_at
 
@@ -56,9 +56,9 @@ class Reader:
         return dict(self.steps.pop(0) if len(self.steps) > 1 else self.steps[0])
 
 
-def waiting(seconds=None, booting=0, why="1 new instance(s) to become Ready nodes", ids=None, deregistering=()):
+def waiting(seconds=None, booting=0, why="1 new instance(s) to become Ready nodes", ids=None, held=()):
     return {"action": "wait", "wait_seconds": seconds, "booting": booting, "waiting_for": [why],
-            "booting_ids": ["i-%d" % n for n in range(booting)] if ids is None else ids, "deregistering": list(deregistering)}
+            "booting_ids": ["i-%d" % n for n in range(booting)] if ids is None else ids, "held": list(held)}
 
 
 RUN = {"action": "run", "terminate": ["i-1"], "drain": [], "booting": 0}
@@ -95,7 +95,7 @@ def test_while_drained_instances_drain_from_their_target_groups_only_their_healt
     clock = Clock()
     held = {"instance_id": "i-1", "node": "n1", "held": [], "until": 330.0}
     reader = Reader(clock, [waiting(seconds=330.0, why="1 drained instance(s) to leave their target groups",
-                                    deregistering=[held]), RUN], left_at=41.0)
+                                    held=[held]), RUN], left_at=41.0)
     step = wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
     assert step["action"] == "run" and 41.0 <= step["waited_seconds"] <= 43.0
     assert reader.decisions == 2 and reader.node_lists == 0 and reader.target_reads == 21
@@ -104,7 +104,7 @@ def test_while_drained_instances_drain_from_their_target_groups_only_their_healt
 def test_delays_that_end_by_themselves_are_waited_for_past_the_timeout():
     clock = Clock()
     reader = Reader(clock, [waiting(seconds=330.0, why="1 drained instance(s) to leave their target groups",
-                                    deregistering=[{"instance_id": "i-1", "node": "n1", "held": [], "until": 330.0}]), RUN])
+                                    held=[{"instance_id": "i-1", "node": "n1", "held": [], "until": 330.0}]), RUN])
     step = wait_for_step(reader, timeout=60, poll_interval=2, clock=clock, sleep=clock.sleep)
     assert step["action"] == "run" and step["waited_seconds"] == pytest.approx(330.0)
 
@@ -149,12 +149,22 @@ def test_new_nodes_are_the_up_to_date_instances_launched_since_the_rollout_start
 class NodesApi:
     def __init__(self, nodes):
         self.nodes = nodes
+        self.attachments = []
+        self.volume_lists = 0
 
     def list_nodes(self):
         return [dict(node) for node in self.nodes]
 
     def list_pods(self, resource_version=None):  # pylint: disable=unused-argument
         return []   # nodes without pods: every outdated node fits wherever there is a node
+
+    def list_volume_attachments(self):
+        return list(self.attachments)
+
+    def list_persistent_volumes(self):
+        self.volume_lists += 1
+        return [{"metadata": {"name": "pv-a"}, "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}]}]}}}}]
 
 
 def drained_node(name, instance_id, seconds_ago):
@@ -173,32 +183,45 @@ def test_the_reader_reads_target_groups_only_for_drained_instances_and_records_e
     target = {"launch_template_id": world.lt_id, "version": world.new_version()}
     api = NodesApi([make_node("n%d" % n, instance_id=instance_id) for n, instance_id in enumerate(ids)])
     clock = Clock()
-    params = {"name": "workers", "max_unavailable": None, "canary": True, "skip": [], "deregistration_timeout": None}
+    params = {"name": "workers", "max_unavailable": None, "canary": True, "skip": [], "deregistration_timeout": None,
+              "volume_detach_timeout": "6m"}
     reader = StepReader(params, world.asg, world.ec2, api, "us-east-1", target, 0, elbv2=elbv2, clock=clock)
 
     del api_calls[:]
     first = reader.decide()
-    assert first["action"] == "run" and first["deregistering"] == [] and first["target_waits"] == []
+    assert first["action"] == "run" and first["held"] == [] and first["termination_waits"] == []
     assert not [call for call in api_calls if call[0] == "elbv2"]   # nothing drained: no load balancer read
 
     api.nodes[0] = drained_node("n0", ids[0], seconds_ago=100)
+    api.attachments = [{"metadata": {"name": "csi-1"}, "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "n0",
+                                                                "source": {"persistentVolumeName": "pv-a"}},
+                        "status": {"attached": True}}]
     del api_calls[:]
     delayed = StepReader(params, world.asg, world.ec2, api, "us-east-1", target, 300, elbv2=elbv2, clock=clock).decide()
     assert delayed["delayed"] == ["n0"] and not [call for call in api_calls if call[0] == "elbv2"]   # still in its delay
+    api.volume_lists = 0
     del api_calls[:]
     held = reader.decide()
-    assert [entry["instance_id"] for entry in held["deregistering"]] == [ids[0]]
-    assert held["deregistering"][0]["held"] == [{"target_group": "web", "state": "healthy", "deregistration_delay": 300}]
-    assert 228 <= held["deregistering"][0]["until"] <= 230 and ids[0] not in held["terminate"]
+    assert [entry["instance_id"] for entry in held["held"]] == [ids[0]]
+    assert held["held"][0]["held"] == [{"kind": "target_group", "name": "web", "state": "healthy", "timeout": 330},
+                                       {"kind": "volume", "name": "pv-a", "state": "attached", "timeout": 360}]
+    assert 258 <= held["held"][0]["until"] <= 260 and ids[0] not in held["terminate"]
+    assert api.volume_lists == 1   # the volumes' zones, read once per call
     assert sorted(call[1] for call in api_calls if call[0] == "elbv2") == [
         "DescribeTargetGroupAttributes", "DescribeTargetGroups", "DescribeTargetHealth"]
 
     elbv2.deregister_targets(TargetGroupArn=arn, Targets=[{"Id": ids[0]}])
     clock.sleep(12)
     del api_calls[:]
+    still = reader.decide()
+    assert [hold["kind"] for hold in still["held"][0]["held"]] == ["volume"] and ids[0] not in still["terminate"]
+    api.attachments = []
+    clock.sleep(3)
+    del api_calls[:]
     left = reader.decide()
-    assert left["terminate"] == [ids[0]] and left["deregistering"] == []
-    assert left["target_waits"] == [{"instance_id": ids[0], "node": "n0", "target_groups": ["web"], "waited_seconds": 12.0,
-                                     "timed_out": False}]
+    assert left["terminate"] == [ids[0]] and left["held"] == []
+    assert api.volume_lists == 1
+    assert left["termination_waits"] == [{"instance_id": ids[0], "node": "n0", "target_groups": ["web"], "volumes": ["pv-a"],
+                                          "waited_seconds": 15.0, "timed_out": False}]
     # the target groups were described once per call: each later read is one DescribeTargetHealth per target group
     assert [call[1] for call in api_calls if call[0] == "elbv2"] == ["DescribeTargetHealth"]

@@ -88,6 +88,14 @@ def test_single_replica_default_strategy_is_restarted_with_zero_downtime():
     assert "restarted through its rolling update" in entry["reason"]
 
 
+def test_a_single_replica_holding_a_read_write_once_claim_is_evicted_not_restarted():
+    rs, deps = maps(deployment())
+    entry = drain_rules.restart_plan(pod(), rs, deps, exclusive_claims=["data"])
+    assert not entry["restart"] and not entry["zero_downtime"]
+    assert "mounts the ReadWriteOnce claim(s) data: the new pod of a restart could never attach the volume" in entry["reason"]
+    assert "downtime until the replacement is Ready" in entry["reason"]
+
+
 def rolling(max_unavailable=None, max_surge=None):
     fields = {}
     if max_unavailable is not None:

@@ -10,7 +10,7 @@ DEFAULTS = {
     "rolling_update_max_unavailable": 1, "rolling_update_max_surge": "", "rolling_update_surge_method": "scale",
     "rolling_update_taint_key": "nodeops.rollout/outdated", "rolling_update_taint_effect": "NoSchedule",
     "rolling_update_drain_timeout": "15m", "rolling_update_drain_timeout_action": "fail", "rolling_update_grace_period": "",
-    "rolling_update_post_drain_delay": 60, "rolling_update_node_ready_timeout": "15m", "rolling_update_validate_passes": 2,
+    "rolling_update_post_drain_delay": 60, "rolling_update_volume_detach_timeout": "6m", "rolling_update_node_ready_timeout": "15m", "rolling_update_validate_passes": 2,
     "rolling_update_validate_interval": "10s", "rolling_update_validate_timeout": "10m", "rolling_update_aws": {},
     "rolling_update_k8s": {}, "rolling_update_report_file": "", "rolling_update_report_sections": [], "rolling_update_lock_namespace": "kube-system",
     "rolling_update_lock_duration": "", "rolling_update_estimate_boot": "3m", "rolling_update_estimate_drain": "90s", "rolling_update_estimate_task": "1s",
@@ -24,9 +24,10 @@ def settle(**changes):
 def test_the_defaults_settle_with_the_lock_covering_one_batch():
     settings = settle()
     assert settings["seconds"]["drain_timeout"] == 900 and settings["seconds"]["grace_period"] is None
-    assert settings["lock_duration"] == 900 + 60 + 2 * 900 + 600 + 300
+    # a step: the drain, the post-drain delay, the longest hold (the volumes' 6 minutes), two boots, the validation
+    assert settings["lock_duration"] == 900 + 60 + 360 + 2 * 900 + 600 + 300
     # renewals wait while the Lease still covers the longest step and half the margin
-    assert settings["lock_min_valid"] == 900 + 60 + 2 * 900 + 600 + 150
+    assert settings["lock_min_valid"] == 900 + 60 + 360 + 2 * 900 + 600 + 150
     assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": ""}]
     # the plan's estimate: the boot and drain the operator expects, the waits they configured (2 passes 10 s apart), and
     # the time Ansible takes per task
@@ -36,9 +37,9 @@ def test_the_defaults_settle_with_the_lock_covering_one_batch():
 
 def test_a_deregistration_timeout_given_is_waited_within_the_lock():
     assert settle()["seconds"]["deregistration_timeout"] is None   # each target group's delay plus the margin
-    settings = settle(deregistration_timeout="6m")
-    assert settings["seconds"]["deregistration_timeout"] == 360
-    assert settings["lock_duration"] == 900 + 60 + 360 + 2 * 900 + 600 + 300
+    settings = settle(deregistration_timeout="8m")
+    assert settings["seconds"]["deregistration_timeout"] == 480
+    assert settings["lock_duration"] == 900 + 60 + 480 + 2 * 900 + 600 + 300
     assert settle(deregistration_timeout="0")["seconds"]["deregistration_timeout"] == 0
 
 

@@ -288,8 +288,8 @@ def test_a_full_surge_drains_every_node_in_one_step():
 # Target groups: a drained instance a target group still holds is not terminated yet
 # ---------------------------------------------------------------------------------------------------------
 
-def held_by(state="draining", delay=300, name="web"):
-    return [{"target_group": name, "state": state, "deregistration_delay": delay}]
+def held_by(state="draining", timeout=330, name="web", kind="target_group"):
+    return [{"kind": kind, "name": name, "state": state, "timeout": timeout}]
 
 
 def test_a_drained_instance_still_in_a_target_group_waits_until_it_has_left():
@@ -297,29 +297,34 @@ def test_a_drained_instance_still_in_a_target_group_waits_until_it_has_left():
     result = next_step(group, ["o0", "o1"], 2, 1, 0, 4, NOW, post_drain_delay=60, holds={"o0": held_by()})
     # o1 has left its target groups: terminated; o0 drains for 300 s + 30 s from its drain's end, 100 s ago
     assert result["action"] == "run" and result["terminate"] == ["o1"]
-    assert result["deregistering"] == [{"instance_id": "o0", "node": "n-o0", "held": held_by(), "until": 230.0}]
-    assert result["deregistration_timed_out"] == []
+    assert result["held"] == [{"instance_id": "o0", "node": "n-o0", "held": held_by(), "until": 230.0}]
+    assert result["hold_timed_out"] == []
     alone = next_step(group[:1] + group[2:], ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60, holds={"o0": held_by()})
     assert alone["action"] == "wait" and alone["wait_seconds"] == 230.0
     assert alone["waiting_for"] == ["1 drained instance(s) to leave their target groups"]
+    # a volume still attached holds it too, with its own timeout; the longest hold decides
+    both = next_step(group[:1] + group[2:], ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60,
+                     holds={"o0": held_by() + held_by("attached", timeout=360, name="pv-a", kind="volume")})
+    assert both["wait_seconds"] == 260.0 and both["waiting_for"] == [
+        "1 drained instance(s) to leave their target groups", "1 drained instance(s) to have their volumes detached"]
 
 
 def test_a_held_instance_is_terminated_once_its_deregistration_timeout_has_passed_and_the_step_says_so():
     group = [inst("o0", cordoned=True, drained=400)] + new(2)
     result = next_step(group, ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60, holds={"o0": held_by("healthy")})
-    assert result["action"] == "run" and result["terminate"] == ["o0"] and result["deregistering"] == []
-    assert result["deregistration_timed_out"] == [{"instance_id": "o0", "node": "n-o0", "held": held_by("healthy")}]
-    # the timeout given replaces each target group's delay; 0 does not wait at all
+    assert result["action"] == "run" and result["terminate"] == ["o0"] and result["held"] == []
+    assert result["hold_timed_out"] == [{"instance_id": "o0", "node": "n-o0", "held": held_by("healthy")}]
+    # a shorter timeout ends sooner; 0 does not wait at all
     shorter = next_step([inst("o0", cordoned=True, drained=100)] + new(2), ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60,
-                        holds={"o0": held_by()}, target_timeout=90)
-    assert shorter["terminate"] == ["o0"] and shorter["deregistration_timed_out"][0]["instance_id"] == "o0"
-    assert next_step(group, ["o0"], 2, 1, 0, 3, NOW, holds={"o0": held_by()}, target_timeout=0)["terminate"] == ["o0"]
+                        holds={"o0": held_by(timeout=90)})
+    assert shorter["terminate"] == ["o0"] and shorter["hold_timed_out"][0]["instance_id"] == "o0"
+    assert next_step(group, ["o0"], 2, 1, 0, 3, NOW, holds={"o0": held_by(timeout=0)})["terminate"] == ["o0"]
 
 
 def test_the_post_drain_delay_comes_first_and_a_held_instance_keeps_the_rollout_from_being_done():
     delayed = [inst("o0", cordoned=True, drained=10)] + new(2)
     result = next_step(delayed, ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60, holds={"o0": held_by()})
-    assert result["action"] == "wait" and result["delayed"] == ["n-o0"] and result["deregistering"] == []
+    assert result["action"] == "wait" and result["delayed"] == ["n-o0"] and result["held"] == []
     held = [inst("o0", cordoned=True, drained=100, ready=False)] + new(2)
     assert next_step(held, ["o0"], 2, 1, 0, 3, NOW, post_drain_delay=60, holds={"o0": held_by()})["action"] == "wait"
 
@@ -328,3 +333,29 @@ def test_a_held_instance_counts_as_in_flight_for_the_canary():
     group = [inst("o0", cordoned=True, drained=100)] + old(3, prefix="p")
     result = next_step(group, ["o0", "p0", "p1", "p2"], 4, 2, 0, 4, NOW, post_drain_delay=60, holds={"o0": held_by()})
     assert result["drain"] == [] and result["action"] == "wait"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Volumes pinned to a zone: such a node drains once its zone has a Ready up-to-date node
+# ---------------------------------------------------------------------------------------------------------
+
+def test_a_node_whose_volume_is_pinned_to_a_zone_without_a_new_node_drains_after_the_others():
+    group = old(3) + [inst("u0", az="b"), inst("u1", az="c")]
+    pinned = {"n-o0": ["a"], "n-o1": ["b"]}
+    result = next_step(group, ids_of(group[:3]), 3, 1, 2, 5, NOW, pinned=pinned)
+    # o0's volume is in zone a, where no new node is Ready: it waits; o1 (b) and o2 (no volume) drain
+    assert sorted(entry["instance_id"] for entry in result["drain"]) == ["o1", "o2"]
+    assert result["deferred"] == [{"node": "n-o0", "zones": ["a"]}] and result["drained_without_zone"] == []
+    ready_in_a = group + [inst("u2", az="a")]
+    assert "o0" in ids_of(next_step(ready_in_a, ids_of(group[:3]), 3, 1, 2, 6, NOW, pinned=pinned)["drain"])
+
+
+def test_with_nothing_else_left_a_pinned_node_is_drained_all_the_same_and_the_step_says_so():
+    group = old(1, azs="a") + [inst("u0", az="b"), inst("u1", az="c")]
+    result = next_step(group, ["o0"], 1, 1, 2, 3, NOW, pinned={"n-o0": ["a"]})
+    assert ids_of(result["drain"]) == ["o0"] and result["deferred"] == []
+    assert result["drained_without_zone"] == [{"node": "n-o0", "zones": ["a"]}]
+    # while a replacement boots, it waits instead
+    booting = group + [inst("u2", az="a", node=None, lifecycle="Pending")]
+    waiting = next_step(booting, ["o0"], 1, 1, 2, 4, NOW, pinned={"n-o0": ["a"]})
+    assert waiting["action"] == "wait" and waiting["deferred"] == [{"node": "n-o0", "zones": ["a"]}]

@@ -26,14 +26,14 @@ def test_a_target_group_record_reads_the_delay_from_the_attributes():
                                          ("unused", False), (None, False)])
 def test_an_instance_is_held_while_it_takes_or_finishes_connections(state, held):
     found = targets.holding("i-1", [WEB, PODS], {"arn:tg/web": {"i-1": state} if state else {}, "arn:tg/pods": {"i-1": "healthy"}})
-    assert found == ([{"target_group": "web", "state": state, "deregistration_delay": 300}] if held else [])
+    assert found == ([{"kind": "target_group", "name": "web", "state": state, "timeout": 300 + targets.MARGIN_SECONDS}]
+                     if held else [])
 
 
-def test_the_timeout_is_the_longest_delay_holding_the_instance_plus_the_margin_unless_given():
-    held = targets.holding("i-1", [WEB, API], {"arn:tg/web": {"i-1": "draining"}, "arn:tg/api": {"i-1": "healthy"}})
-    assert targets.deregistration_timeout(held) == 300 + targets.MARGIN_SECONDS
-    assert targets.deregistration_timeout(held[1:]) == 60 + targets.MARGIN_SECONDS
-    assert targets.deregistration_timeout(held, 45) == 45 and targets.deregistration_timeout(held, 0) == 0
+def test_each_hold_times_out_after_its_delay_plus_the_margin_unless_a_timeout_is_given():
+    states = {"arn:tg/web": {"i-1": "draining"}, "arn:tg/api": {"i-1": "healthy"}}
+    assert [hold["timeout"] for hold in targets.holding("i-1", [WEB, API], states)] == [330, 90]
+    assert [hold["timeout"] for hold in targets.holding("i-1", [WEB, API], states, timeout=45)] == [45, 45]
 
 
 @pytest.mark.parametrize("value, seconds", [(None, None), ("", None), ("  ", None), (0, 0), ("0", 0), ("5m", 300), (90, 90)])
