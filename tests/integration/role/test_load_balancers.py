@@ -59,10 +59,10 @@ def test_nodes_leave_the_target_group_while_they_drain_and_are_terminated_only_o
     assert [(tg["name"], tg["deregistration_delay"], tg["waited_for"]) for tg in result["plan"]["target_groups"]] == [
         ("web", DELAY, True)]
     # each old instance waited for the target group, about what was left of its delay after the drain, never timed out
-    waits = {wait["instance_id"]: wait for wait in result["target_waits"]}
-    assert sorted(waits) == old, result["target_waits"]
+    waits = {wait["instance_id"]: wait for wait in result["termination_waits"]}
+    assert sorted(waits) == old, result["termination_waits"]
     for wait in waits.values():
-        assert wait["target_groups"] == ["web"] and not wait["timed_out"]
+        assert wait["target_groups"] == ["web"] and wait["volumes"] == [] and not wait["timed_out"]
         assert 0 < wait["waited_seconds"] < DELAY / SPEED + 5, wait
 
     report = sandbox.report()
