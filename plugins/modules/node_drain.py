@@ -29,8 +29,8 @@ description:
     has no downtime.
   - Any other single-replica Deployment (C(Recreate), maxUnavailable 1 or more, paused, or a pod that mounts a
     C(ReadWriteOnce) or C(ReadWriteOncePod) PersistentVolumeClaim, which the new pod of a restart could never attach
-    while the old one holds it) has its pod evicted, so its PodDisruptionBudget decides. A restart would let the controller stop the pod before its replacement is
-    Ready and bypass the budget. A budget that needs the pod refuses the eviction (429) and the node is held
+    while the old one holds it) has its pod evicted, so its PodDisruptionBudget decides. A restart would let the
+    controller stop the pod before its replacement is Ready and bypass the budget. A budget that needs the pod refuses the eviction (429) and the node is held
     until O(timeout) and O(timeout_action). The result lists the pod under C(downtime) (and C(blocking) while a
     budget holds it), naming the Deployment, its maxUnavailable and maxSurge, and the budget.
   - The module waits until every evicted pod is gone (deleted, or replaced by a pod with another UID). It does

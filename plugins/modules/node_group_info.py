@@ -379,7 +379,7 @@ node_groups:
           so a group with more than 48 others is named with its tag count. With O(surge_method=detach), so is each outdated
           instance without room for the two tags of an instance detached for surge. So is each persistent volume attached
           to an outdated node (a VolumeAttachment) that is pinned by node affinity to zones where the group launches no
-          instance and no other schedulable node is: its pod could never start again once the node is drained.
+          instance and no other schedulable node is, since its pod could never start again once the node is drained.
         - The C(nodeops.rollout.rolling_update) role stops on them before any change.
       type: list
       elements: str

@@ -120,8 +120,8 @@ def test_volumes_claims_and_attachments_are_served_through_the_api_with_their_re
             box.core.create_namespaced_persistent_volume_claim(NS, {"metadata": {"name": "bad"}, "spec": {}})
         assert refused.value.status == 422 and "spec.accessModes" in refused.value.body
         attachment = storage.create_volume_attachment({
-            "metadata": {"name": "csi-0123"}, "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "ip-10-0-0-10.ec2.internal",
-                                                        "source": {"persistentVolumeName": "pv-api1"}}})
+            "metadata": {"name": "csi-0123"},
+            "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "ip-10-0-0-10.ec2.internal", "source": {"persistentVolumeName": "pv-api1"}}})
         assert attachment.spec.source.persistent_volume_name == "pv-api1"
         listed = storage.list_volume_attachment(field_selector="metadata.name=csi-0123").items
         assert [a.spec.node_name for a in listed] == ["ip-10-0-0-10.ec2.internal"]
