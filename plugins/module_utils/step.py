@@ -25,6 +25,7 @@ from datetime import datetime, timedelta, timezone
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
     aws_clients,
     aws_errors,
+    iso_time,
     group_instances,
     group_target_groups,
     require_group,
@@ -99,11 +100,26 @@ def new_nodes(records, outdated_ids, raw_nodes, since):
     return sorted(found, key=lambda entry: (entry["launch_time"], entry["instance_id"]))
 
 
+def held_since(entries):
+    """The ``held`` entries of earlier steps (``{"instance_id", "node", "since", "target_groups", "volumes"}``) as
+    :class:`StepReader` keeps them, ``since`` an aware datetime; entries it cannot read are left out."""
+    found = {}
+    for entry in entries or []:
+        try:
+            since = parse_time(entry["since"], "held[].since")
+        except (KeyError, TypeError, PlanError):
+            continue
+        found[entry.get("instance_id")] = {"since": since, "node": entry.get("node"),
+                                           "target_groups": list(entry.get("target_groups") or []),
+                                           "volumes": list(entry.get("volumes") or [])}
+    return found
+
+
 class StepReader:  # pylint: disable=too-many-instance-attributes
     """Reads the group, its nodes, the cluster's VolumeAttachments and, for the drained instances, the group's target
     groups; decides; remembers how long each drained instance waited to be let go."""
 
-    def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None, elbv2=None, clock=time.monotonic):
+    def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None, elbv2=None):
         self.params = params
         self.autoscaling, self.ec2, self.api, self.region, self.elbv2 = autoscaling, ec2, api, region, elbv2
         self.target, self.delay = target, delay
@@ -112,14 +128,15 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         self.volume_timeout = parse_duration(DEFAULT_VOLUME_DETACH_TIMEOUT if detach in (None, "") else detach,
                                              "volume_detach_timeout")
         self.now = now or (lambda: datetime.now(timezone.utc))
-        self.clock = clock
         self.reads = 0
         self.raw_nodes = []
         self.target_groups = None    # the group's instance target groups, described once
         self.targets = {}            # target group arn -> {target id: state}, as last read
         self.attached = {}           # node -> volumes attached to it (drain.volumes.attachments_by_node), as last read
         self.volumes = None          # PersistentVolume name -> volume, read once when a volume is attached to an outdated node
-        self.held = {}               # instance id -> since (clock()), node and what held it, once a decision found it held
+        # instance id -> since when (a datetime), on which node and by what it has been held: the earlier steps' (the
+        # role hands back each step's ``held``) and this call's
+        self.held = held_since(params.get("held"))
 
     def list_nodes(self):
         with kube_errors("list", "nodes", self.params):
@@ -179,7 +196,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
             held = self.held.pop(instance_id, None)
             if held is not None:
                 waits.append({"instance_id": instance_id, "node": held["node"], "target_groups": held["target_groups"],
-                              "volumes": held["volumes"], "waited_seconds": round(self.clock() - held["since"], 1),
+                              "volumes": held["volumes"], "waited_seconds": round((self.now() - held["since"]).total_seconds(), 1),
                               "timed_out": instance_id in timed_out})
         return waits
 
@@ -228,10 +245,11 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
                 pods = self.api.list_pods(resource_version="0")
             step = decide(room={"nodes": raw_nodes, "pods": pods})
         for entry in step["held"] + step["hold_timed_out"]:
-            held = self.held.setdefault(entry["instance_id"], {"since": self.clock(), "node": entry["node"],
+            held = self.held.setdefault(entry["instance_id"], {"since": now, "node": entry["node"],
                                                                "target_groups": [], "volumes": []})
             for kind, field in (("target_group", "target_groups"), ("volume", "volumes")):
                 held[field] = sorted(set(held[field]) | set(hold["name"] for hold in entry["held"] if hold["kind"] == kind))
+            entry.update(since=iso_time(held["since"]), target_groups=held["target_groups"], volumes=held["volumes"])
         step["termination_waits"] = self._termination_waits(step)
         step["new_nodes"] = new_nodes(records, set(outdated), raw_nodes, state.get("started_at") if state else None)
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,

@@ -89,6 +89,13 @@ options:
         C(nodeVolumeDetachTimeout), but bounded by default.
     type: raw
     default: 6m
+  held:
+    description:
+      - RV(step.held) of the previous step, handed back so that a wait that spans several steps is counted from its
+        start in RV(step.termination_waits).
+    type: list
+    elements: dict
+    default: []
   canary:
     description:
       - While no up-to-date node is Ready, replace one outdated node at a time until its replacement is Ready.
@@ -200,8 +207,9 @@ step:
     held:
       description:
         - Drained instances past their post-drain delay that something still holds, each with C(instance_id), C(node),
-          C(held) (each hold's C(kind) - C(target_group) or C(volume) -, C(name), C(state) and C(timeout)) and C(until)
-          (seconds left before the longest hold's timeout).
+          C(held) (each hold's C(kind) - C(target_group) or C(volume) -, C(name), C(state) and C(timeout)), C(until)
+          (seconds left before the longest hold's timeout), C(since) (when a step first found it held, UTC) and the
+          C(target_groups) and C(volumes) that held it so far.
       type: list
       elements: dict
     hold_timed_out:
@@ -210,9 +218,9 @@ step:
       elements: dict
     termination_waits:
       description:
-        - The instances of RV(step.terminate) that this call found held, each with C(instance_id), C(node),
-          C(target_groups), C(volumes), C(waited_seconds) (from the first decision that found it held to this one) and
-          C(timed_out).
+        - The instances of RV(step.terminate) that a step found held (this one, or an earlier one whose RV(step.held)
+          came back in O(held)), each with C(instance_id), C(node), C(target_groups), C(volumes), C(waited_seconds)
+          (from the first decision that found it held to this one) and C(timed_out).
       type: list
       elements: dict
     deferred:
@@ -315,6 +323,7 @@ def argument_spec():
         post_drain_delay=dict(type="raw", default=0),
         deregistration_timeout=dict(type="raw"),
         volume_detach_timeout=dict(type="raw", default="6m"),
+        held=dict(type="list", elements="dict", default=[]),
         canary=dict(type="bool", default=True),
         skip=dict(type="list", elements="str", default=[]),
         limit=dict(type="list", elements="str"),

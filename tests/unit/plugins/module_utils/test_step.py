@@ -167,9 +167,22 @@ class NodesApi:
             {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}]}]}}}}]
 
 
-def drained_node(name, instance_id, seconds_ago):
+class Now:
+    """A wall clock the test moves: an aware datetime."""
+
+    def __init__(self):
+        self.at = datetime(2026, 11, 25, 7, 0, 0, tzinfo=timezone.utc)
+
+    def __call__(self):
+        return self.at
+
+    def sleep(self, seconds):
+        self.at += timedelta(seconds=seconds)
+
+
+def drained_node(name, instance_id, seconds_ago, now):
     node = make_node(name, unschedulable=True, instance_id=instance_id)
-    stamp = (datetime.now(timezone.utc) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = (now() - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
     node["metadata"]["annotations"] = {"nodeops.rollout/drained-at": stamp, "nodeops.rollout/cordoned": "true"}
     return node
 
@@ -182,22 +195,22 @@ def test_the_reader_reads_target_groups_only_for_drained_instances_and_records_e
     ids = world.member_ids()
     target = {"launch_template_id": world.lt_id, "version": world.new_version()}
     api = NodesApi([make_node("n%d" % n, instance_id=instance_id) for n, instance_id in enumerate(ids)])
-    clock = Clock()
+    clock = Now()
     params = {"name": "workers", "max_unavailable": None, "canary": True, "skip": [], "deregistration_timeout": None,
               "volume_detach_timeout": "6m"}
-    reader = StepReader(params, world.asg, world.ec2, api, "us-east-1", target, 0, elbv2=elbv2, clock=clock)
+    reader = StepReader(params, world.asg, world.ec2, api, "us-east-1", target, 0, elbv2=elbv2, now=clock)
 
     del api_calls[:]
     first = reader.decide()
     assert first["action"] == "run" and first["held"] == [] and first["termination_waits"] == []
     assert not [call for call in api_calls if call[0] == "elbv2"]   # nothing drained: no load balancer read
 
-    api.nodes[0] = drained_node("n0", ids[0], seconds_ago=100)
+    api.nodes[0] = drained_node("n0", ids[0], seconds_ago=100, now=clock)
     api.attachments = [{"metadata": {"name": "csi-1"}, "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "n0",
                                                                 "source": {"persistentVolumeName": "pv-a"}},
                         "status": {"attached": True}}]
     del api_calls[:]
-    delayed = StepReader(params, world.asg, world.ec2, api, "us-east-1", target, 300, elbv2=elbv2, clock=clock).decide()
+    delayed = StepReader(params, world.asg, world.ec2, api, "us-east-1", target, 300, elbv2=elbv2, now=clock).decide()
     assert delayed["delayed"] == ["n0"] and not [call for call in api_calls if call[0] == "elbv2"]   # still in its delay
     api.volume_lists = 0
     del api_calls[:]
@@ -205,7 +218,8 @@ def test_the_reader_reads_target_groups_only_for_drained_instances_and_records_e
     assert [entry["instance_id"] for entry in held["held"]] == [ids[0]]
     assert held["held"][0]["held"] == [{"kind": "target_group", "name": "web", "state": "healthy", "timeout": 330},
                                        {"kind": "volume", "name": "pv-a", "state": "attached", "timeout": 360}]
-    assert 258 <= held["held"][0]["until"] <= 260 and ids[0] not in held["terminate"]
+    assert held["held"][0]["until"] == 260 and ids[0] not in held["terminate"]
+    assert held["held"][0]["since"] == "2026-11-25T07:00:00Z"
     assert api.volume_lists == 1   # the volumes' zones, read once per call
     assert sorted(call[1] for call in api_calls if call[0] == "elbv2") == [
         "DescribeTargetGroupAttributes", "DescribeTargetGroups", "DescribeTargetHealth"]
@@ -215,13 +229,20 @@ def test_the_reader_reads_target_groups_only_for_drained_instances_and_records_e
     del api_calls[:]
     still = reader.decide()
     assert [hold["kind"] for hold in still["held"][0]["held"]] == ["volume"] and ids[0] not in still["terminate"]
+    assert (still["held"][0]["target_groups"], still["held"][0]["volumes"]) == (["web"], ["pv-a"])
     api.attachments = []
     clock.sleep(3)
     del api_calls[:]
-    left = reader.decide()
+    # the next step is another call: the wait is counted from the first step that found it held, handed back
+    later = StepReader(dict(params, held=still["held"]), world.asg, world.ec2, api, "us-east-1", target, 0, elbv2=elbv2,
+                       now=clock)
+    left = later.decide()
     assert left["terminate"] == [ids[0]] and left["held"] == []
-    assert api.volume_lists == 1
     assert left["termination_waits"] == [{"instance_id": ids[0], "node": "n0", "target_groups": ["web"], "volumes": ["pv-a"],
                                           "waited_seconds": 15.0, "timed_out": False}]
-    # the target groups were described once per call: each later read is one DescribeTargetHealth per target group
+    assert [call[1] for call in api_calls if call[0] == "elbv2"] == [
+        "DescribeTargetGroups", "DescribeTargetGroupAttributes", "DescribeTargetHealth"]   # described again by the new call
+    # within one call the target groups are described once: each later read is one DescribeTargetHealth per target group
+    del api_calls[:]
+    reader.decide()
     assert [call[1] for call in api_calls if call[0] == "elbv2"] == ["DescribeTargetHealth"]
