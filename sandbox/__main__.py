@@ -6,7 +6,7 @@
     python -m sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
     python -m sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
                             [--k8s-429 VERB=RATE] [--k8s-5xx VERB=RATE] [--k8s-down SECONDS] [--insufficient-capacity AZ]
-                            [--nodes-never-ready | --nodes-ready] [--eviction-latency SECONDS]
+                            [--nodes-never-ready | --nodes-ready] [--eviction-latency SECONDS] [--unreachable-node NODE]
                             [--seed N] [--clear]
     python -m sandbox apply --state-dir DIR FILE [FILE ...]
     python -m sandbox show --state-dir DIR
@@ -237,6 +237,8 @@ def cmd_fault(args):
         spec["insufficient_capacity_azs"] = args.insufficient_capacity
     if args.nodes_never_ready is not None:
         spec["nodes_never_ready"] = args.nodes_never_ready
+    if args.unreachable_node:
+        spec["unreachable_nodes"] = args.unreachable_node
     if args.k8s_down is not None:
         if not args.k8s_down >= 0:
             sys.exit("--k8s-down must be a number of wall seconds >= 0, got %s" % args.k8s_down)
@@ -361,6 +363,9 @@ def main(argv=None):
     ready.add_argument("--nodes-never-ready", dest="nodes_never_ready", action="store_true", default=None)
     ready.add_argument("--nodes-ready", dest="nodes_never_ready", action="store_false")
     fault.add_argument("--eviction-latency", type=float, metavar="SECONDS")
+    fault.add_argument("--unreachable-node", action="append", metavar="NODE",
+                       help="this node's kubelet stops posting status (repeatable): Ready Unknown after the node monitor "
+                            "grace period, its pods not Ready, nothing on it confirmed gone (embedded backend)")
     fault.add_argument("--k8s-down", type=float, metavar="SECONDS",
                        help="the Kubernetes API server is unreachable for this many wall seconds: connections cut, none served")
     fault.add_argument("--seed", type=int)

@@ -247,6 +247,8 @@ class Sandbox:
             self.api.go_down(spec["k8s_down"])
         if spec.get("nodes_never_ready") is not None and not self.reference:
             self.controllers.faults.set(nodes_never_ready=bool(spec["nodes_never_ready"]))
+        for name in spec.get("unreachable_nodes") or []:
+            self.controllers.nodes.lose_kubelet(name)
 
     def report(self, client_prefix="nodeops.rollout"):
         return report_mod.build_report(self.events.events(), client_prefix=client_prefix)

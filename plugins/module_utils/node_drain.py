@@ -36,14 +36,16 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight im
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import claim_names, exclusive_claims
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import BudgetWatch, PodWatch
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import (
+    UNCONFIRMED_SLACK_SECONDS,
     apply_answer,
     budget_wait,
     node_outcome,
     pod_work,
     remaining_works,
+    unconfirmed,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, node_summary
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, node_ready, node_summary
 from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names, read_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT, LABEL_EXCLUDE_LB
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
@@ -141,7 +143,8 @@ def node_result(status, **fields):
     """The one shape of a node in node_drain's result: ``status`` and what was done, as ``fields`` say (a drain that
     ran adds ``message``; the pre-flight of check mode adds ``predicted`` and ``outcome``)."""
     result = {"status": status, "cordoned": False, "evicted": [], "deleted": [], "restarted": [], "skipped": [],
-              "blocking": [], "remaining": [], "downtime": [], "eviction_retries": 0, "forced": False, "seconds": 0.0}
+              "blocking": [], "remaining": [], "downtime": [], "force_deleted": [], "eviction_retries": 0, "forced": False,
+              "seconds": 0.0}
     result.update(fields)
     return result
 
@@ -150,7 +153,7 @@ class Drain:
     """One drain run over ``names``; ``run()`` returns the module result (without exiting)."""
 
     def __init__(self, api, names, options, check_mode=False, diff=False, clock=time.monotonic, sleep=time.sleep,
-                 now_text=utc_now_text, watch=False, drained_text=utc_now_precise):
+                 now_text=utc_now_text, watch=False, drained_text=utc_now_precise, utc_now=lambda: datetime.now(timezone.utc)):
         self.api = api
         self.watch = watch
         self.names = names
@@ -161,6 +164,8 @@ class Drain:
         self.sleep = sleep
         self.now_text = now_text
         self.drained_text = drained_text
+        self.utc_now = utc_now
+        self.not_ready = {}   # node -> why it is not Ready (its kubelet cannot confirm a pod gone), when it is not
         self.survey = None
         self.pool = None
         self._lock = threading.Lock()
@@ -542,10 +547,32 @@ class Drain:
                 return
             if now >= next_poll:
                 self._observe(name, works, result, watch)
+                if self.not_ready.get(name):
+                    self._delete_unconfirmed(name, works, result)
                 next_poll = self.clock() + (look_interval if watch is not None and watch.healthy else opts.poll_interval)
                 continue
             wake = min([next_poll, deadline] + [work.next_try for work in pending if work.state == "todo"])
             self.sleep(max(0.01, wake - now))
+
+    def _delete_unconfirmed(self, name, works, result):
+        """On a node that is not Ready: delete with grace 0 the pods whose deletion was accepted and whose grace period
+        ended (drain.work.unconfirmed), since no kubelet there will confirm them gone; each is named in
+        ``force_deleted`` with why."""
+        for work in unconfirmed(works, self.utc_now()):
+            if work.why and work.why.startswith("deleted with grace 0"):
+                continue
+            try:
+                self.api.delete_pod(work.namespace, work.name, work.uid, 0)
+            except ApiException as exc:
+                if exc.status != 404:
+                    work.why = "delete with grace 0 refused: %s" % describe_k8s_error(exc, "delete")
+                    continue
+            except TRANSPORT_ERRORS:
+                continue   # tried again at the next look
+            work.why = "deleted with grace 0: its node is not Ready"
+            result["force_deleted"].append({"pod": work.key, "reason": (
+                "node %s is not Ready (%s): no kubelet confirmed the pod gone %ds after its grace period ended; deleted "
+                "with grace 0, as it served nothing" % (name, self.not_ready[name], UNCONFIRMED_SLACK_SECONDS))})
 
     def _finish(self, name, works, result, started, action, stuck):
         """End the node's drain: ``timeout_action=force`` deletes what is left first; drain.work.node_outcome says how
@@ -656,7 +683,9 @@ class Drain:
                                 labels={LABEL_EXCLUDE_LB: "true"} if self.opts.exclude_from_load_balancers else None)
         results = {name: node_result("draining", message="") for name in self.names}
         for name in self.names:
-            results[name]["cordoned"] = cordoned[name]
+            results[name]["cordoned"] = cordoned[name]["cordoned"]
+            ready, reason = node_ready(cordoned[name]["node"])
+            self.not_ready[name] = None if ready else reason
         node_workers = min(len(self.names), self.opts.max_concurrent_nodes or len(self.names))
         pool_size = max(1, min(MAX_EVICTION_THREADS, node_workers * self.opts.max_concurrent_evictions))
         if self.survey.pdbs_version:

@@ -112,10 +112,10 @@ def _cordon(node, labels=None):
 
 
 def cordon_nodes(api, names, check_mode=False, labels=None):
-    """Mark nodes unschedulable, each with ``labels`` in the same write; returns ``{name: True when this call cordoned
-    it}``."""
+    """Mark nodes unschedulable, each with ``labels`` in the same write; returns ``{name: {"cordoned": True when this
+    call cordoned it, "node": the node as written (or read)}}``."""
     results = update_nodes(api, names, lambda node: _cordon(node, labels), check_mode)
-    return {result["name"]: "cordoned" in result["changes"] for result in results}
+    return {result["name"]: {"cordoned": "cordoned" in result["changes"], "node": result["node"]} for result in results}
 
 
 def _node_result(result):

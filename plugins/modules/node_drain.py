@@ -40,6 +40,10 @@ description:
     O(force), and pods selected by two PodDisruptionBudgets. With O(timeout_action=fail), the module names them
     and fails before changing anything. With V(skip), their node is left cordoned and skipped at once. With
     V(force), they are deleted once the rest of the node is drained.
+  - A node that is not Ready (its kubelet stopped posting status, or reports NotReady) cannot confirm that its pods
+    are gone: a pod whose eviction (or deletion) was accepted and that is still there 10 seconds after the end of the
+    grace period its deletion gave it is deleted with grace 0, as it serves nothing (the node controller marked it not
+    Ready); RV(nodes.force_deleted) names each one and why.
   - When a node is not drained within O(timeout), O(timeout_action) decides what happens. The failure message
     names every pod still there and the PodDisruptionBudget holding it.
   - In check mode the module is a pre-flight that changes nothing. For each node it reports what would be
@@ -257,6 +261,12 @@ nodes:
         C(deployment).
       type: list
       elements: dict
+    force_deleted:
+      description:
+        - Pods of a node that is not Ready deleted with grace 0 once their grace period had ended, no kubelet having
+          confirmed them gone, each with C(pod) and C(reason) (the node's state and the wait).
+      type: list
+      elements: dict
     eviction_retries:
       description: How many refused requests (429 and transient errors) were retried.
       type: int
@@ -288,6 +298,7 @@ nodes:
       blocking: []
       remaining: []
       downtime: []
+      force_deleted: []
       eviction_retries: 3
       forced: false
       seconds: 41.2

@@ -16,6 +16,11 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key, pdbs_selecting
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import classify_pod, pod_is_finished, pod_is_terminating, pod_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import static_blockers
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_time
+
+# Seconds past a pod's deletionTimestamp (the end of the grace period its deletion gave it) after which a pod of a node
+# that is not Ready is deleted with grace 0: no kubelet there will confirm it is gone.
+UNCONFIRMED_SLACK_SECONDS = 10
 
 
 class PodWork:
@@ -169,6 +174,27 @@ def apply_answer(work, answer, now, backoff, grace_period, disable_eviction, pdb
     work.why = ("selected by more than one PodDisruptionBudget (%s): %s" % (pdb, answer["message"])
                 if kind == "multiple_pdbs" else "request refused: %s" % answer["message"])
     return None
+
+
+def unconfirmed(works, now, slack=UNCONFIRMED_SLACK_SECONDS):
+    """The works of a node that is not Ready whose pods are past their grace: their deletion was accepted (an eviction,
+    a delete, or someone else's), ``slack`` seconds or more have passed since their ``deletionTimestamp``, and they are
+    still there. Such a node's kubelet cannot confirm they are gone, and they serve nothing (a node that is not Ready
+    has its pods marked not Ready): the drain deletes them with grace 0. ``now``: an aware datetime."""
+    found = []
+    for work in works.values():
+        if work.state != "sent" or work.mode == "ignore":
+            continue
+        stamp = ((work.pod or {}).get("metadata") or {}).get("deletionTimestamp")
+        if not stamp:
+            continue
+        try:
+            due = (now - parse_time(stamp, "deletionTimestamp")).total_seconds() >= slack
+        except PlanError:
+            continue
+        if due:
+            found.append(work)
+    return found
 
 
 def remaining_works(works):

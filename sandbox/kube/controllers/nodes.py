@@ -8,12 +8,20 @@ controller and the pod garbage collector do for nodes backed by EC2 instances.
   lifecycle controller keeps it (``unreachable`` instead when the kubelet stopped posting status).
 - An instance that is ``stopped`` leaves its node with Ready Unknown; running again, it boots and becomes
   Ready again.
+- A node made unreachable (:meth:`NodeLifecycle.lose_kubelet`: its instance runs, its kubelet stopped posting
+  status) turns Ready Unknown ``NODE_MONITOR_GRACE`` seconds later, as the node lifecycle controller's
+  node-monitor-grace-period has it, and stays so.
+- Whenever a node's Ready turns Unknown its pods are marked not Ready (the node lifecycle controller's
+  MarkPodsNotReady) and it is tainted ``node.kubernetes.io/unreachable`` NoSchedule and NoExecute (taint-based
+  eviction then deletes its pods after their toleration; with no kubelet they stay terminating).
 - An instance shutting down, terminated or gone takes its pods with it (removed at once, logged as
   killed/node-gone, terminating ones too) and then its Node.
 - A Node deleted by someone else while its instance runs stays gone: a running kubelet does not register
   again (kubernetes/kubernetes#71398) until it restarts (the instance stopped and started). Pods left
   bound to a node that no longer exists are removed after 40 s as the pod GC does.
 """
+
+import threading
 
 from ..errors import ApiError
 from ..store import is_ready
@@ -23,6 +31,7 @@ from .runtime import Controller
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 ORPHAN_QUARANTINE = 40.0
+NODE_MONITOR_GRACE = 40.0
 NOT_READY_MESSAGE = ("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
                      "message:Network plugin returns error: cni plugin not initialized")
 KILLED = {"how": "killed", "reason": "node-gone", "client": "sandbox-node-lifecycle"}
@@ -108,6 +117,8 @@ class NodeLifecycle(Controller):
         self.booting = {}         # node name -> node uid, waiting for its Ready timer
         self.never_ready = set()  # node names the fault holds NotReady
         self.stopped = set()      # node names whose instance is stopped (kubelet down)
+        self.lost = set()         # node names whose kubelet stopped posting status while the instance runs
+        self._losses, self._losses_lock = [], threading.Lock()   # lose_kubelet's requests, for the loop
         self.deregistered = set()  # instance ids whose Node was deleted under a running kubelet
         self.orphan_checks = set()  # node names the pod GC will look at
         self.taint_dirty = set()
@@ -136,10 +147,31 @@ class NodeLifecycle(Controller):
         self.taint_dirty.add(name)
 
     def kubelet_alive(self, node_name):
-        return node_name not in self.stopped and self.store.try_get("nodes", None, node_name) is not None
+        return (node_name not in self.stopped and node_name not in self.lost
+                and self.store.try_get("nodes", None, node_name) is not None)
+
+    def lose_kubelet(self, name):
+        """The node's kubelet stops posting status (the instance runs on): after the grace period the node is Ready
+        Unknown, its pods are not Ready, and nothing on it is started or confirmed gone any more. Called from any
+        thread; the loop carries it out at its next poll."""
+        if self.store.try_get("nodes", None, name) is None:
+            raise ValueError("unreachable_nodes: %r is not a node of this sandbox" % (name,))
+        with self._losses_lock:
+            self._losses.append(name)
+        self.ctl.request_poll()
+
+    def _lose(self, name):
+        self.lost.add(name)
+        self.booting.pop(name, None)
+        self.ctl.events.emit("fault.node_unreachable", node=name)
+        self.ctl.call_after(NODE_MONITOR_GRACE, self._status_unknown, name)
 
     # ---- the AWS side ----------------------------------------------------------------------------------
     def poll(self):
+        with self._losses_lock:
+            losses, self._losses = self._losses, []
+        for name in losses:
+            self._lose(name)
         try:
             listed = self.instances_fn()
         except Exception as exc:  # pylint: disable=broad-except
@@ -237,6 +269,10 @@ class NodeLifecycle(Controller):
     def _kubelet_down(self, name):
         self.stopped.add(name)
         self.booting.pop(name, None)
+        return self._status_unknown(name)
+
+    def _status_unknown(self, name):
+        """The node lifecycle controller's view of a node whose kubelet went silent: Ready Unknown, its pods not Ready."""
         ts = self.clock.timestamp()
 
         def unknown(node):
@@ -244,7 +280,19 @@ class NodeLifecycle(Controller):
             status["conditions"] = set_condition(status.get("conditions"), "Ready", "Unknown", ts, "NodeStatusUnknown",
                                                  "Kubelet stopped posting node status.")
             return shallow(node, status=status)
-        return update(self.store, "nodes", None, name, unknown, self.client) is not None
+        if update(self.store, "nodes", None, name, unknown, self.client) is None:
+            return False
+
+        def not_ready(pod):
+            cond = condition(pod, "Ready")
+            if pod["spec"].get("nodeName") != name or cond is None or cond.get("status") == "False":
+                return None
+            status = dict(pod.get("status") or {})
+            status["conditions"] = set_condition(status.get("conditions"), "Ready", "False", ts)
+            return shallow(pod, status=status)
+        for pod in self.store.pods_on_node(name):
+            update(self.store, "pods", pod["metadata"].get("namespace"), pod["metadata"]["name"], not_ready, self.client)
+        return True
 
     def _boot_again(self, name):
         self.stopped.discard(name)
@@ -279,11 +327,14 @@ class NodeLifecycle(Controller):
         cond = condition(node, "Ready")
         state = cond.get("status") if cond else "Unknown"
         want = None if state == "True" else (UNREACHABLE if state == "Unknown" and cond else NOT_READY)
+        # NoSchedule for both; an unreachable node also NoExecute (taint-based eviction after the pods' toleration)
+        effects = ("NoSchedule", "NoExecute") if want == UNREACHABLE else ("NoSchedule",)
         taints = list((node.get("spec") or {}).get("taints") or [])
-        kept = [t for t in taints if not (t.get("key") in (NOT_READY, UNREACHABLE) and t.get("effect") == "NoSchedule")
-                or t.get("key") == want]
-        if want and not any(t.get("key") == want and t.get("effect") == "NoSchedule" for t in kept):
-            kept.append({"key": want, "effect": "NoSchedule"})
+        kept = [t for t in taints if not (t.get("key") in (NOT_READY, UNREACHABLE) and t.get("effect") in ("NoSchedule", "NoExecute"))
+                or (t.get("key") == want and t.get("effect") in effects)]
+        for effect in effects:
+            if want and not any(t.get("key") == want and t.get("effect") == effect for t in kept):
+                kept.append({"key": want, "effect": effect})
         if kept == taints:
             return None
         spec = dict(node.get("spec") or {})

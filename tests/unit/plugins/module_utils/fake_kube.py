@@ -234,6 +234,10 @@ class FakeKube:
         with self.lock:
             if key not in self.pods:
                 raise api_error(404, 'pods "%s" not found' % name, "NotFound")
+            if grace_period == 0:   # the API server removes the pod at once, confirmed or not
+                del self.pods[key]
+                self.terminating.pop(key, None)
+                return {}
             self._end(key)
             return {}
 

@@ -420,6 +420,37 @@ def test_a_pod_whose_pinned_volume_could_start_nowhere_stops_the_drain_before_an
     assert [b["severity"] for b in warned if b["kind"] == "volume_without_node"] == ["warning"]
 
 
+def test_on_a_node_that_is_not_ready_pods_past_their_grace_are_deleted_with_grace_0_and_named():
+    from datetime import datetime, timezone  # pylint: disable=import-outside-toplevel
+    kube = FakeKube(linger=10 ** 6)   # no kubelet confirms an evicted pod gone
+    kube.add_node(make_node("lost", ready=False))
+    kube.nodes["lost"]["status"]["conditions"] = [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                                                   "message": "Kubelet stopped posting node status."}]
+    kube.add_pod(make_pod("web-1", "lost"))
+    kube.add_pod(make_pod("agent", "lost", namespace="kube-system", owner=("DaemonSet", "agent")))
+    # the evictions' deletionTimestamp is 12:00:00 (the fake's); 9 s later nothing is due, 11 s later it is
+    early = drain.Drain(kube, ["lost"], options(timeout="1s"), now_text=lambda: "2024-05-01T12:00:00Z",
+                        utc_now=lambda: datetime(2024, 5, 1, 12, 0, 9, tzinfo=timezone.utc)).run()
+    assert early["nodes"]["lost"]["force_deleted"] == [] and "shop/web-1" in kube.pods
+    result = drain.Drain(kube, ["lost"], options(), now_text=lambda: "2024-05-01T12:00:00Z",
+                         utc_now=lambda: datetime(2024, 5, 1, 12, 0, 11, tzinfo=timezone.utc)).run()
+    node = result["nodes"]["lost"]
+    assert node["status"] == "drained" and sorted(kube.pods) == ["kube-system/agent"]
+    assert [entry["pod"] for entry in node["force_deleted"]] == ["shop/web-1"]
+    assert node["force_deleted"][0]["reason"].startswith(
+        "node lost is not Ready (NodeStatusUnknown: Kubelet stopped posting node status.): no kubelet confirmed the pod gone")
+
+
+def test_on_a_ready_node_no_pod_is_deleted_with_grace_0():
+    from datetime import datetime, timezone  # pylint: disable=import-outside-toplevel
+    kube = FakeKube(linger=10 ** 6)
+    kube.add_node(make_node("n1"))
+    kube.add_pod(make_pod("web-1", "n1"))
+    result = drain.Drain(kube, ["n1"], options(timeout="1s"), now_text=lambda: "2024-05-01T12:00:00Z",
+                         utc_now=lambda: datetime(2024, 5, 1, 13, 0, 0, tzinfo=timezone.utc)).run()
+    assert result["nodes"]["n1"]["force_deleted"] == [] and result.get("failed") and "shop/web-1" in kube.pods
+
+
 UNSAFE_RESTART = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}
 
 

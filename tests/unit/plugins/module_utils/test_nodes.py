@@ -84,7 +84,9 @@ def test_cordon_nodes_reports_which_ones_it_cordoned():
     kube = FakeKube()
     kube.add_node(make_node("n1"))
     kube.add_node(make_node("n2", unschedulable=True))
-    assert nodes.cordon_nodes(kube, ["n1", "n2"]) == {"n1": True, "n2": False}
+    cordoned = nodes.cordon_nodes(kube, ["n1", "n2"])
+    assert {name: entry["cordoned"] for name, entry in cordoned.items()} == {"n1": True, "n2": False}
+    assert cordoned["n1"]["node"]["spec"]["unschedulable"] is True
     assert kube.nodes["n1"]["spec"]["unschedulable"] is True
     # only the cordon this call made is recorded as the rollout's, so only that one is ever lifted by the rollout
     assert kube.nodes["n1"]["metadata"]["annotations"] == {"nodeops.rollout/cordoned": "true"}
@@ -96,7 +98,8 @@ def test_cordon_nodes_puts_labels_on_in_the_same_write_and_reports_only_the_cord
     kube.add_node(make_node("n1"))
     kube.add_node(make_node("n2", unschedulable=True))
     label = {"node.kubernetes.io/exclude-from-external-load-balancers": "true"}
-    assert nodes.cordon_nodes(kube, ["n1", "n2"], labels=label) == {"n1": True, "n2": False}
+    assert {name: entry["cordoned"] for name, entry in nodes.cordon_nodes(kube, ["n1", "n2"], labels=label).items()} == {
+        "n1": True, "n2": False}
     for name in ("n1", "n2"):
         assert kube.nodes[name]["metadata"]["labels"]["node.kubernetes.io/exclude-from-external-load-balancers"] == "true"
     assert [verb for verb, _target in kube.mutating()] == ["patch_node", "patch_node"]

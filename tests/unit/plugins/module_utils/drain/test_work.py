@@ -110,3 +110,14 @@ def test_how_a_node_ends():
     assert skipped["message"].startswith("node n1 skipped and left cordoned (timeout 900s reached): 1 pod(s) still there")
     failed = dw.node_outcome("n1", [work], "fail", True, False, [], 5.0, 900)
     assert failed["status"] == "failed" and failed["blocking"] == [work.blocking]
+
+
+def test_unconfirmed_are_the_sent_pods_past_their_grace_by_the_slack():
+    from datetime import datetime, timezone  # pylint: disable=import-outside-toplevel
+    ending = {"metadata": {"name": "web-1", "namespace": "shop", "uid": "u1", "deletionTimestamp": "2026-11-25T07:00:00Z"}}
+    live = {"metadata": {"name": "web-2", "namespace": "shop", "uid": "u2"}}
+    works = {"a": dw.PodWork(ending, "evict"), "b": dw.PodWork(live, "evict"), "c": dw.PodWork(ending, "ignore")}
+    works["a"].state = works["b"].state = "sent"
+    now = datetime(2026, 11, 25, 7, 0, 10, tzinfo=timezone.utc)
+    assert dw.unconfirmed(works, now) == [works["a"]]
+    assert dw.unconfirmed(works, now, slack=11) == []
