@@ -57,6 +57,14 @@ _LOCAL = threading.local()
 _SEQ = itertools.count(1)
 # Called with each instance whose simulated boot completed, under the context's lock (targets.py registers it).
 RUNNING_HOOKS = []
+# Called as ``hold(group, states, reason)`` for the members a group is about to terminate; each returns the states it
+# keeps for later (lifecycle.py: a termination lifecycle hook's Terminating:Wait), the rest are terminated at once.
+TERMINATION_HOLDS = []
+# Called as ``tick(backend, now)`` by the sandbox's reconcile loop, under the lock (lifecycle.py: hook timeouts).
+RECONCILE_HOOKS = []
+# Called as ``supply(group, count)`` before a group launches ``count`` instances; each returns how many it supplied
+# itself (warm_pools.py: prepared instances of the group's warm pool).
+LAUNCH_SOURCES = []
 
 
 class Context:
@@ -402,6 +410,7 @@ def _replace_instances(self, count_needed, propagated_tags):
     """Launch ``count_needed`` instances the way AWS does.
 
     * AWS: no launches while the ``Launch`` process is suspended (desired may stay above the count).
+    * AWS: a group with a warm pool takes its prepared instances first (:data:`LAUNCH_SOURCES`, warm_pools.py).
     * AWS: each instance goes to the AZ with the fewest instances (ties: first in subnet order); moto
       puts every instance in the first subnet.
     * AWS: a launch into an AZ without capacity fails and the group tries its other AZs; if none has
@@ -415,13 +424,24 @@ def _replace_instances(self, count_needed, propagated_tags):
         if ctx is not None:
             ctx.emit("asg.launch_skipped", group=self.name, count=count_needed, reason="Launch suspended")
         return
+    for source in LAUNCH_SOURCES:
+        count_needed -= source(self, count_needed)
+    self.instance_states.extend(launch_states(self, count_needed, propagated_tags, self.instance_states))
+
+
+def launch_states(group, count_needed, propagated_tags, among):
+    """Run ``count_needed`` instances of ``group`` (its launch template version resolved now), each in the AZ with the
+    fewest of ``among`` (Auto Scaling InstanceStates), and return their new InstanceStates (not added anywhere)."""
+    ctx = _CTX
+    if count_needed <= 0:
+        return []
     tags = dict(propagated_tags)
-    tags[ASG_NAME_TAG] = self.name
-    spec = _launch_spec(self, tags)
-    placements = _placements(self)
+    tags[ASG_NAME_TAG] = group.name
+    spec = _launch_spec(group, tags)
+    placements = _placements(group)
     order = {p[0]: i for i, p in enumerate(placements)}
     counts = Counter({az: 0 for az in order})
-    for state in self.instance_states:
+    for state in among:
         if state.instance.placement.zone in counts:
             counts[state.instance.placement.zone] += 1
     short = set(ctx.faults.insufficient_capacity_azs()) if ctx is not None else set()
@@ -432,28 +452,29 @@ def _replace_instances(self, count_needed, propagated_tags):
         counts[az] += 1
         plan.append((az, subnet_id))
     if ctx is not None and short & set(order):
-        ctx.emit("asg.launch_failed", group=self.name, azs=sorted(short & set(order)), reason="InsufficientInstanceCapacity",
+        ctx.emit("asg.launch_failed", group=group.name, azs=sorted(short & set(order)), reason="InsufficientInstanceCapacity",
                  requested=count_needed, launched=len(plan))
     if not plan:
-        return
-    associate_public_ip = self.launch_config.associate_public_ip_address if self.launch_config else None
+        return []
+    associate_public_ip = group.launch_config.associate_public_ip_address if group.launch_config else None
     launched = {}
-    _LOCAL.launch_group = self.name
+    _LOCAL.launch_group = group.name
     try:
         for placement, n in Counter(plan).items():
             az, subnet_id = placement
-            reservation = self.autoscaling_backend.ec2_backend.run_instances(
+            reservation = group.autoscaling_backend.ec2_backend.run_instances(
                 spec["image_id"], n, spec["user_data"], spec["security_groups"], instance_type=spec["instance_type"],
-                tags={"instance": dict(tags)}, placement=az, launch_config=self.launch_config, launch_template=spec["launch_template"],
+                tags={"instance": dict(tags)}, placement=az, launch_config=group.launch_config, launch_template=spec["launch_template"],
                 is_instance_type_default=False, associate_public_ip=associate_public_ip, subnet_id=subnet_id)
             launched[placement] = iter(reservation.instances)
     finally:
         _LOCAL.launch_group = None
+    states = []
     for placement in plan:
         instance = next(launched[placement])
-        instance.autoscaling_group = self
-        self.instance_states.append(
-            asg_models.InstanceState(instance, protected_from_scale_in=self.new_instances_protected_from_scale_in))
+        instance.autoscaling_group = group
+        states.append(asg_models.InstanceState(instance, protected_from_scale_in=group.new_instances_protected_from_scale_in))
+    return states
 
 
 def _age_key(group):
@@ -507,10 +528,7 @@ def _patch_group():
             # AWS: scale-in follows the termination policy; moto removes the first instances in list order.
             victims = scale_in_victims(self, -delta)
             if victims:
-                with _Reason("scale-in"):
-                    self.autoscaling_backend.ec2_backend.terminate_instances([v.instance.id for v in victims])
-                gone = set(id(v) for v in victims)
-                self.instance_states = [s for s in self.instance_states if id(s) not in gone]
+                end_in_group(self, victims, "scale-in")
         if self.name in self.autoscaling_backend.autoscaling_groups:
             self.autoscaling_backend.update_attached_elbs(self.name)
             self.autoscaling_backend.update_attached_target_groups(self.name)
@@ -705,12 +723,27 @@ def _before_delete(backend, a):
     _group(backend, a["group_name"]).min_size = 0
 
 
+def end_in_group(group, states, reason):
+    """The group terminates ``states`` (members): each is held first where a :data:`TERMINATION_HOLDS` says so (it stays
+    listed, leaving, and no longer counts toward the desired capacity); the others are terminated and leave the group."""
+    held = []
+    for hold in TERMINATION_HOLDS:
+        held.extend(hold(group, [s for s in states if not any(s is h for h in held)], reason))
+    ending = [s for s in states if not any(s is h for h in held)]
+    if ending:
+        with _Reason(reason):
+            group.autoscaling_backend.ec2_backend.terminate_instances([s.instance.id for s in ending])
+        gone = set(id(s) for s in ending)
+        group.instance_states = [s for s in group.instance_states if id(s) not in gone]
+
+
 def terminate_instance(self, instance_id, should_decrement):
     """TerminateInstanceInAutoScalingGroup.
 
     AWS: an unknown instance is a ValidationError (moto: HTTP 500); decrementing below MinSize is refused;
     the replacement (when not decrementing) uses the group's current launch template version and is not
-    launched while ``Launch`` is suspended.
+    launched while ``Launch`` is suspended. Scale-in protection does not hold it back. A termination lifecycle hook
+    holds the instance in ``Terminating:Wait`` (lifecycle.py) while its replacement launches.
     """
     state = next((s for g in self.autoscaling_groups.values() for s in g.instance_states if s.instance.id == instance_id), None)
     if state is None:
@@ -719,11 +752,8 @@ def terminate_instance(self, instance_id, should_decrement):
     original_size = group.desired_capacity
     if should_decrement:
         _check_decrement(group, 1, "Terminating")
-    group.instance_states = [s for s in group.instance_states if s is not state]
-    if should_decrement:
         group.desired_capacity = original_size - 1
-    with _Reason("asg-terminate"):
-        self.ec2_backend.terminate_instances([instance_id])
+    end_in_group(group, [state], "asg-terminate")
     group.set_desired_capacity(group.desired_capacity)
     return asg_models.TerminateInstanceActivity(state.instance, original_size)
 
@@ -778,6 +808,8 @@ def install():
         _patch_group()
         _patch_backend()
         _patch_instance_pages()
-        from . import targets  # pylint: disable=import-outside-toplevel
+        from . import lifecycle, targets, warm_pools  # pylint: disable=import-outside-toplevel
         targets.install()
+        lifecycle.install()
+        warm_pools.install()
         _INSTALLED = True

@@ -295,8 +295,11 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
             self.reconcile()
 
     def reconcile(self):
-        """Launch what each group owes (desired above its instance count), unless ``Launch`` is suspended."""
+        """Launch what each group owes (desired above its instance count), unless ``Launch`` is suspended; end what has
+        timed out (lifecycle hooks)."""
         with self.lock:
+            for tick in self._moto["fidelity"].RECONCILE_HOOKS:
+                tick(self._backend("asg"), self.clock.now())
             for group in list(self._backend("asg").autoscaling_groups.values()):
                 owed = (group.desired_capacity or 0) - len(group.active_instances())
                 if owed > 0 and "Launch" not in group._suspended_processes:  # pylint: disable=protected-access
@@ -375,6 +378,7 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
     def instances(self):
         """Every EC2 instance in the region as plain dicts (read in-process, no HTTP). Callers must not change them.
 
+        Instances in a warm pool are left out: their user data does not join them to the cluster until they leave it.
         Lock-free, so a long request (a full DescribeInstances of 1000 instances takes seconds in moto)
         does not stall the caller: list() copies of moto's containers are atomic, and each instance's
         record is complete once its launch has finished (instances still being launched are left out).
@@ -391,8 +395,8 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         for reservation in list(self._backend("ec2").reservations.values()):
             for instance in list(reservation.instances):
                 info = instance.__dict__.get("_sb_info")
-                if info is None:
-                    continue
+                if info is None or info.get("warm"):
+                    continue   # a warm pool instance does not join the cluster until it leaves the pool
                 state = fidelity.state_name(instance, now)
                 if state == "pending":
                     # it turns running with the clock: the list holds until the first such turn
