@@ -21,6 +21,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     members,
     require_group,
     suspended_processes,
+    termination_hooks,
+    warm_pool,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
@@ -109,11 +111,12 @@ def group_refusals(group, records, outdated, surge_method="scale", stranded=()):
     return [text for text in refusals if text]
 
 
-def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups=(), volumes=None):
+def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups=(), volumes=None, hooks=(), pool=None):
     """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None; ``raw_nodes``:
     the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster;
     ``target_groups``: the group's, as ``clients.aws.group_target_groups`` reads them; ``volumes``: ``{"attached":
-    drain.volumes.attachments_by_node, "volumes": name -> PersistentVolume}`` of the cluster, or None)."""
+    drain.volumes.attachments_by_node, "volumes": name -> PersistentVolume}`` of the cluster, or None; ``hooks``: its
+    termination lifecycle hooks, ``clients.aws.termination_hooks``; ``pool``: its warm pool, ``clients.aws.warm_pool``)."""
     name = group["AutoScalingGroupName"]
     target = group_target(ec2, group)
     if target is None:
@@ -135,6 +138,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
     plan = rollout_plan(records, plan_target, max_unavailable=params.get("max_unavailable"),
                         max_surge=params.get("max_surge"), az_count=len(azs), group_size=group_size,
                         taint_effect=params.get("taint_effect") or "NoSchedule", target_groups=target_groups,
+                        standby=params.get("standby_instances"), termination_hooks=hooks, warm_pool=pool,
                         **(params.get("timings") or {}))
     outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}
     in_group = members(group)
@@ -174,7 +178,8 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "failed_to_join": (failed_to_join(records, plan["up_to_date"], datetime.now(timezone.utc),
                                           parse_duration(params["join_timeout"], "join_timeout"))
                            if nodes is not None and params.get("join_timeout") not in (None, "") else []),
-        "leftovers": leftovers(plan["outdated"], marked, owed, detached) if nodes is not None else None,
+        "leftovers": (leftovers(plan["outdated"], marked, owed, detached, (plan["warm_pool"] or {}).get("outdated"))
+                      if nodes is not None else None),
         "state": state,
         "plan": plan,
     }
@@ -225,7 +230,16 @@ def run_node_group_info(module):
         volumes = read_volumes(api, params)
     with aws_errors("DescribeTargetGroups", where, params):
         target_groups = {group["AutoScalingGroupName"]: group_target_groups(elbv2, group) for group in groups}
+    with aws_errors("DescribeLifecycleHooks", where, params):
+        hooks = {group["AutoScalingGroupName"]: termination_hooks(autoscaling, group["AutoScalingGroupName"]) for group in groups}
+    with aws_errors("DescribeWarmPool", where, params):
+        pools = {group["AutoScalingGroupName"]: warm_pool(autoscaling, ec2, group) for group in groups}
+    if nodes is not None:
+        for pool in pools.values():
+            join_nodes((pool or {}).get("instances") or [], nodes, raw_nodes)
     with aws_errors("DescribeInstances", where, params):
         node_groups = [describe_node_group(ec2, group, nodes, params, raw_nodes if nodes is not None else None,
-                                           target_groups[group["AutoScalingGroupName"]], volumes) for group in groups]
+                                           target_groups[group["AutoScalingGroupName"]], volumes,
+                                           hooks[group["AutoScalingGroupName"]], pools[group["AutoScalingGroupName"]])
+                       for group in groups]
     module.exit_json(changed=False, node_groups=node_groups)

@@ -28,8 +28,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     iso_time,
     group_instances,
     group_target_groups,
+    hold_seconds,
     require_group,
     target_states,
+    termination_hooks,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
@@ -137,6 +139,11 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         # instance id -> since when (a datetime), on which node and by what it has been held: the earlier steps' (the
         # role hands back each step's ``held``) and this call's
         self.held = held_since(params.get("held"))
+        self.hooks = None            # the group's termination lifecycle hooks, read once an instance is in Terminating:Wait
+
+    @property
+    def hold_seconds(self):
+        return hold_seconds(self.hooks or [])
 
     def list_nodes(self):
         with kube_errors("list", "nodes", self.params):
@@ -209,7 +216,8 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
             records = group_instances(self.ec2, group, include_detached=state is None or state.get("method") == "detach")
         raw_nodes = self.list_nodes()
         join_nodes(records, nodes_by_instance(raw_nodes), raw_nodes)
-        outdated = [entry["instance_id"] for entry in outdated_instances(records, self.target)]
+        standby = self.params.get("standby_instances")
+        outdated = [entry["instance_id"] for entry in outdated_instances(records, self.target, standby=standby)]
         now = self.now()
         wanted = set(outdated)
         nodes_of = {record["instance_id"]: record["node"]["name"] for record in records
@@ -237,7 +245,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
                                    now, post_drain_delay=self.delay, canary=self.params["canary"],
                                    skip=[name.strip() for name in self.params.get("skip") or []],
                                    limit=None if self.params.get("limit") is None else [iid.strip() for iid in self.params["limit"]],
-                                   holds=holds, pinned=pinned)
+                                   holds=holds, pinned=pinned, standby=standby)
         step = decide()
         if step["needs_room"]:
             # only a step that would drain serving nodes reads the pods: one list, from the API server's cache
@@ -252,30 +260,42 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
             entry.update(since=iso_time(held["since"]), target_groups=held["target_groups"], volumes=held["volumes"])
         step["termination_waits"] = self._termination_waits(step)
         step["new_nodes"] = new_nodes(records, set(outdated), raw_nodes, state.get("started_at") if state else None)
+        if step["hooked"] and self.hooks is None:
+            with aws_errors("DescribeLifecycleHooks", "Auto Scaling group '%s'" % name, self.params):
+                self.hooks = termination_hooks(self.autoscaling, name)
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
                          "max_unavailable": unavailable, "surge_owed": owed,
                          "rollout_id": state["rollout_id"] if state else None}
         return step
 
 
-def timeout_message(step, timeout):
+def timeout_message(step, timeout, hooks=()):
     """What a step that waited ``timeout`` seconds in vain says: new instances that are no Ready nodes are EKS's
-    NodeCreationFailure, named; a delay that never ends cannot happen (it is bounded by the post-drain delay)."""
+    NodeCreationFailure, named; instances a termination lifecycle hook (``hooks``) still holds name the hook; a delay that
+    never ends cannot happen (it is bounded by the post-drain delay)."""
     if step["booting"]:
         launches = step["booting"] - len(step["booting_ids"])
         return ("NodeCreationFailure: %d new instance(s) did not become Ready nodes within %ds: %s%s. The rollout is held: "
                 "look at those instances (did they boot, did their kubelets join the cluster?) and run again"
                 % (step["booting"], timeout, ", ".join(step["booting_ids"]) or "none launched yet",
                    "; %d more the group has not launched" % launches if launches and step["booting_ids"] else ""))
+    if step.get("hooked") and not step.get("standby"):
+        return ("%d terminated instance(s) still in Terminating:Wait after %ds: %s, held by the termination lifecycle hook(s) %s of "
+                "their owner; a rollout never completes another owner's lifecycle action. The rollout is held: complete the "
+                "actions (CompleteLifecycleAction) or let them time out, and run again"
+                % (len(step["hooked"]), timeout, ", ".join(step["hooked"]),
+                   ", ".join("%s (heartbeat timeout %ds, default result %s)" % (hook["name"], hook["heartbeat_timeout"],
+                                                                              hook["default_result"]) for hook in hooks) or "of the group"))
     return "waited %ds for %s; the rollout is held, run again" % (timeout, " and ".join(step["waiting_for"]))
 
 
 def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=time.sleep):
     """Decide; while the step is to wait, sleep until a delay ends or a node changes, and decide again.
 
-    Fails naming what it waited for when ``timeout`` seconds pass."""
+    Fails naming what it waited for when ``timeout`` seconds pass while new instances or instances in Standby are waited
+    for; while only instances held in ``Terminating:Wait`` by termination lifecycle hooks are, not before the hooks'
+    heartbeat timeout (and a margin) has passed."""
     started = clock()
-    deadline = started + timeout
     waited_for = []
     while True:
         step = reader.decide()
@@ -285,16 +305,22 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
             return step
         waited_for = waited_for or list(step["waiting_for"])
         now = clock()
-        if now >= deadline and step["booting"]:
-            raise RolloutError(timeout_message(step, timeout), step=step)
-        # a post-drain delay and a deregistration timeout end by themselves: only new instances are waited for in vain
+        # new instances and outdated instances in Standby are waited for at most ``timeout``; instances a termination
+        # lifecycle hook holds, when nothing else is, at most as long as the hooks may hold them; a post-drain delay and a
+        # deregistration timeout end by themselves
+        bounded = bool(step["booting"] or step.get("standby") or step.get("hooked"))
+        limit = timeout if (step["booting"] or step.get("standby")) else max(timeout, reader.hold_seconds)
+        deadline = started + limit
+        if now >= deadline and bounded:
+            raise RolloutError(timeout_message(step, limit, reader.hooks), step=step)
         wake = now + (step["wait_seconds"] if step["wait_seconds"] is not None else REREAD_SECONDS)
-        if step["booting"]:
+        if bounded:
             wake = min(deadline, wake)
         seen = _fingerprint(reader.raw_nodes)
         while clock() < wake:
             sleep(max(0.0, min(poll_interval, wake - clock())))
-            if step["booting"] and _fingerprint(reader.list_nodes()) != seen:
+            # a new node turning Ready, or the node of an instance a lifecycle hook held going away with it
+            if (step["booting"] or step.get("hooked")) and _fingerprint(reader.list_nodes()) != seen:
                 break
             if step["held"] and reader.released_any(step):
                 break

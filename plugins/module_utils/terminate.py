@@ -25,16 +25,20 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     aws_errors,
     describe_instances,
     ec2_state,
+    hold_seconds,
     members,
     require_group,
     terminate_detached,
     terminate_in_group,
+    termination_hooks,
     wait_for,
+    warm_pool,
     write_state,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_STATES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import (
     DECREMENT_OWED,
     check_decrement,
@@ -79,7 +83,7 @@ def check_options(params):
 class _Termination:
     """Which listed instance is a member, detached from the group, or already gone -- decided before any change."""
 
-    def __init__(self, group, ec2, instance_ids, count):
+    def __init__(self, group, ec2, instance_ids, count, warm=()):
         self.name = group["AutoScalingGroupName"]
         self.group = group
         self.current = sizes_of(group)
@@ -89,6 +93,11 @@ class _Termination:
         in_group = set(instance["InstanceId"] for instance in members(group))
         leaving = set(instance["InstanceId"] for instance in group.get("Instances") or []
                       if instance.get("LifecycleState") in LEAVING_STATES)
+        # Not part of the desired capacity (in Standby, or in the warm pool, ``warm``): a decrement for one would make
+        # the group scale in another instance.
+        self.standby = set(instance["InstanceId"] for instance in group.get("Instances") or []
+                           if instance.get("LifecycleState") in STANDBY_STATES) | set(warm)
+        in_group |= set(warm)
         self.members, self.detached, self.gone = [], [], []
         for instance_id in self.instance_ids:
             instance = listed.get(instance_id)
@@ -106,8 +115,9 @@ class _Termination:
                                    % (instance_id, self.name, where))
         if count == DECREMENT_OWED:
             count = min(len(self.instance_ids), surge_owed_now(self.state, self.current))
-        # "The first N listed": a listed instance that is gone or detached uses its place without decrementing.
-        self.decrement = [instance_id for instance_id in self.instance_ids[:count] if instance_id in self.members]
+        # "The first N listed": a listed instance that is gone, detached, in Standby or warm uses its place without decrementing.
+        self.decrement = [instance_id for instance_id in self.instance_ids[:count]
+                          if instance_id in self.members and instance_id not in self.standby]
         check_decrement(self.current, len(self.decrement), self.state, self.name)
         self.records = [{"instance_id": instance_id, "private_dns_name": (listed.get(instance_id) or {}).get("PrivateDnsName") or None}
                         for instance_id in self.members + self.detached]
@@ -264,7 +274,10 @@ def run_instance_terminate(module):
     instances = ", ".join(params["instance_ids"])
     with aws_errors("DescribeInstances", resource):
         group = require_group(autoscaling, name, region, field="asg_name")
-        termination = _Termination(group, ec2, params["instance_ids"], count)
+        with aws_errors("DescribeWarmPool", resource):
+            pool = warm_pool(autoscaling, ec2, group)
+        termination = _Termination(group, ec2, params["instance_ids"], count,
+                                   warm=[record["instance_id"] for record in (pool or {}).get("instances") or []])
         with kube_errors("list", "the nodes and pods of instances %s (the termination gate)" % instances):
             termination.check_gate(api, ec2)
     if termination.refusals:
@@ -299,9 +312,12 @@ def run_instance_terminate(module):
         result["changed"] = bool(result["terminated"] or result["terminated_detached"])
         ended = result["terminated"] + result["terminated_detached"]
         if params["wait"] and (ended or termination.gone):
-            # the listed instances already leaving too: their Node objects are deleted once they are terminated
+            # the listed instances already leaving too: their Node objects are deleted once they are terminated. A
+            # termination lifecycle hook holds an instance in Terminating:Wait up to its heartbeat timeout: so long at most.
+            with aws_errors("DescribeLifecycleHooks", resource):
+                timeout = max(params["wait_timeout"], hold_seconds(termination_hooks(autoscaling, name)))
             with aws_errors("DescribeInstances", resource):
-                _wait_terminated(ec2, ended + list(termination.gone), params["wait_timeout"])
+                _wait_terminated(ec2, ended + list(termination.gone), timeout)
         if params["delete_node"]:
             with aws_errors("delete nodes", resource), kube_errors("delete", "nodes of instances %s" % instances):
                 _delete_lingering_nodes(api, ec2, ended + list(termination.gone), result)

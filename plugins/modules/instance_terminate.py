@@ -13,6 +13,9 @@ author: nodeops.rollout maintainers (@nodeops)
 description:
   - Terminates the listed instances of an Auto Scaling group, each through C(TerminateInstanceInAutoScalingGroup), with or
     without decrementing the group's desired capacity (O(decrement_desired_capacity)).
+  - An instance in Standby is terminated without decrementing the desired capacity, whatever
+    O(decrement_desired_capacity) says: it is not part of it, and the group would scale in another instance. Nothing
+    replaces it. So is an instance of the group's warm pool; the pool launches another from the group's current version.
   - Instances that a rollout detached from the group for surge (EC2 tag C(nodeops.rollout/detached-from=<group>)) are
     terminated through EC2; they no longer count toward the group, so nothing replaces them.
   - An instance that is already terminated, terminating or unknown to EC2 is reported in RV(already_gone) and is not an
@@ -52,8 +55,8 @@ options:
     description:
       - Whether terminating an instance also lowers the group's desired capacity, so that the group does not replace it.
       - V(true) for every listed instance, V(false) for none, a whole number N for the first N listed instances only (a
-        listed instance that is gone or detached uses its place without decrementing), or V(owed) for as many of the first
-        listed instances as the surge the recorded rollout still owes.
+        listed instance that is gone, detached, in Standby or in the warm pool uses its place without decrementing), or
+        V(owed) for as many of the first listed instances as the surge the recorded rollout still owes.
       - The surge owed is recomputed from the group when the module runs (never more than desired stands above the original
         desired capacity), so a termination whose tag write was interrupted is not paid back twice. The
         C(nodeops.rollout.rolling_update) role passes V(owed).
@@ -70,6 +73,9 @@ options:
     description:
       - How long to wait, for O(wait) and again for O(wait_for_replacement), in seconds or as a duration such as V(90s),
         V(15m) or V(1h30m). The module fails on timeout.
+      - The wait for O(wait) lasts at least as long as the group's termination lifecycle hooks may hold an instance in
+        C(Terminating:Wait) (their longest heartbeat timeout, and two minutes for the shutdown). The module never completes
+        a lifecycle action itself: those hooks belong to other owners.
     type: raw
     default: 600
   wait_for_replacement:

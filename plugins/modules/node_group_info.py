@@ -126,6 +126,14 @@ options:
       - The key of the taint the rollout puts on outdated nodes, to find up-to-date nodes that still carry it (RV(node_groups[].marked)).
     type: str
     default: nodeops.rollout/outdated
+  standby_instances:
+    description:
+      - What the rollout does with outdated instances in Standby (see M(nodeops.rollout.rollout_step)). With V(terminate)
+        or V(wait) they are outdated (RV(node_groups[].outdated)); with V(ignore) they are not, and are only listed in
+        C(standby) of RV(node_groups[].plan).
+    type: str
+    choices: [ignore, terminate, wait]
+    default: ignore
   surge_method:
     description:
       - How the rollout will surge (see M(nodeops.rollout.asg_surge)); with V(detach), RV(node_groups[].refusals) names the
@@ -411,7 +419,8 @@ node_groups:
     leftovers:
       description:
         - Why the group is not fully replaced yet, one sentence each (outdated instances left, marked up-to-date nodes, surge
-          not paid back, detached instances still running); empty when a rollout may end. Null with O(include_nodes=false).
+          not paid back, detached instances still running, warm pool instances built from another version); empty when a
+          rollout may end. Null with O(include_nodes=false).
       type: list
       elements: str
     state:
@@ -432,6 +441,16 @@ node_groups:
           C(deregistration_delay) (seconds) and C(waited_for) (true for instance targets - a drained instance is
           terminated only once it has left them, see M(nodeops.rollout.rollout_step)). The estimate counts the longest
           delay, which runs from the start of each drain.
+        - C(standby) - C(policy) (O(standby_instances)) and C(instances), every instance in Standby with C(instance_id), C(az),
+          C(node), C(outdated) and C(reasons). Instances in Standby are in no batch.
+        - C(protected) - the outdated instances protected from scale in. They are replaced like the others, since scale-in
+          protection does not hold back C(TerminateInstanceInAutoScalingGroup).
+        - C(termination_hooks) - the group's termination lifecycle hooks, each C(name), C(heartbeat_timeout) (seconds) and
+          C(default_result). Each may hold an instance the rollout terminates in C(Terminating:Wait) that long.
+        - C(warm_pool) - null, or the group's warm pool - C(min_size), C(max_group_prepared_capacity), C(pool_state),
+          C(instances) (each C(instance_id), C(az), C(node), C(lifecycle_state), C(outdated), C(reasons)) and C(outdated), the
+          ids of the warm instances built from another version than the target; the group would launch them as they are, so
+          the rollout terminates them before the surge.
       type: dict
       sample:
         batch_size: 1
@@ -449,6 +468,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import run_node_group_info
 
@@ -464,6 +484,7 @@ def argument_spec():
         taint_key=dict(type="str", default="nodeops.rollout/outdated", no_log=False),
         taint_effect=dict(type="str", choices=list(OUTDATED_TAINT_EFFECTS), default="NoSchedule"),
         surge_method=dict(type="str", choices=["scale", "detach"], default="scale"),
+        standby_instances=dict(type="str", choices=list(STANDBY_POLICIES), default="ignore"),
         join_timeout=dict(type="raw"),
         timings=dict(type="dict", options=dict(
             boot_seconds=dict(type="raw", default=180),

@@ -32,6 +32,10 @@ description:
   - With O(wait=true), a step that would wait is waited for here (for a post-drain delay to end, for drained
     instances to leave their target groups, for new instances to become Ready nodes), and the next step that does
     something is returned.
+  - The rollout is done only once no instance of the group is held in C(Terminating:Wait) by a termination lifecycle hook.
+    Such an instance is leaving (it is never capacity) and is waited for at the end, at most as long as the group's
+    hooks may hold it (their longest heartbeat timeout, and two minutes), even beyond O(wait_timeout). The module never
+    completes a lifecycle action, since the hooks belong to other owners.
   - Makes no changes.
 extends_documentation_fragment:
   - nodeops.rollout.aws
@@ -115,6 +119,16 @@ options:
       - Unset, every outdated instance of the group is replaced.
     type: list
     elements: str
+  standby_instances:
+    description:
+      - What to do with outdated instances in Standby, as Instance Refresh's C(StandbyInstances) preference. They are
+        never counted as capacity, and terminating one never decrements the desired capacity (it is not part of it).
+      - V(ignore) leaves them as they are; they are not waited for.
+      - V(terminate) drains their nodes and terminates them, without replacement.
+      - V(wait) waits (at most O(wait_timeout)) for them to return to service (C(ExitStandby)); they are replaced then.
+    type: str
+    choices: [ignore, terminate, wait]
+    default: ignore
   wait:
     description:
       - Wait here while the step is to wait, and return the next step that does something.
@@ -171,7 +185,9 @@ step:
         - V(blocked) - the module fails - the group is at its capacity floor and nothing in flight can lift it.
       type: str
     terminate:
-      description: Outdated instances drained and past the post-drain delay (or that never became nodes).
+      description:
+        - Outdated instances drained and past the post-drain delay (or that never became nodes); members of the desired
+          capacity first, then instances in Standby or detached for surge.
       type: list
       elements: str
     decrement:
@@ -241,6 +257,14 @@ step:
       description: The outdated instances O(limit) leaves out.
       type: list
       elements: str
+    standby:
+      description: With O(standby_instances=wait), the outdated instances still in Standby.
+      type: list
+      elements: str
+    hooked:
+      description: Instances leaving the group that a termination lifecycle hook holds in C(Terminating:Wait).
+      type: list
+      elements: str
     waiting_for:
       description: What the step waited for (or, with O(wait=false), waits for).
       type: list
@@ -307,6 +331,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.step import run_rollout_step
 
 
@@ -327,6 +352,7 @@ def argument_spec():
         canary=dict(type="bool", default=True),
         skip=dict(type="list", elements="str", default=[]),
         limit=dict(type="list", elements="str"),
+        standby_instances=dict(type="str", choices=list(STANDBY_POLICIES), default="ignore"),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="raw", default="10m"),
         poll_interval=dict(type="float", default=2.0),

@@ -127,6 +127,27 @@ def members(group):
     return [instance for instance in group.get("Instances") or [] if instance.get("LifecycleState") not in LEAVING_STATES]
 
 
+TERMINATING_TRANSITION = "autoscaling:EC2_INSTANCE_TERMINATING"
+# What is waited for beyond a termination lifecycle hook's heartbeat timeout: its default result applies then, and EC2
+# still has to shut the instance down.
+HOOK_MARGIN_SECONDS = 120
+
+
+def termination_hooks(client, group_name):
+    """The group's termination lifecycle hooks (DescribeLifecycleHooks), each ``{"name", "heartbeat_timeout",
+    "default_result"}``: what may hold an instance the group terminates in ``Terminating:Wait``, and for how long."""
+    hooks = client.describe_lifecycle_hooks(AutoScalingGroupName=group_name).get("LifecycleHooks") or []
+    return [{"name": hook["LifecycleHookName"], "heartbeat_timeout": int(hook.get("HeartbeatTimeout") or 3600),
+             "default_result": hook.get("DefaultResult") or "ABANDON"}
+            for hook in hooks if hook.get("LifecycleTransition") == TERMINATING_TRANSITION]
+
+
+def hold_seconds(hooks):
+    """How long a terminated instance may stay in ``Terminating:Wait`` under ``hooks`` (:func:`termination_hooks`),
+    with the margin for its shutdown; 0 without hooks."""
+    return max([hook["heartbeat_timeout"] for hook in hooks] or [-HOOK_MARGIN_SECONDS]) + HOOK_MARGIN_SECONDS
+
+
 # ---------------------------------------------------------------------------------------------------------
 # EC2 instances
 # ---------------------------------------------------------------------------------------------------------
@@ -208,6 +229,28 @@ def group_instances(ec2, group, include_detached=True):
     records = [instance_record(instance, details.get(instance["InstanceId"])) for instance in listed]
     records.extend(instance_record(None, instance, detached=True) for instance in detached)
     return records
+
+
+def warm_pool(client, ec2, group):
+    """The group's warm pool: ``{"min_size", "max_group_prepared_capacity", "pool_state", "instances"}`` (the instances
+    in rollout.outdated's shape, lifecycle ``Warmed:*``), or None when the group has none. DescribeWarmPool is called only
+    for a group whose DescribeAutoScalingGroups shows a warm pool configuration."""
+    if not group.get("WarmPoolConfiguration"):
+        return None
+    name = group["AutoScalingGroupName"]
+    pages, token = [], None
+    while True:
+        page = client.describe_warm_pool(AutoScalingGroupName=name, **({"NextToken": token} if token else {}))
+        pages.append(page)
+        token = page.get("NextToken")
+        if not token:
+            break
+    listed = [instance for page in pages for instance in page.get("Instances") or []]
+    details = describe_instances(ec2, [instance["InstanceId"] for instance in listed]) if listed else {}
+    config = pages[0].get("WarmPoolConfiguration") or group["WarmPoolConfiguration"]
+    return {"min_size": config.get("MinSize") or 0, "max_group_prepared_capacity": config.get("MaxGroupPreparedCapacity"),
+            "pool_state": config.get("PoolState") or "Stopped",
+            "instances": [instance_record(instance, details.get(instance["InstanceId"])) for instance in listed]}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -54,11 +54,12 @@ def marked_up_to_date(instances, up_to_date_ids, taint_key=DEFAULT_TAINT_KEY):
     return found
 
 
-def leftovers(outdated, marked, surge_owed, detached):
+def leftovers(outdated, marked, surge_owed, detached, warm=()):
     """Why a group is not replaced yet, as sentences; empty when the rollout may end.
 
     ``outdated``: plan entries still outdated; ``marked``: :func:`marked_up_to_date`; ``surge_owed``: instances of
-    surge not paid back; ``detached``: instances detached for surge that still run.
+    surge not paid back; ``detached``: instances detached for surge that still run; ``warm``: instances of the group's
+    warm pool built from another version (the group would launch them as they are).
     """
     reasons = []
     if outdated:
@@ -71,4 +72,6 @@ def leftovers(outdated, marked, surge_owed, detached):
         reasons.append("%d instance(s) of surge not paid back" % surge_owed)
     if detached:
         reasons.append("instances detached for surge still run: %s" % ", ".join(detached))
+    if warm:
+        reasons.append("%d warm pool instance(s) built from another version: %s" % (len(warm), ", ".join(warm)))
     return reasons

@@ -35,6 +35,18 @@ TAG_EC2_LAUNCH_TEMPLATE_VERSION = "aws:ec2launchtemplate:version"
 
 # Auto Scaling lifecycle states in which an instance belongs to the group's capacity.
 _ACTIVE_STATES = ("InService", "Pending", "Pending:Wait", "Pending:Proceed")
+# Auto Scaling lifecycle states of an instance put in Standby: still a member of the group, but not part of its desired
+# capacity and out of its load balancers (someone is looking at it).
+STANDBY_STATES = ("EnteringStandby", "Standby")
+
+# Lifecycle states of the instances of a warm pool begin with this: prepared beside the group, no capacity, no node.
+WARM_PREFIX = "Warmed:"
+
+# What a rollout does with outdated instances in Standby, as Instance Refresh's StandbyInstances preference:
+# ``ignore`` leaves them as they are (and reports them), ``terminate`` drains and terminates them without replacement
+# (they are not part of the desired capacity), ``wait`` waits for them to return to service and replaces them then.
+STANDBY_POLICIES = ("ignore", "terminate", "wait")
+DEFAULT_STANDBY_POLICY = "ignore"
 
 
 def _explicit_version(value):
@@ -88,6 +100,25 @@ def checked_instances(instances, field="instances"):
 def instance_is_active(instance):
     """Whether the instance counts toward the group's capacity: lifecycle state InService or Pending*."""
     return (instance.get("lifecycle_state") or "") in _ACTIVE_STATES
+
+
+def instance_is_warm(instance):
+    """Whether the instance waits in the group's warm pool (lifecycle ``Warmed:*``)."""
+    return (instance.get("lifecycle_state") or "").startswith(WARM_PREFIX)
+
+
+def instance_in_standby(instance):
+    """Whether the instance is in Standby (or entering it)."""
+    return (instance.get("lifecycle_state") or "") in STANDBY_STATES
+
+
+def check_standby_policy(policy, field="standby_instances"):
+    """The policy for outdated instances in Standby; one of :data:`STANDBY_POLICIES` (None: the default)."""
+    if policy is None:
+        return DEFAULT_STANDBY_POLICY
+    if policy not in STANDBY_POLICIES:
+        raise PlanError("%s: %r is not allowed; use one of %s" % (field, policy, ", ".join(STANDBY_POLICIES)))
+    return policy
 
 
 def instance_is_detached(instance):
@@ -146,19 +177,23 @@ def outdated_reasons(instance, target):
     return reasons
 
 
-def outdated_instances(instances, target):
+def outdated_instances(instances, target, standby=DEFAULT_STANDBY_POLICY):
     """The instances to replace, each a copy of the input dict with ``reason`` (text) and ``reasons`` (list).
 
     Only instances in service or pending are considered, plus instances tagged as detached for surge by an
-    earlier run whatever their state; instances terminating or terminated are never outdated (they are
-    leaving already). Input order is kept.
+    earlier run whatever their state, and with ``standby`` ``terminate`` or ``wait`` the outdated instances in
+    Standby; instances terminating or terminated are never outdated (they are leaving already). Input order is kept.
     """
     target = normalize_target(target)
+    standby = check_standby_policy(standby)
     result = []
     for instance in checked_instances(instances):
         if _instance_is_gone(instance):
             continue
-        if not instance_is_active(instance) and not instance_is_detached(instance):
+        if instance_in_standby(instance):
+            if standby == "ignore":
+                continue
+        elif not instance_is_active(instance) and not instance_is_detached(instance):
             continue
         reasons = outdated_reasons(instance, target)
         if reasons:
@@ -167,6 +202,25 @@ def outdated_instances(instances, target):
             entry["reason"] = "; ".join(reasons)
             result.append(entry)
     return result
+
+
+def _compared(instances, target):
+    target = normalize_target(target)
+    return [{"instance_id": instance["instance_id"], "az": instance.get("az"), "node": node_name_of(instance),
+             "lifecycle_state": instance.get("lifecycle_state"), "outdated": bool(reasons), "reasons": reasons}
+            for instance, reasons in ((instance, outdated_reasons(instance, target)) for instance in checked_instances(instances))]
+
+
+def standby_instances(instances, target):
+    """Every instance in Standby: ``[{"instance_id", "az", "node", "lifecycle_state", "outdated", "reasons"}]`` (input
+    order kept)."""
+    return _compared([instance for instance in instances if instance_in_standby(instance)], target)
+
+
+def warm_instances(instances, target):
+    """The instances of a warm pool (``Warmed:*`` lifecycle states), compared with the target as :func:`standby_instances`
+    does: a warm instance built from another version would serve the group as an outdated one."""
+    return _compared([instance for instance in instances if instance_is_warm(instance)], target)
 
 
 def up_to_date_instances(instances, target):

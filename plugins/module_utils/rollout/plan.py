@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import plan_batches
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import (
+    check_standby_policy,
     checked_instances,
+    instance_in_standby,
     instance_is_active,
     node_name_of,
     normalize_target,
     outdated_instances,
+    standby_instances,
     up_to_date_instances,
+    warm_instances,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import decrement_for, wave_sizes
@@ -82,22 +86,32 @@ def _plan_entry(instance):
 
 def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_count=None, group_size=None,
                  boot_seconds=180, drain_seconds=90, post_drain_delay=60, validate_seconds=30, taint_effect="NoSchedule",
-                 target_groups=(), task_seconds=1):
+                 target_groups=(), task_seconds=1, standby="ignore", termination_hooks=(), warm_pool=None):
     """The whole rollout of one group as data: what ``node_group_info`` returns as ``plan``.
 
     ``group_size`` defaults to the instances in service or pending; ``az_count`` to the number of their AZs.
     ``max_unavailable`` and ``max_surge`` are the user's settings (see :func:`max_unavailable_count` and
     :func:`surge_count`); ``target_groups``: the group's target groups (``rollout.targets.target_group_record``). The
     surge actually used never exceeds the number of outdated instances still in the group: launching more new instances
-    than will be replaced only costs money and time.
+    than will be replaced only costs money and time. ``standby`` is what the rollout does with outdated instances in
+    Standby (``rollout.outdated.STANDBY_POLICIES``): with ``terminate`` or ``wait`` they are outdated too, but in no wave
+    (they are no capacity; ``wait`` replaces them once back in service). ``termination_hooks``
+    (``clients.aws.termination_hooks``) are passed through: each may hold a terminated instance in ``Terminating:Wait``
+    up to its heartbeat timeout, which the rollout waits for at its end. ``warm_pool`` is the group's warm pool
+    (``clients.aws.warm_pool``): its instances built from another version than the target are ``outdated`` in
+    ``warm_pool``, and the rollout terminates them before the surge so that no new instance comes from them.
 
     Returns ``{"group_size", "az_count", "azs", "target", "max_unavailable", "batch_size", "surge",
     "surge_requested", "outdated": [{"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason",
     "reasons"}], "outdated_count", "up_to_date": [instance ids], "up_to_date_count", "canary",
     "batches": [{"index", "canary", "instance_ids", "azs", "nodes"}], "batch_count", "eta_seconds",
-    "timings", "taint_effect", "target_groups"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested
-    one; ``target_groups``: :func:`rollout.targets.plan_target_groups`).
+    "timings", "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node",
+    "outdated", "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks",
+    "warm_pool": None or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance
+    ids]}}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one; ``target_groups``:
+    :func:`rollout.targets.plan_target_groups`).
     """
+    standby = check_standby_policy(standby)
     target = normalize_target(target)
     checked_instances(instances)
     active = [instance for instance in instances if instance_is_active(instance)]
@@ -116,14 +130,14 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
 
     unavailable = max_unavailable_count(max_unavailable, group_size)
     surge_requested = surge_count(max_surge, az_count, unavailable, group_size)
-    outdated = outdated_instances(instances, target)
+    outdated = outdated_instances(instances, target, standby=standby)
     up_to_date = up_to_date_instances(instances, target)
     in_group_outdated = sum(1 for instance in outdated if instance_is_active(instance))
     surge = min(surge_requested, in_group_outdated)
     # Surged instances come up (and are validated) before the first old node is drained, so they are the canary:
     # a canary of one is only needed when nothing is up to date and nothing is surged.
     sizes = wave_sizes(in_group_outdated, unavailable, surge, len(up_to_date))
-    batches = plan_batches(outdated, sizes)
+    batches = plan_batches([instance for instance in outdated if not instance_in_standby(instance)], sizes)
     canary = bool(batches) and not up_to_date and not surge
 
     entries = []
@@ -162,4 +176,17 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         "timings": timings,
         "taint_effect": outdated_taint_effect(taint_effect, surge, len(entries)),
         "target_groups": plan_target_groups(target_groups),
+        "standby": {"policy": standby, "instances": standby_instances(instances, target)},
+        "protected": [instance["instance_id"] for instance in outdated if instance.get("protected_from_scale_in")],
+        "termination_hooks": [dict(hook) for hook in termination_hooks or ()],
+        "warm_pool": _warm_pool(warm_pool, target),
     }
+
+
+def _warm_pool(pool, target):
+    if pool is None:
+        return None
+    instances = warm_instances(pool.get("instances") or [], target)
+    return {"min_size": pool.get("min_size"), "max_group_prepared_capacity": pool.get("max_group_prepared_capacity"),
+            "pool_state": pool.get("pool_state"), "instances": instances,
+            "outdated": [entry["instance_id"] for entry in instances if entry["outdated"]]}

@@ -104,6 +104,46 @@ def target_groups_line(target_groups):
         for group in target_groups)
 
 
+# What a rollout does with the outdated instances in Standby, by policy (rollout.outdated.STANDBY_POLICIES).
+_STANDBY_FATE = {
+    "ignore": "left as they are and reported (standby_instances: ignore)",
+    "terminate": "drained and terminated, without replacement (standby_instances: terminate)",
+    "wait": "waited for until they return to service, then replaced (standby_instances: wait)",
+}
+
+
+def group_state_lines(plan):
+    """The group's states a rollout treats apart, one line each: instances in Standby, termination lifecycle hooks, the warm
+    pool, instances protected from scale in."""
+    lines = []
+    standby = plan.get("standby") or {}
+    instances = standby.get("instances") or []
+    if instances:
+        outdated = [entry["instance_id"] for entry in instances if entry.get("outdated")]
+        fate = ("; %d outdated, %s: %s" % (len(outdated), _STANDBY_FATE.get(standby.get("policy"), standby.get("policy")),
+                                          _names(outdated))) if outdated else "; all up to date"
+        lines.append("in Standby (never counted as capacity): %s%s" % (_names([entry["instance_id"] for entry in instances]), fate))
+    hooks = ["%s (heartbeat timeout %s, default result %s)" % (hook.get("name"), human_duration(hook.get("heartbeat_timeout")),
+                                                              hook.get("default_result"))
+             for hook in plan.get("termination_hooks") or []]
+    if hooks:
+        lines.append("termination lifecycle hooks (never completed by the rollout): %s; a terminated instance may stay in "
+                     "Terminating:Wait that long, and the rollout waits for the last ones at its end" % ", ".join(hooks))
+    pool = plan.get("warm_pool")
+    if pool is not None:
+        instances = pool.get("instances") or []
+        stale = pool.get("outdated") or []
+        lines.append("warm pool (%s, min %s): %d instance(s)%s" % (
+            pool.get("pool_state"), pool.get("min_size"), len(instances),
+            "; %d built from another version, terminated before the surge so that the pool refills from the target and no "
+            "new instance comes from them: %s" % (len(stale), _names(stale)) if stale else ", all from the target"))
+    protected = plan.get("protected") or []
+    if protected:
+        lines.append("protected from scale in (replaced like the others: scale-in protection does not hold back "
+                     "TerminateInstanceInAutoScalingGroup): %s" % _names(protected))
+    return lines
+
+
 def plan_lines(plan, name, instance_count=None, target=None, preflight=None):
     """The plan of node group ``name`` as lines (see the module's docstring)."""
     plan = plan or {}
@@ -113,9 +153,10 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None):
     total = instance_count if instance_count is not None else plan.get("group_size")
     heading = "%s: %s outdated of %s instances; target %s"
     lines = [heading % (name, outdated, total if total is not None else "?", target_text(target or plan.get("target")))]
+    lines.extend(group_state_lines(plan))
     batches = plan.get("batches") or []
     if not batches:
-        lines.append("nothing to replace")
+        lines.append("no drain wave: every outdated instance is in Standby" if outdated else "nothing to replace")
         return lines
     canary = ", a canary of one first" if plan.get("canary") else ""
     lines.append("surge %s, max unavailable %s%s, outdated nodes tainted %s; %d drain waves, estimated %s"

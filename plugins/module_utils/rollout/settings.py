@@ -20,6 +20,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import METHODS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
@@ -42,6 +43,7 @@ DURATIONS = {
 }
 CHOICES = {
     "surge_method": METHODS,
+    "standby_instances": STANDBY_POLICIES,
     "taint_effect": OUTDATED_TAINT_EFFECTS,
     "drain_timeout_action": TIMEOUT_ACTIONS,
 }

@@ -296,7 +296,11 @@ def detach_candidates(outdated, count):
 
 
 def group_settled(instances, desired):
-    """Whether a group has exactly ``desired`` instances in service and none launching or leaving."""
-    states = [instance.get("LifecycleState") for instance in instances]
+    """Whether a group has exactly ``desired`` instances in service and none launching.
+
+    Instances in Standby are not part of the desired capacity, and instances leaving (a termination lifecycle hook can
+    hold one in ``Terminating:Wait`` for hours) no longer are: neither is waited for."""
+    states = [instance.get("LifecycleState") or "" for instance in instances]
     in_service = sum(1 for state in states if state == "InService")
-    return in_service == desired and len(states) == desired
+    launching = sum(1 for state in states if state.startswith("Pending"))
+    return in_service == desired and not launching

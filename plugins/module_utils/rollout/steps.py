@@ -39,7 +39,12 @@ from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, instance_is_detached
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import (
+    check_standby_policy,
+    instance_in_standby,
+    instance_is_active,
+    instance_is_detached,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.room import nodes_with_room
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, parse_time
 
@@ -47,6 +52,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values imp
 COALESCE_SECONDS = 5
 
 RUN, WAIT, DONE, BLOCKED = "run", "wait", "done", "blocked"
+
+# Where a termination lifecycle hook holds an instance the group is terminating, until its owner completes the action or
+# its heartbeat timeout passes: leaving, no capacity, still running.
+HELD_STATE = "Terminating:Wait"
 
 
 def _node(instance):
@@ -77,45 +86,60 @@ def drained_at(node):
         return None  # not ours to trust: drain it again, which is harmless
 
 
-def _entry(instance):
+def _entry(instance, member=True):
     node = _node(instance)
     return {"instance_id": instance["instance_id"], "az": instance.get("az"), "node": node["name"] if node else None,
-            "launch_time": instance.get("launch_time")}
+            "launch_time": instance.get("launch_time"), "member": member}
 
 
-def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None, limit=None):
+def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None, limit=None, standby="ignore"):
     """Sort the group's instances by where they are in the rollout.
 
-    Returns ``{"serving", "out", "drained", "delayed", "held", "no_node", "skipped", "outside"}`` (outdated instances:
-    serving pods and taking new ones; out of service but not drained (not Ready, cordoned, a drain interrupted); drained
-    and past the post-drain delay; drained and still in the delay, with ``until`` seconds from now; drained, past the
-    delay, but still held (``holds``: instance id -> holds, each ``{"kind", "name", "state", "timeout"}``), with
-    ``until`` seconds left of the longest hold's timeout counted from the end of its drain; never a node; named in
-    ``skip``; not in ``limit`` (instance ids; None: every outdated instance is the rollout's) whatever their state; a
-    drained entry held until its timeout passed carries ``held`` and ``timed_out``), ``"outdated_left"`` (every active
-    outdated instance), ``"capacity"`` (serving nodes of the group, outdated or not), ``"up_to_date_ready"`` (instance
-    ids), ``"ready_zones"`` (their zones), ``"booting"`` (instances still launching, and up-to-date instances without a
-    Ready node yet; a Ready node cordoned by someone else is not) and ``"members"`` (active members).
+    Returns ``{"serving", "out", "drained", "delayed", "held", "no_node", "skipped", "outside", "standby"}``
+    (outdated instances: serving pods and taking new ones; out of service but not drained (not Ready, cordoned, a
+    drain interrupted); drained and past the post-drain delay; drained and still in the delay, with ``until`` seconds
+    from now; drained, past the delay, but still held (``holds``: instance id -> holds, each ``{"kind", "name",
+    "state", "timeout"}``), with ``until`` seconds left of the longest hold's timeout counted from the end of its
+    drain; never a node; named in ``skip``; not in ``limit`` (instance ids; None: every outdated instance is the
+    rollout's) whatever their state; in Standby while ``standby`` is ``wait``; a drained entry held until its timeout
+    passed carries ``held`` and ``timed_out``), ``"outdated_left"`` (every outdated instance left),
+    ``"member_outdated_left"`` (those that count toward the desired capacity: neither detached nor in Standby),
+    ``"capacity"`` (serving nodes of the group, outdated or not; an instance in Standby never counts), ``"hooked"``
+    (instances leaving the group that a termination lifecycle hook holds in ``Terminating:Wait``; never capacity),
+    ``"up_to_date_ready"`` (instance ids), ``"ready_zones"`` (their zones), ``"booting"`` (instances still launching,
+    and up-to-date instances without a Ready node yet; a Ready node cordoned by someone else is not) and
+    ``"members"`` (active members). Entries carry ``member``: whether terminating the instance can decrement desired.
+
+    An outdated instance in Standby is in ``outdated_ids`` only when the policy replaces it (``terminate``: drained
+    and terminated like a detached instance, without costing capacity; ``wait``: waited for until it is back in service).
     """
     wanted = set(outdated_ids)
     skip = set(skip or ())
     limit = None if limit is None else set(limit)
     holds = holds or {}
+    standby = check_standby_policy(standby)
     sorted_ = {"serving": [], "out": [], "drained": [], "delayed": [], "held": [], "no_node": [], "skipped": [],
-               "outside": []}
+               "outside": [], "standby": []}
     capacity = members = 0
     up_to_date_ready, booting = [], []
-    outdated_left = 0
+    outdated_left = member_outdated_left = 0
+    hooked = []
     for instance in instances:
         if _leaving(instance):
+            if instance.get("lifecycle_state") == HELD_STATE:
+                hooked.append(instance["instance_id"])
             continue
         node = _node(instance)
         detached = instance_is_detached(instance)
-        if not instance_is_active(instance) and not detached:
+        in_standby = instance_in_standby(instance)
+        if in_standby and instance["instance_id"] not in wanted:
+            continue  # left alone, or up to date: neither capacity nor work
+        if not instance_is_active(instance) and not detached and not in_standby:
             continue
-        if not detached:
+        outside = detached or in_standby
+        if not outside:
             members += 1
-        if _serving(node):
+        if _serving(node) and not in_standby:
             capacity += 1
         if instance["instance_id"] not in wanted:
             if _serving(node):
@@ -124,12 +148,15 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
                 booting.append(instance["instance_id"])
             continue
         outdated_left += 1
-        entry = _entry(instance)
+        member_outdated_left += 0 if outside else 1
+        entry = _entry(instance, member=not outside)
         ended = drained_at(node)
         if limit is not None and instance["instance_id"] not in limit:
             # another run's to replace: not drained, not terminated, not waited for, whether it has a node or not
             sorted_["outside"].append(entry)
-        elif node is None and (instance.get("lifecycle_state") == "InService" or detached):
+        elif in_standby and standby == "wait":
+            sorted_["standby"].append(entry)
+        elif node is None and (instance.get("lifecycle_state") == "InService" or outside):
             sorted_["no_node"].append(entry)
         elif node is None:
             # still launching: nothing to drain yet, and it may still become a node; waited for like a replacement
@@ -149,12 +176,12 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
                 sorted_["drained" if entry["timed_out"] else "held"].append(entry)
             else:
                 sorted_["drained"].append(entry)
-        elif _serving(node):
+        elif _serving(node) and not in_standby:
             sorted_["serving"].append(entry)
         else:
             sorted_["out"].append(entry)
-    sorted_.update({"outdated_left": outdated_left, "capacity": capacity, "members": members,
-                    "up_to_date_ready": up_to_date_ready, "booting": booting,
+    sorted_.update({"outdated_left": outdated_left, "member_outdated_left": member_outdated_left, "capacity": capacity,
+                    "members": members, "up_to_date_ready": up_to_date_ready, "booting": booting, "hooked": hooked,
                     "ready_zones": sorted(set(instance.get("az") for instance in instances
                                               if instance["instance_id"] in set(up_to_date_ready)))})
     return sorted_
@@ -209,7 +236,7 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
 
 
 def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
-              post_drain_delay=0, canary=True, skip=(), holds=None, pinned=None, room=None, limit=None):
+              post_drain_delay=0, canary=True, skip=(), holds=None, pinned=None, room=None, limit=None, standby="ignore"):
     """What the rollout of one group does next.
 
     ``instances``: the group's instances with their nodes; ``outdated_ids``: the ones to replace;
@@ -219,9 +246,10 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     nothing is up to date; ``skip``: node names a drain gave up on in this run (left cordoned, not retried);
     ``holds``: for drained instances, what still holds them (``{"kind", "name", "state", "timeout"}`` each:
     ``rollout.targets.holding``, ``drain.volumes.volume_holds``); ``pinned``: node name -> the zones its attached
-    volumes are pinned to (``drain.volumes.pinned_zones``); ``room``: ``{"nodes", "pods"}``, every Node and Pod of the cluster (API JSON), or None when not read;
-    ``limit``: the outdated instances (ids) this rollout may replace, every other outdated instance left as it is
-    (the serial playbook's batch), or None for all of them.
+    volumes are pinned to (``drain.volumes.pinned_zones``); ``room``: ``{"nodes", "pods"}``, every Node and Pod of the
+    cluster (API JSON), or None when not read; ``limit``: the outdated instances (ids) this rollout may replace, every
+    other outdated instance left as it is (the serial playbook's batch), or None for all of them; ``standby``: what is
+    done with outdated instances in Standby (``rollout.outdated.STANDBY_POLICIES``).
 
     **Room.** Of the outdated nodes the floor lets go, only as many are drained as the receiving nodes have room for
     (``rollout.room.nodes_with_room``): pods that fit nowhere new would land on an outdated node and move twice, or
@@ -231,17 +259,19 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
 
     Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
     "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "held", "hold_timed_out",
-    "deferred", "drained_without_zone", "skipped", "outside", "needs_room", "held_for_room"}``; ``outside``: the
-    outdated instances ``limit`` leaves out; ``held_for_room``: outdated nodes the floor let go but the room did not;
-    ``held`` lists the drained instances something still holds (``instance_id``, ``node``, ``held``, ``until``),
-    ``hold_timed_out`` those of ``terminate`` terminated while still held, their timeout passed; ``deferred`` the
-    serving nodes not drained yet because a volume of theirs is pinned to a zone without a Ready up-to-date node
-    (``node``, ``zones``), ``drained_without_zone`` those drained all the same because nothing else was left to do.
-    ``action`` is ``run`` (do
-    ``terminate`` (instance ids, the first ``decrement`` of them decrementing desired), then validate the
+    "deferred", "drained_without_zone", "skipped", "outside", "needs_room", "held_for_room", "standby", "hooked"}``;
+    ``outside``: the outdated instances ``limit`` leaves out; ``held_for_room``: outdated nodes the floor let go but
+    the room did not; ``held`` lists the drained instances something still holds (``instance_id``, ``node``, ``held``,
+    ``until``), ``hold_timed_out`` those of ``terminate`` terminated while still held, their timeout passed;
+    ``deferred`` the serving nodes not drained yet because a volume of theirs is pinned to a zone without a Ready
+    up-to-date node (``node``, ``zones``), ``drained_without_zone`` those drained all the same because nothing else was
+    left to do. ``action`` is ``run`` (do
+    ``terminate`` (instance ids, members first; the first ``decrement`` of them decrementing desired; an instance in
+    Standby or detached never does), then validate the
     ``validate`` instances and drain the ``drain`` nodes), ``wait`` (``wait_seconds`` at most, for
-    ``waiting_for``), ``done`` (nothing outdated is left but ``skipped`` nodes and ``outside`` instances, and every
-    replacement is a Ready node), or ``blocked`` (nothing in flight
+    ``waiting_for``), ``done`` (nothing outdated is left but ``skipped`` nodes and ``outside`` instances, every
+    replacement is a Ready node, and no instance is ``hooked``: held in ``Terminating:Wait`` by a lifecycle hook), or
+    ``blocked`` (nothing in flight
     can lift the group back over its floor; ``message`` says why).
     """
     original_size = int_at_least(original_size, "original_size", 0)
@@ -249,13 +279,14 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     surge_owed = int_at_least(surge_owed, "surge_owed", 0)
     desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
     delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
-    state = classify(instances, outdated_ids, now, delay, skip, holds, limit)
+    state = classify(instances, outdated_ids, now, delay, skip, holds, limit, standby)
     floor = max(0, original_size - max_unavailable)
     budget = state["capacity"] - floor
     pending_launches = max(0, desired_capacity - state["members"])
 
-    terminate = [entry["instance_id"] for entry in state["drained"] + state["no_node"]]
-    decrement = decrement_for(len(terminate), state["outdated_left"], surge_owed)
+    ending = sorted(state["drained"] + state["no_node"], key=lambda entry: not entry["member"])
+    terminate = [entry["instance_id"] for entry in ending]
+    decrement = decrement_for(sum(1 for entry in ending if entry["member"]), state["member_outdated_left"], surge_owed)
 
     drain = list(state["out"])  # out of service already: draining them costs no capacity
     in_flight = (state["out"] or state["delayed"] or state["held"] or state["drained"] or state["booting"]
@@ -274,12 +305,13 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     held = 0
     if take and room is not None:
         ordered = next_batch(candidates, 1, take)
-        outdated_nodes = [entry["node"] for key in ("serving", "out", "drained", "delayed", "held", "skipped", "outside")
+        outdated_nodes = [entry["node"] for key in ("serving", "out", "drained", "delayed", "held", "skipped", "outside",
+                                                    "standby")
                           for entry in state[key] if entry["node"]]
         fits = nodes_with_room([entry["node"] for entry in ordered], room["nodes"], room["pods"],
                                excluded=outdated_nodes, draining=[entry["node"] for entry in state["out"]])
         adds_room = (state["booting"] or pending_launches or state["delayed"] or state["held"]
-                     or len(terminate) > decrement)
+                     or sum(1 for entry in ending if entry["member"]) > decrement)  # replacements launch
         held = take - (fits if fits or adds_room else 1)
         take -= held
     if take:
@@ -301,12 +333,14 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
             "drained_without_zone": [{"node": name, "zones": homeless[name]} for name in forced if name in drained_names],
             "skipped": [entry["node"] for entry in state["skipped"]],
             "outside": [entry["instance_id"] for entry in state["outside"]],
-            "needs_room": bool(take) and room is None, "held_for_room": held}
+            "needs_room": bool(take) and room is None, "held_for_room": held,
+            "standby": [entry["instance_id"] for entry in state["standby"]],
+            "hooked": list(state["hooked"])}
     if terminate or drain:
         step["action"] = RUN
         return step
     if state["outdated_left"] == len(state["skipped"]) + len(state["outside"]) and not step["booting"] and not state["delayed"] \
-            and not state["held"]:
+            and not state["held"] and not state["hooked"]:
         step["action"] = DONE
         return step
     timed = state["delayed"] + state["held"]
@@ -319,6 +353,12 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     if step["booting"]:
         step["waiting_for"].append("%d new instance(s) to become Ready nodes%s" % (
             step["booting"], ", for room for the pods of %d outdated node(s)" % held if held else ""))
+    if step["hooked"]:
+        step["waiting_for"].append("%d terminated instance(s) held in %s by a termination lifecycle hook: %s"
+                                   % (len(step["hooked"]), HELD_STATE, ", ".join(step["hooked"])))
+    if step["standby"]:
+        step["waiting_for"].append("%d outdated instance(s) in Standby to return to service (ExitStandby): %s; or set standby_instances "
+                                   "to terminate or ignore" % (len(step["standby"]), ", ".join(step["standby"])))
     if step["waiting_for"]:
         step["action"] = WAIT
         return step

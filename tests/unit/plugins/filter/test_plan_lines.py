@@ -82,3 +82,35 @@ def test_the_target_groups_are_listed_with_their_delays_when_the_group_has_some(
     assert lines[5] == ("target groups: web (instance targets, deregistration delay 5m 00s: waited for), "
                         "pods (ip targets, deregistration delay 30s: not waited for)")
     assert lines[6:] == ["blockers: none", "warnings: none"]
+
+
+def test_standby_and_protected_instances_are_named_with_what_the_rollout_does_with_them():
+    states = dict(PLAN, protected=["i-0", "i-3"], standby={"policy": "ignore", "instances": [
+        {"instance_id": "i-s1", "outdated": True}, {"instance_id": "i-s2", "outdated": False}]})
+    lines = plan_lines(states, "workers", 10, TARGET)
+    assert lines[1] == ("in Standby (never counted as capacity): i-s1, i-s2; 1 outdated, left as they are and reported "
+                        "(standby_instances: ignore): i-s1")
+    assert lines[2] == ("protected from scale in (replaced like the others: scale-in protection does not hold back "
+                        "TerminateInstanceInAutoScalingGroup): i-0, i-3")
+    assert lines[3].startswith("surge 6")
+    waiting = {"outdated_count": 1, "batches": [], "standby": {"policy": "wait", "instances": [{"instance_id": "i-s1", "outdated": True}]}}
+    assert plan_lines(waiting, "workers", 3, TARGET)[1:] == [
+        "in Standby (never counted as capacity): i-s1; 1 outdated, waited for until they return to service, then replaced "
+        "(standby_instances: wait): i-s1", "no drain wave: every outdated instance is in Standby"]
+
+
+def test_termination_hooks_are_named_with_how_long_they_may_hold_an_instance():
+    hooked = dict(PLAN, termination_hooks=[{"name": "ntth", "heartbeat_timeout": 300, "default_result": "CONTINUE"}])
+    assert plan_lines(hooked, "workers", 10, TARGET)[1] == (
+        "termination lifecycle hooks (never completed by the rollout): ntth (heartbeat timeout 5m 00s, default result CONTINUE); "
+        "a terminated instance may stay in Terminating:Wait that long, and the rollout waits for the last ones at its end")
+
+
+def test_the_warm_pool_is_shown_with_the_instances_refreshed_before_the_surge():
+    warm = dict(PLAN, warm_pool={"pool_state": "Stopped", "min_size": 1, "instances": [{"instance_id": "i-w1"}, {"instance_id": "i-w2"}],
+                                 "outdated": ["i-w1"]})
+    assert plan_lines(warm, "workers", 10, TARGET)[1] == (
+        "warm pool (Stopped, min 1): 2 instance(s); 1 built from another version, terminated before the surge so that the pool "
+        "refills from the target and no new instance comes from them: i-w1")
+    fresh = dict(warm, warm_pool=dict(warm["warm_pool"], outdated=[]))
+    assert plan_lines(fresh, "workers", 10, TARGET)[1] == "warm pool (Stopped, min 1): 2 instance(s), all from the target"

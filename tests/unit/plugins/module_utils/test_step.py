@@ -30,12 +30,16 @@ class Clock:
 class Reader:
     """Decides from a script of steps; its nodes turn Ready at ``ready_at`` (clock seconds)."""
 
-    def __init__(self, clock, steps, ready_at=None, left_at=None):
+    def __init__(self, clock, steps, ready_at=None, left_at=None, hooks=None, gone_at=None):
         self.clock, self.steps, self.ready_at, self.left_at = clock, list(steps), ready_at, left_at
         self.decisions, self.node_lists, self.target_reads = 0, 0, 0
+        self.hooks, self.gone_at = hooks, gone_at
+        self.hold_seconds = max([hook["heartbeat_timeout"] for hook in hooks or []] or [-120]) + 120
         self.raw_nodes = self._nodes()
 
     def _nodes(self):
+        if self.gone_at is not None:   # the node of a held instance, deleted with it
+            return [] if self.clock() >= self.gone_at else [make_node("n1")]
         return [make_node("n1", ready=self.ready_at is not None and self.clock() >= self.ready_at)]
 
     def list_nodes(self):
@@ -51,8 +55,8 @@ class Reader:
     def decide(self):
         self.decisions += 1
         self.raw_nodes = self._nodes()
-        if self.ready_at is not None:
-            return dict(self.steps[0] if self.clock() < self.ready_at else self.steps[1])
+        if self.ready_at is not None or self.gone_at is not None:
+            return dict(self.steps[0] if self.clock() < (self.ready_at if self.ready_at is not None else self.gone_at) else self.steps[1])
         return dict(self.steps.pop(0) if len(self.steps) > 1 else self.steps[0])
 
 
@@ -107,6 +111,29 @@ def test_delays_that_end_by_themselves_are_waited_for_past_the_timeout():
                                     held=[{"instance_id": "i-1", "node": "n1", "held": [], "until": 330.0}]), RUN])
     step = wait_for_step(reader, timeout=60, poll_interval=2, clock=clock, sleep=clock.sleep)
     assert step["action"] == "run" and step["waited_seconds"] == pytest.approx(330.0)
+
+
+HOOK = {"name": "ntth", "heartbeat_timeout": 1800, "default_result": "CONTINUE"}
+HELD = {"action": "wait", "wait_seconds": None, "booting": 0, "booting_ids": [], "hooked": ["i-0a"], "deregistering": [],
+        "waiting_for": ["1 terminated instance(s) held in Terminating:Wait by a termination lifecycle hook: i-0a"]}
+DONE = {"action": "done", "terminate": [], "drain": [], "booting": 0, "hooked": []}
+
+
+def test_an_instance_held_by_a_lifecycle_hook_is_waited_for_past_the_step_timeout_up_to_the_hooks_timeout():
+    clock = Clock()
+    # the hook lets it go after 1000 s, more than the step's own timeout: its node goes with it and the group is read again
+    reader = Reader(clock, [HELD, DONE], hooks=[HOOK], gone_at=1000.0)
+    step = wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert step["action"] == "done" and 1000.0 <= step["waited_seconds"] <= 1002.0
+    assert step["waited_for"] == HELD["waiting_for"]
+    # still held once the hook's heartbeat timeout and the margin have passed: stop, naming the hook, completing nothing
+    clock = Clock()
+    reader = Reader(clock, [HELD], hooks=[HOOK])
+    with pytest.raises(RolloutError) as raised:
+        wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert clock() == pytest.approx(1920)
+    assert raised.value.msg.startswith("1 terminated instance(s) still in Terminating:Wait after 1920s: i-0a, held by the termination "
+                                       "lifecycle hook(s) ntth (heartbeat timeout 1800s, default result CONTINUE) of their owner")
 
 
 @pytest.mark.parametrize("params, field", [

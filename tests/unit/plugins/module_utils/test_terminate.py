@@ -31,6 +31,18 @@ def test_terminate_with_and_without_decrement_pays_the_surge_back(world, run):
     assert world.sizes()[2] == 4 and recorded_state(world)["surge_owed"] == 1
 
 
+def test_an_instance_in_standby_is_terminated_without_a_decrement(world, run):
+    run("asg_surge", name="workers", surge=2)  # 3/8/5, owed 2
+    members = world.member_ids()
+    world.asg.enter_standby(AutoScalingGroupName="workers", InstanceIds=[members[0]], ShouldDecrementDesiredCapacity=True)
+    assert world.sizes()[2] == 4
+    # listed first and within the count: it uses its place, the group would otherwise scale in another instance
+    result = run("instance_terminate", asg_name="workers", instance_ids=[members[0], members[1]], decrement_desired_capacity=1,
+                 delete_node=False)
+    assert result["terminated"] == [members[0], members[1]] and result["decremented"] == []
+    assert world.sizes()[2] == 4 and recorded_state(world)["surge_owed"] == 2
+
+
 def test_terminate_refuses_paying_back_more_than_is_owed(world, run, api_calls):
     world.create_group("loose", 3, low=1)
     run("asg_surge", name="loose", surge=1)   # 1/7/4, owed 1

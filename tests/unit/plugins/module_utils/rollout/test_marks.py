@@ -52,3 +52,4 @@ def test_leftovers_say_what_keeps_a_group_from_being_replaced():
     assert reasons == ["2 outdated instance(s) left: i-1 (a), i-2 (no node)",
                        "1 up-to-date node(s) still carry the rollout's marks: c (taint, cordon)",
                        "2 instance(s) of surge not paid back", "instances detached for surge still run: i-9"]
+    assert marks.leftovers([], [], 0, [], ["i-w1"]) == ["1 warm pool instance(s) built from another version: i-w1"]

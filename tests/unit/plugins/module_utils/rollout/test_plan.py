@@ -199,3 +199,40 @@ def test_outdated_taint_effect_keeps_the_schedulable_floor(requested, surge, out
 def test_outdated_taint_effect_refuses_an_unknown_effect():
     with pytest.raises(PlanError, match=r"^taint_effect: 'NoExecute!' is not allowed; use one of NoSchedule, PreferNoSchedule, NoExecute"):
         outdated_taint_effect("NoExecute!", 1, 1)
+
+
+def test_standby_instances_are_listed_in_no_wave_and_outdated_only_when_the_policy_replaces_them():
+    group = [instance("i-a", az="a"), instance("i-b", az="b"), instance("i-s", az="c", state="Standby"),
+             instance("i-u", az="c", version="5", state="Standby")]
+    ignored = rollout_plan(group, TARGET, max_unavailable=1, max_surge=0)
+    assert ignored["outdated_count"] == 2 and ignored["standby"]["policy"] == "ignore"
+    assert [(entry["instance_id"], entry["outdated"]) for entry in ignored["standby"]["instances"]] == [("i-s", True), ("i-u", False)]
+    for policy in ("terminate", "wait"):
+        plan = rollout_plan(group, TARGET, max_unavailable=1, max_surge=0, standby=policy)
+        assert [entry["instance_id"] for entry in plan["outdated"]] == ["i-a", "i-b", "i-s"]
+        assert "i-s" not in [iid for batch in plan["batches"] for iid in batch["instance_ids"]]
+        assert plan["surge"] == 0 and plan["standby"]["policy"] == policy
+    # the surge covers the outdated instances that are capacity, never those in Standby
+    assert rollout_plan(group, TARGET, max_unavailable=1, standby="terminate")["surge"] == 2
+    assert_plan_error(lambda: rollout_plan(group, TARGET, standby="skip"), "standby_instances")
+
+
+def test_the_plan_names_the_outdated_instances_protected_from_scale_in():
+    group = [instance("i-a", az="a"), instance("i-b", az="b"), instance("i-c", az="c", version="5")]
+    group[0]["protected_from_scale_in"] = True
+    group[2]["protected_from_scale_in"] = True
+    plan = rollout_plan(group, TARGET, max_unavailable=1)
+    assert plan["protected"] == ["i-a"]
+    assert "i-a" in [iid for batch in plan["batches"] for iid in batch["instance_ids"]]
+
+
+def test_warm_pool_instances_of_another_version_are_named_for_the_refresh():
+    group = [instance("i-a", az="a"), instance("i-b", az="b", version="5")]
+    pool = {"min_size": 1, "max_group_prepared_capacity": None, "pool_state": "Stopped",
+            "instances": [instance("i-w1", state="Warmed:Stopped", node=False), instance("i-w2", version="5", state="Warmed:Stopped", node=False)]}
+    plan = rollout_plan(group, TARGET, max_unavailable=1, warm_pool=pool)
+    assert plan["warm_pool"]["outdated"] == ["i-w1"] and plan["warm_pool"]["pool_state"] == "Stopped"
+    assert [entry["lifecycle_state"] for entry in plan["warm_pool"]["instances"]] == ["Warmed:Stopped", "Warmed:Stopped"]
+    # warm instances are no capacity and no work of the waves
+    assert plan["outdated_count"] == 1 and plan["surge"] == 1
+    assert rollout_plan(group, TARGET)["warm_pool"] is None

@@ -8,6 +8,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings i
 DEFAULTS = {
     "rolling_update_node_groups": [{"name": "workers", "image_id": "ami-0123456789abcdef0"}],
     "rolling_update_max_unavailable": 1, "rolling_update_max_surge": "", "rolling_update_surge_method": "scale",
+    "rolling_update_standby_instances": "ignore",
     "rolling_update_taint_key": "nodeops.rollout/outdated", "rolling_update_taint_effect": "NoSchedule",
     "rolling_update_drain_timeout": "15m", "rolling_update_drain_timeout_action": "fail", "rolling_update_grace_period": "",
     "rolling_update_post_drain_delay": 60,
@@ -74,6 +75,7 @@ def test_the_aws_retry_options_are_taken():
     ({"max_surge": "150%"}, "rolling_update_max_surge: '150%' is not allowed; use an integer >= 0 or a percentage between 0% and 100%"),
     ({"grace_period": "abc"}, "rolling_update_grace_period: 'abc' is not allowed; use a number of seconds (90)"),
     ({"drain_timeout": "0"}, "of at least 1 second"),
+    ({"standby_instances": "skip"}, "rolling_update_standby_instances: 'skip' is not allowed; use one of ignore, terminate, wait"),
     ({"surge_method": "replace"}, "rolling_update_surge_method: 'replace' is not allowed; use one of scale, detach"),
     ({"taint_key": "a b"}, "rolling_update_taint_key: 'a b' is not allowed; use a Kubernetes label key"),
     ({"lock_namespace": "Kube_System"}, "rolling_update_lock_namespace: 'Kube_System' is not allowed"),

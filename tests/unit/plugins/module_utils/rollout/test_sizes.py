@@ -221,9 +221,13 @@ def test_group_settled():
 
     assert gs.group_settled(instances("InService", "InService"), 2)
     assert not gs.group_settled(instances("InService", "Pending"), 2)
-    assert not gs.group_settled(instances("InService", "InService", "Terminating"), 2)
+    assert not gs.group_settled(instances("InService", "InService", "Pending:Wait"), 2)
     assert not gs.group_settled(instances("InService"), 2)
     assert gs.group_settled([], 0)
+    # neither part of the desired capacity nor ever to be waited for: Standby, and instances on their way out (a
+    # termination lifecycle hook holds one in Terminating:Wait for up to hours)
+    assert gs.group_settled(instances("InService", "InService", "Standby"), 2)
+    assert gs.group_settled(instances("InService", "InService", "Terminating:Wait", "Terminating"), 2)
 
 
 # ---------------------------------------------------------------------------------------------------------

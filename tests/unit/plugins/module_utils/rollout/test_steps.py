@@ -43,10 +43,11 @@ def ids_of(instances):
     return [i["instance_id"] for i in instances]
 
 
-def step(instances, outdated, size, unavailable=1, owed=0, desired=None, delay=0, canary=True, skip=(), room=None, limit=None):
-    desired = len([i for i in instances if not i["lifecycle_state"].startswith("Terminat")]) if desired is None else desired
+def step(instances, outdated, size, unavailable=1, owed=0, desired=None, delay=0, canary=True, skip=(), room=None, limit=None,
+         standby="ignore"):
+    desired = len([i for i in instances if i["lifecycle_state"] in ("InService", "Pending")]) if desired is None else desired
     return next_step(instances, outdated, size, unavailable, owed, desired, NOW, post_drain_delay=delay, canary=canary, skip=skip,
-                     room=room, limit=limit)
+                     room=room, limit=limit, standby=standby)
 
 
 def room_of(instances, pods_per_node=3, cpu="500m", allocatable="2"):
@@ -359,3 +360,54 @@ def test_with_nothing_else_left_a_pinned_node_is_drained_all_the_same_and_the_st
     booting = group + [inst("u2", az="a", node=None, lifecycle="Pending")]
     waiting = next_step(booting, ["o0"], 1, 1, 2, 4, NOW, pinned={"n-o0": ["a"]})
     assert waiting["action"] == "wait" and waiting["deferred"] == [{"node": "n-o0", "zones": ["a"]}]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Instances in Standby
+# ---------------------------------------------------------------------------------------------------------
+
+def test_an_instance_in_standby_is_never_capacity_and_ignored_unless_asked():
+    group = old(3) + [inst("s0", lifecycle="Standby")]
+    # ignore: not outdated (rollout.outdated leaves it out), not capacity, no work: done once the others are
+    ignored = step(group, ids_of(group[:3]), size=3, unavailable=1)
+    assert ignored["capacity"] == 3 and ignored["outdated_left"] == 3 and ignored["standby"] == []
+    assert "s0" not in [entry["instance_id"] for entry in ignored["drain"]]
+    assert step([inst("s0", lifecycle="Standby")] + new(3), [], size=3)["action"] == "done"
+
+
+def test_terminate_drains_an_instance_in_standby_without_using_the_budget_and_never_decrements_for_it():
+    group = old(2) + new(2) + [inst("s0", az="c", lifecycle="Standby")]
+    outdated = ["o0", "o1", "s0"]
+    first = step(group, outdated, size=2, unavailable=1, owed=2, desired=4, standby="terminate")
+    # a Ready serving node in Standby is drained as one that is out already: it costs no capacity
+    assert first["capacity"] == 4 and first["budget"] == 3
+    assert "s0" in [entry["instance_id"] for entry in first["drain"]]
+    drained = [inst(i["instance_id"], az=i["az"], cordoned=True, drained=100, lifecycle=i["lifecycle_state"])
+               if i["instance_id"] in outdated else i for i in group]
+    second = step(drained, outdated, size=2, unavailable=1, owed=2, desired=4, standby="terminate")
+    # members first, so the two decrements pay the surge back with o0 and o1; s0 is not part of desired
+    assert second["terminate"] == ["o0", "o1", "s0"] and second["decrement"] == 2
+    only_standby = [i for i in drained if i["instance_id"] not in ("o0", "o1")]
+    third = step(only_standby, ["s0"], size=2, unavailable=1, owed=2, desired=4, standby="terminate")
+    assert third["terminate"] == ["s0"] and third["decrement"] == 0
+
+
+def test_wait_holds_the_end_until_the_instance_in_standby_is_back_in_service():
+    group = new(3) + [inst("s0", lifecycle="Standby")]
+    waiting = step(group, ["s0"], size=3, standby="wait")
+    assert waiting["action"] == "wait" and waiting["standby"] == ["s0"] and waiting["drain"] == []
+    assert "1 outdated instance(s) in Standby to return to service (ExitStandby): s0" in waiting["waiting_for"][0]
+    back = step(new(3) + [inst("s0")], ["s0"], size=3, unavailable=1, standby="wait")
+    assert back["action"] == "run" and [entry["instance_id"] for entry in back["drain"]] == ["s0"]
+
+
+def test_the_rollout_is_not_done_while_a_lifecycle_hook_holds_an_instance_it_terminated():
+    group = new(3) + [inst("o0", lifecycle="Terminating:Wait"), inst("o1", lifecycle="Terminating")]
+    held = step(group, [], size=3)
+    # leaving: neither capacity nor work, but the end waits for it
+    assert held["action"] == "wait" and held["hooked"] == ["o0"] and held["capacity"] == 3
+    assert held["waiting_for"] == ["1 terminated instance(s) held in Terminating:Wait by a termination lifecycle hook: o0"]
+    assert step(new(3) + [inst("o1", lifecycle="Terminating")], [], size=3)["action"] == "done"
+    # the pipeline does not wait for it: with work left, the step runs
+    busy = step(old(1, prefix="x") + group, ["x0"], size=4, owed=1)
+    assert busy["action"] == "run" and busy["hooked"] == ["o0"]
