@@ -143,6 +143,23 @@ def scenario(handle):
     wait_until("the stuck budget to see its new policy", lambda: _pdb_settled(rest, "stuck", 0))
     out["eviction of a not-Ready pod, AlwaysAllow"] = {"code": rest.call("POST", PODS + "/stuck/eviction", _eviction("stuck"))[0]}
 
+    # the policy is about unhealthy pods only: a Ready pod under an AlwaysAllow budget at 0 stays
+    rest.call("POST", PODS, _pod("guarded", {"app": "guarded"}, node=nodes[1 % len(nodes)]))
+    wait_until("the guarded pod to be Ready", lambda: _ready(rest, "guarded"))
+    rest.call("POST", "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % NS, _pdb("guarded", {"app": "guarded"}, 1, "AlwaysAllow"))
+    wait_until("the guarded budget to count it", lambda: _pdb_settled(rest, "guarded", 1))
+    out["eviction of a Ready pod, AlwaysAllow, no disruption allowed"] = status_of(
+        *rest.call("POST", PODS + "/guarded/eviction", _eviction("guarded")))
+    # IfHealthyBudget (the default) lets a not-Ready pod go while the budget is satisfied, without using a disruption
+    for name, annotations in (("calm-a", None), ("calm-b", None), ("calm-c", NEVER_READY)):
+        rest.call("POST", PODS, _pod(name, {"app": "calm"}, annotations=annotations, node=nodes[1 % len(nodes)]))
+    wait_until("the calm pods to run", lambda: _ready(rest, "calm-a") and _ready(rest, "calm-b")
+               and rest.call("GET", PODS + "/calm-c")[1].get("status", {}).get("phase") == "Running")
+    rest.call("POST", "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % NS, _pdb("calm", {"app": "calm"}, 2))
+    wait_until("the calm budget to count two healthy pods", lambda: _pdb_settled(rest, "calm", 2))
+    out["eviction of a not-Ready pod, IfHealthyBudget, budget satisfied"] = {
+        "code": rest.call("POST", PODS + "/calm-c/eviction", _eviction("calm-c"))[0]}
+
     # selectors
     on_first = rest.get(PODS, fieldSelector="spec.nodeName=" + nodes[0])["items"]
     out["field selector spec.nodeName"] = {"pods": sorted(p["metadata"]["name"] for p in on_first)}

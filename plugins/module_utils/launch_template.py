@@ -32,21 +32,51 @@ _DESCRIPTION_LIMIT = 255
 
 
 def template_spec(group):
-    """The group's launch template as configured: ``{"id", "name", "version", "mixed_instances_policy"}``.
+    """The group's launch template as configured: ``{"id", "name", "version", "mixed_instances_policy", "overrides"}``.
 
     ``version`` is what the group says (a number, ``$Latest`` or ``$Default``; ``$Default`` when unset, as AWS
-    reads it). Groups with a MixedInstancesPolicy use its launch template specification. None for groups
-    with a launch configuration.
+    reads it). Groups with a MixedInstancesPolicy use its launch template specification; ``overrides`` lists the
+    policy's overrides that carry a launch template of their own, each ``{"instance_type", "id", "name", "version"}``
+    (AWS launches that instance type from it instead of the group's). None for groups with a launch configuration.
     """
     spec = group.get("LaunchTemplate")
     mixed = False
+    overrides = []
     if not spec and group.get("MixedInstancesPolicy"):
-        spec = ((group["MixedInstancesPolicy"].get("LaunchTemplate") or {}).get("LaunchTemplateSpecification"))
+        launch_template = group["MixedInstancesPolicy"].get("LaunchTemplate") or {}
+        spec = launch_template.get("LaunchTemplateSpecification")
         mixed = True
+        for override in launch_template.get("Overrides") or []:
+            own = override.get("LaunchTemplateSpecification")
+            if own:
+                overrides.append({"instance_type": override.get("InstanceType"), "id": own.get("LaunchTemplateId"),
+                                  "name": own.get("LaunchTemplateName"), "version": str(own.get("Version") or "$Default")})
     if not spec:
         return None
     return {"id": spec.get("LaunchTemplateId"), "name": spec.get("LaunchTemplateName"),
-            "version": str(spec.get("Version") or "$Default"), "mixed_instances_policy": mixed}
+            "version": str(spec.get("Version") or "$Default"), "mixed_instances_policy": mixed, "overrides": overrides}
+
+
+def _own_template(override, template_id, template_name):
+    return (override["id"] and override["id"] == template_id) or (not override["id"] and override["name"] == template_name)
+
+
+def override_refusals(spec, template_id, template_name):
+    """Why the group cannot be rolled because of its MixedInstancesPolicy: each override that launches its instance type
+    from another launch template than the group's (``template_id``, ``template_name``), named. A rollout moves the group's
+    own template to the target, and with it every override that names that template; another template's target cannot
+    be told (its AMI may be for another architecture), and its instances would stay outdated for ever."""
+    return ["MixedInstancesPolicy override for instance type %s launches from launch template %s version %s, not the group's "
+            "launch template %s (%s): a rollout moves only the group's own template to the target; make the override use the "
+            "group's launch template (or none), or roll that template's instances apart"
+            % (override["instance_type"] or "?", override["id"] or override["name"], override["version"], template_id, template_name)
+            for override in (spec or {}).get("overrides") or [] if not _own_template(override, template_id, template_name)]
+
+
+def stale_overrides(spec, template_id, template_name, number):
+    """The overrides that name the group's own launch template at another version than ``number``: they move with it."""
+    return [override for override in (spec or {}).get("overrides") or []
+            if _own_template(override, template_id, template_name) and override["version"] != str(number)]
 
 
 def resolve_version(template, version, field="version"):
@@ -218,8 +248,12 @@ def run_launch_template_version(module):
     source_image, image_id, reused = resolved["source_image"], resolved["image_id"], resolved["reused"]
     target_number, target_image, create = resolved["target_number"], resolved["target_image"], resolved["create"]
     state = group_state(group)
+    refusals = override_refusals(spec, template["LaunchTemplateId"], template["LaunchTemplateName"])
+    if refusals:
+        raise RolloutError("asg_name: Auto Scaling group '%s' cannot be rolled: %s" % (name, "; ".join(refusals)))
 
-    point = spec["version"] != str(target_number)
+    point = spec["version"] != str(target_number) or bool(stale_overrides(spec, template["LaunchTemplateId"],
+                                                                          template["LaunchTemplateName"], target_number))
     make_default = bool(params["set_default"]) and int(template["DefaultVersionNumber"]) != target_number
     changed = create or point or make_default
 
@@ -271,7 +305,7 @@ def run_launch_template_version(module):
         if params["set_default"] and int(template["DefaultVersionNumber"]) != target_number:
             with aws_errors("ModifyLaunchTemplate", applied, params):
                 set_default_version(ec2, template["LaunchTemplateId"], target_number)
-        if spec["version"] != str(target_number):
+        if point:
             with aws_errors("UpdateAutoScalingGroup", applied, params):
-                point_group(autoscaling, group, spec, template["LaunchTemplateId"], target_number)
+                point_group(autoscaling, group, spec, template["LaunchTemplateId"], template["LaunchTemplateName"], target_number)
     module.exit_json(**result)

@@ -28,7 +28,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube impor
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, stranded_volumes
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
+from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target, override_refusals, template_spec
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, failed_to_join, node_summary
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
@@ -92,13 +92,15 @@ def join_nodes(records, nodes, raw_nodes):
     return records
 
 
-def group_refusals(group, records, outdated, surge_method="scale", stranded=()):
+def group_refusals(group, records, outdated, target, surge_method="scale", stranded=()):
     """Why the group cannot be rolled as it stands, one sentence each (empty when it can): no room for the state tags;
-    with ``surge_method`` ``detach``, outdated instances without room for the tags of a detached instance; volumes on
-    outdated nodes pinned to zones where no node would be left for their pods (``stranded``:
-    ``drain.volumes.stranded_volumes``)."""
+    MixedInstancesPolicy overrides that launch from another launch template than the group's (``target``,
+    ``launch_template.group_target``); with ``surge_method`` ``detach``, outdated instances without room for the tags of
+    a detached instance; volumes on outdated nodes pinned to zones where no node would be left for their pods
+    (``stranded``: ``drain.volumes.stranded_volumes``)."""
     name = group["AutoScalingGroupName"]
     refusals = [tag_room_refusal(group_tags(group), name)]
+    refusals.extend(override_refusals(template_spec(group), target["launch_template_id"], target["launch_template_name"]))
     if surge_method == "detach":
         tags = {record["instance_id"]: record.get("tags") for record in records}
         refusals.extend(detach_room_refusal(entry["instance_id"], tags.get(entry["instance_id"])) for entry in outdated)
@@ -170,7 +172,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "up_to_date": plan["up_to_date"],
         "nodes_joined": nodes is not None,
         "mismatch": cluster_mismatch(name, records, raw_nodes) if raw_nodes is not None else None,
-        "refusals": group_refusals(group, records, plan["outdated"], params.get("surge_method") or "scale",
+        "refusals": group_refusals(group, records, plan["outdated"], target, params.get("surge_method") or "scale",
                                    _stranded(plan["outdated"], volumes, raw_nodes, group)),
         "surge_owed": owed,
         "payback": payback,

@@ -20,7 +20,11 @@ description:
     AMI) is reused instead of creating another one.
   - Points the group at the explicit version number instead of V($Latest) or V($Default), so that every instance launched
     during the rollout comes from the version the rollout compares against. For a group with a MixedInstancesPolicy, the
-    policy's launch template specification is updated.
+    policy's launch template specification is updated, and so is every override that names the same launch template, so
+    that every instance type launches from the target.
+  - A MixedInstancesPolicy override that launches its instance type from another launch template than the group's is
+    refused before any change, naming the override, since its target cannot be told (its AMI may be for another architecture),
+    and its instances would stay outdated for ever.
   - Optionally makes the version the template's default.
   - This module calls only AWS APIs. It accepts the Kubernetes connection options too, so that one
     C(module_defaults) group (C(group/nodeops.rollout.all)) can set every connection option of the collection once;

@@ -385,9 +385,11 @@ node_groups:
         - Why the group cannot be rolled as it stands, one sentence each naming what to change; empty when it can. A group
           takes at most 50 tags and a rollout records its state in two (C(nodeops.rollout/state), C(nodeops.rollout/progress)),
           so a group with more than 48 others is named with its tag count. With O(surge_method=detach), so is each outdated
-          instance without room for the two tags of an instance detached for surge. So is each persistent volume attached
-          to an outdated node (a VolumeAttachment) that is pinned by node affinity to zones where the group launches no
-          instance and no other schedulable node is, since its pod could never start again once the node is drained.
+          instance without room for the two tags of an instance detached for surge. So is a MixedInstancesPolicy override
+          that launches from another launch template than the group's, which the rollout could not move to the target.
+          So is each persistent volume attached to an outdated node (a VolumeAttachment) that is pinned by node affinity
+          to zones where the group launches no instance and no other schedulable node is, since its pod could never
+          start again once the node is drained.
         - The C(nodeops.rollout.rolling_update) role stops on them before any change.
       type: list
       elements: str

@@ -393,14 +393,32 @@ def _placements(group):
     return list(seen.items())
 
 
+def _override(group):
+    """The MixedInstancesPolicy override AWS launches from: On-Demand's default allocation strategy, ``prioritized``,
+    takes the first one (None without overrides)."""
+    overrides = ((group.mixed_instances_policy or {}).get("LaunchTemplate") or {}).get("Overrides") or []
+    return overrides[0] if overrides else None
+
+
 def _launch_spec(group, tags):
-    """What to launch: the group's launch template version resolved to a number now (or its launch configuration)."""
+    """What to launch: the group's launch template version resolved to a number now (or its launch configuration).
+
+    AWS: with a MixedInstancesPolicy, the instance type of the override launched, from the launch template the override
+    names, when it names one, instead of the group's."""
     if group.ec2_launch_template:
-        version = group.ec2_launch_template.get_version(group.launch_template_version)
+        template, wanted = group.ec2_launch_template, group.launch_template_version
+        override = _override(group)
+        own = (override or {}).get("LaunchTemplateSpecification")
+        if own:
+            ec2 = group.autoscaling_backend.ec2_backend
+            template = (ec2.get_launch_template(own["LaunchTemplateId"]) if own.get("LaunchTemplateId")
+                        else ec2.get_launch_template_by_name(own["LaunchTemplateName"]))
+            wanted = own.get("Version") or "$Default"
+        version = template.get_version(wanted)
         tags.update(version.instance_tags)
-        return {"image_id": version.image_id, "instance_type": version.instance_type, "user_data": version.user_data,
-                "security_groups": version.security_groups,
-                "launch_template": {"LaunchTemplateId": group.ec2_launch_template.id, "Version": str(version.number)}}
+        return {"image_id": version.image_id, "instance_type": (override or {}).get("InstanceType") or version.instance_type,
+                "user_data": version.user_data, "security_groups": version.security_groups,
+                "launch_template": {"LaunchTemplateId": template.id, "Version": str(version.number)}}
     tags.update(group.instance_tags)
     return {"image_id": group.image_id, "instance_type": group.instance_type, "user_data": group.user_data,
             "security_groups": group.security_groups, "launch_template": None}
@@ -516,6 +534,14 @@ def scale_in_victims(group, count):
 def _patch_group():
     cls = asg_models.FakeAutoScalingGroup
     original_set_desired = cls.set_desired_capacity
+    original_launch_template = cls.launch_template
+
+    def launch_template(self):
+        # AWS: a group with a MixedInstancesPolicy names its launch template there only; moto reports it as the group's
+        # LaunchTemplate too (without a version).
+        return None if self.mixed_instances_policy else original_launch_template.fget(self)
+
+    cls.launch_template = property(launch_template)
 
     def set_desired_capacity(self, new_capacity):
         if self.mixed_instances_policy and self.mixed_instances_policy.get("LaunchTemplate", {}).get("Overrides"):
@@ -615,6 +641,13 @@ def _before_update(backend, a):
     group = backend.autoscaling_groups.get(a["name"])
     if group is None:
         raise ValidationError("AutoScalingGroup name not found - null")
+    override = None
+    if a.get("mixed_instances_policy") is None and group.mixed_instances_policy and not a.get("launch_template"):
+        # AWS keeps the policy an update does not name; moto drops it on every update (a resize, say). moto stores the
+        # template by id and name, and accepts only one of them back.
+        policy = copy.deepcopy(group.mixed_instances_policy)
+        policy["LaunchTemplate"]["LaunchTemplateSpecification"].pop("LaunchTemplateName", None)
+        override = {"mixed_instances_policy": policy}
     min_size = group.min_size if a["min_size"] is None else a["min_size"]
     max_size = group.max_size if a["max_size"] is None else a["max_size"]
     _check_bounds(min_size, max_size, a["desired_capacity"])
@@ -622,8 +655,8 @@ def _before_update(backend, a):
         # AWS: with new bounds and no desired capacity, desired is moved into the bounds.
         clamped = max(min_size or 0, min(group.desired_capacity, max_size if max_size is not None else group.desired_capacity))
         if clamped != group.desired_capacity:
-            return {"desired_capacity": clamped}
-    return None
+            override = dict(override or {}, desired_capacity=clamped)
+    return override
 
 
 def _before_set_desired(backend, a):

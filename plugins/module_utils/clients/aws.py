@@ -415,15 +415,21 @@ def set_default_version(ec2, template_id, number):
     ec2.modify_launch_template(LaunchTemplateId=template_id, DefaultVersion=str(number))
 
 
-def point_group(client, group, spec, template_id, number):
-    """Make the group launch ``template_id`` version ``number`` (the MixedInstancesPolicy's template for such groups)."""
+def point_group(client, group, spec, template_id, template_name, number):
+    """Make the group launch ``template_id`` version ``number``: for a group with a MixedInstancesPolicy, its template
+    specification and every override that names the same template (by id, or by ``template_name``)."""
     name = group["AutoScalingGroupName"]
     if spec["mixed_instances_policy"]:
-        # Send the whole policy with only the template specification changed, so the instances distribution and the
+        # Send the whole policy with only the template specifications changed, so the instances distribution and the
         # overrides stay as they are whatever the endpoint does with the parts it is not given.
         policy = copy.deepcopy(group["MixedInstancesPolicy"])
         launch_template = policy.setdefault("LaunchTemplate", {})
         launch_template["LaunchTemplateSpecification"] = {"LaunchTemplateId": template_id, "Version": str(number)}
+        for override in launch_template.get("Overrides") or []:
+            own = override.get("LaunchTemplateSpecification")
+            if own and (own.get("LaunchTemplateId") == template_id or (not own.get("LaunchTemplateId")
+                                                                       and own.get("LaunchTemplateName") == template_name)):
+                override["LaunchTemplateSpecification"] = {"LaunchTemplateId": template_id, "Version": str(number)}
         if not launch_template.get("Overrides"):
             launch_template.pop("Overrides", None)
         client.update_auto_scaling_group(AutoScalingGroupName=name, MixedInstancesPolicy=policy)

@@ -120,11 +120,11 @@ def group_state_lines(plan):
     instances = standby.get("instances") or []
     if instances:
         outdated = [entry["instance_id"] for entry in instances if entry.get("outdated")]
-        fate = ("; %d outdated, %s: %s" % (len(outdated), _STANDBY_FATE.get(standby.get("policy"), standby.get("policy")),
-                                          _names(outdated))) if outdated else "; all up to date"
+        fate = "; all up to date"
+        if outdated:
+            fate = "; %d outdated, %s: %s" % (len(outdated), _STANDBY_FATE.get(standby.get("policy"), standby.get("policy")), _names(outdated))
         lines.append("in Standby (never counted as capacity): %s%s" % (_names([entry["instance_id"] for entry in instances]), fate))
-    hooks = ["%s (heartbeat timeout %s, default result %s)" % (hook.get("name"), human_duration(hook.get("heartbeat_timeout")),
-                                                              hook.get("default_result"))
+    hooks = ["%s (heartbeat timeout %s, default result %s)" % (hook.get("name"), human_duration(hook.get("heartbeat_timeout")), hook.get("default_result"))
              for hook in plan.get("termination_hooks") or []]
     if hooks:
         lines.append("termination lifecycle hooks (never completed by the rollout): %s; a terminated instance may stay in "

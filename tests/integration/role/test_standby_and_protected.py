@@ -94,8 +94,7 @@ def test_wait_for_an_instance_in_standby_is_bounded_and_names_it(sandbox, tmp_pa
     waited = sorted(iid for iid, _version in instances_by_state(sandbox)["InService"])[0]
     sandbox.core().patch_node(node_of(sandbox, waited).metadata.name, {"metadata": {"annotations": {"nodeops.rollout/needs-update": "true"}}})
     asg.enter_standby(AutoScalingGroupName=GROUP, InstanceIds=[waited], ShouldDecrementDesiredCapacity=True)
-    rc, out, result = playbook(sandbox, tmp_path, "old", extra=["rolling_update_standby_instances=wait",
-                                                               "rolling_update_node_ready_timeout=20s"])
+    rc, out, result = playbook(sandbox, tmp_path, "old", extra=["rolling_update_standby_instances=wait", "rolling_update_node_ready_timeout=20s"])
     assert rc != 0
     assert ("waited 20s for 1 outdated instance(s) in Standby to return to service (ExitStandby): %s; or set standby_instances to "
             "terminate or ignore" % waited) in out, out[-3000:]

@@ -15,9 +15,12 @@ from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_wor
 
 def test_template_spec_reads_the_template_or_the_mixed_instances_policy():
     assert template_spec({"LaunchTemplate": {"LaunchTemplateId": "lt-1", "LaunchTemplateName": "w"}}) == {
-        "id": "lt-1", "name": "w", "version": "$Default", "mixed_instances_policy": False}
-    mixed = {"MixedInstancesPolicy": {"LaunchTemplate": {"LaunchTemplateSpecification": {"LaunchTemplateId": "lt-2", "Version": "$Latest"}}}}
-    assert template_spec(mixed) == {"id": "lt-2", "name": None, "version": "$Latest", "mixed_instances_policy": True}
+        "id": "lt-1", "name": "w", "version": "$Default", "mixed_instances_policy": False, "overrides": []}
+    mixed = {"MixedInstancesPolicy": {"LaunchTemplate": {"LaunchTemplateSpecification": {"LaunchTemplateId": "lt-2", "Version": "$Latest"},
+                                                         "Overrides": [{"InstanceType": "m5.large"}, {"InstanceType": "m6g.large",
+                                                                       "LaunchTemplateSpecification": {"LaunchTemplateName": "arm", "Version": "3"}}]}}}
+    assert template_spec(mixed) == {"id": "lt-2", "name": None, "version": "$Latest", "mixed_instances_policy": True,
+                                    "overrides": [{"instance_type": "m6g.large", "id": None, "name": "arm", "version": "3"}]}
     assert template_spec({"LaunchConfigurationName": "old-style"}) is None
 
 
@@ -89,6 +92,33 @@ def test_an_interrupted_run_reuses_the_version_it_made(world, run):
     world.asg.update_auto_scaling_group(AutoScalingGroupName="workers", LaunchTemplate={"LaunchTemplateId": world.lt_id, "Version": "1"})
     result = run("launch_template_version", asg_name="workers", image_id=world.new_ami)
     assert result["created"] is False and result["reused_interrupted_version"] is True and result["version"] == 2
+
+
+def test_overrides_of_the_groups_own_template_move_with_it_and_another_template_is_refused_naming_it(world, run, api_calls):
+    def mixed(name, own):
+        world.asg.create_auto_scaling_group(
+            AutoScalingGroupName=name, MinSize=0, MaxSize=2, DesiredCapacity=0, VPCZoneIdentifier=",".join(world.subnets),
+            MixedInstancesPolicy={"LaunchTemplate": {"LaunchTemplateSpecification": {"LaunchTemplateId": world.lt_id, "Version": "1"},
+                                                     "Overrides": [{"InstanceType": "m6i.large", "LaunchTemplateSpecification": own},
+                                                                   {"InstanceType": "m5.large"}]}})
+
+    mixed("same", {"LaunchTemplateId": world.lt_id, "Version": "1"})
+    result = run("launch_template_version", asg_name="same", image_id=world.new_ami)
+    assert result["changed"] and result["version"] == 2
+    policy = world.group("same")["MixedInstancesPolicy"]["LaunchTemplate"]
+    assert policy["LaunchTemplateSpecification"]["Version"] == "2"
+    assert policy["Overrides"][0]["LaunchTemplateSpecification"] == {"LaunchTemplateId": world.lt_id, "Version": "2"}
+    assert "LaunchTemplateSpecification" not in policy["Overrides"][1]
+    assert run("launch_template_version", asg_name="same", image_id=world.new_ami)["changed"] is False
+
+    other = world.ec2.create_launch_template(LaunchTemplateName="arm", LaunchTemplateData={"ImageId": world.old_ami})["LaunchTemplate"]
+    mixed("other", {"LaunchTemplateId": other["LaunchTemplateId"], "Version": "1"})
+    api_calls.clear()
+    refused = run("launch_template_version", asg_name="other", image_id=world.new_ami)
+    assert refused["failed"] and refused["msg"].startswith(
+        "asg_name: Auto Scaling group 'other' cannot be rolled: MixedInstancesPolicy override for instance type m6i.large launches "
+        "from launch template %s version 1, not the group's launch template %s (workers)" % (other["LaunchTemplateId"], world.lt_id))
+    assert mutating(api_calls) == []
 
 
 def test_mixed_instances_policy_groups_are_pointed_through_the_policy(world, run):
