@@ -30,7 +30,12 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target, override_refusals, template_spec
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, failed_to_join, node_summary
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, leftovers, marked_up_to_date
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import (
+    DEFAULT_TAINT_KEY,
+    autoscaler_unprotected,
+    leftovers,
+    marked_up_to_date,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
@@ -177,6 +182,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "surge_owed": owed,
         "payback": payback,
         "marked": marked,
+        "unprotected": autoscaler_unprotected(records, plan["up_to_date"]) if nodes is not None else [],
         "failed_to_join": (failed_to_join(records, plan["up_to_date"], datetime.now(timezone.utc),
                                           parse_duration(params["join_timeout"], "join_timeout"))
                            if nodes is not None and params.get("join_timeout") not in (None, "") else []),

@@ -39,7 +39,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import join_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import node_summary, ready_since
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import autoscaler_unprotected
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances, up_to_date_instances
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import BLOCKED, WAIT, drained_at, next_step
@@ -260,6 +261,9 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
             entry.update(since=iso_time(held["since"]), target_groups=held["target_groups"], volumes=held["volumes"])
         step["termination_waits"] = self._termination_waits(step)
         step["new_nodes"] = new_nodes(records, set(outdated), raw_nodes, state.get("started_at") if state else None)
+        # while the rollout runs, its new nodes are kept from the cluster-autoscaler's scale down
+        fresh = [entry["instance_id"] for entry in up_to_date_instances(records, self.target)]
+        step["protect"] = autoscaler_unprotected(records, fresh) if state else []
         if step["hooked"] and self.hooks is None:
             with aws_errors("DescribeLifecycleHooks", "Auto Scaling group '%s'" % name, self.params):
                 self.hooks = termination_hooks(self.autoscaling, name)
@@ -284,8 +288,8 @@ def timeout_message(step, timeout, hooks=()):
                 "their owner; a rollout never completes another owner's lifecycle action. The rollout is held: complete the "
                 "actions (CompleteLifecycleAction) or let them time out, and run again"
                 % (len(step["hooked"]), timeout, ", ".join(step["hooked"]),
-                   ", ".join("%s (heartbeat timeout %ds, default result %s)" % (hook["name"], hook["heartbeat_timeout"],
-                                                                              hook["default_result"]) for hook in hooks) or "of the group"))
+                   ", ".join("%s (heartbeat timeout %ds, default result %s)" % (hook["name"], hook["heartbeat_timeout"], hook["default_result"])
+                             for hook in hooks) or "of the group"))
     return "waited %ds for %s; the rollout is held, run again" % (timeout, " and ".join(step["waiting_for"]))
 
 

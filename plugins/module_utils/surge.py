@@ -91,6 +91,10 @@ def check_options(params):
                         % (rollout_id,))
 
 
+def _sizes(current):
+    return {key: current[key] for key in ("min_size", "max_size", "desired_capacity")}
+
+
 def _sizes_diff(sizes, processes, tags):
     return {"min_size": sizes["min_size"], "max_size": sizes["max_size"], "desired_capacity": sizes["desired_capacity"],
             "suspended_processes": sorted(processes), "tags": dict(sorted(tags.items()))}
@@ -329,10 +333,10 @@ class _Hold:
 def _hold_result(decision):
     state = decision.state
     if state is None:
-        return {"rollout_id": None, "held": False, "resumed_processes": [], "sizes": {"before": decision.current, "after": decision.current},
+        return {"rollout_id": None, "held": False, "resumed_processes": [], "sizes": {"before": _sizes(decision.current), "after": _sizes(decision.current)},
                 "msg": "no rollout is recorded on Auto Scaling group '%s'; nothing to hold" % decision.name}
     return {"rollout_id": state["rollout_id"], "held": True, "resumed_processes": list(decision.to_resume),
-            "surge_owed": state["surge_owed"], "sizes": {"before": decision.current, "after": decision.current},
+            "surge_owed": state["surge_owed"], "sizes": {"before": _sizes(decision.current), "after": _sizes(decision.current)},
             "rollout_state": state}
 
 
@@ -415,7 +419,7 @@ def _surge_result(decision):
         "method": state["method"],
         "resumed": decision.resumed,
         "surge": state["surge"],
-        "sizes": {"before": decision.current,
+        "sizes": {"before": _sizes(decision.current),
                   "after": {key: after[key] for key in ("min_size", "max_size", "desired_capacity")}},
         "suspended_processes": sorted(set(decision.suspended_now) | set(decision.to_suspend)),
         "suspended_by_rollout": list(state["suspended_processes"]),
@@ -427,14 +431,14 @@ def _surge_result(decision):
 
 def _restore_result(decision):
     if decision.state is None:
-        return {"rollout_id": None, "restored": False, "sizes": {"before": decision.current, "after": decision.current},
+        return {"rollout_id": None, "restored": False, "sizes": {"before": _sizes(decision.current), "after": _sizes(decision.current)},
                 "resumed_processes": [], "autoscaler_moved": False, "removed_tags": [], "detached_remaining": [],
                 "msg": "no rollout is recorded on Auto Scaling group '%s'; nothing to restore" % decision.name}
     sizes = decision.sizes
     return {
         "rollout_id": decision.state["rollout_id"],
         "restored": True,
-        "sizes": {"before": decision.current,
+        "sizes": {"before": _sizes(decision.current),
                   "after": {key: sizes[key] for key in ("min_size", "max_size", "desired_capacity")}},
         "original_sizes": {"min_size": decision.state["original_min_size"], "max_size": decision.state["original_max_size"],
                            "desired_capacity": decision.state["original_desired_capacity"]},

@@ -9,8 +9,9 @@ cordoned and holds only DaemonSet and mirror pods, or it provably never register
 terminated. Members go through the Auto Scaling group (decrementing desired only for the instances the caller
 says, so the group never scales in a node that was not drained); instances detached for surge go through EC2
 (they no longer count toward the group). The surge still owed by a recorded rollout goes down with each
-decrement, one tag write after each; it is recomputed from the group's desired capacity as well
-(``rollout.sizes.surge_owed_now``), so a run interrupted before its tag write never pays the surge back twice.
+decrement: each is announced in the state (``paying``) before it is made, so a run interrupted before the next tag
+write never pays the surge back twice, and another actor's decrement is never taken for ours
+(``rollout.sizes.surge_owed_now``).
 """
 
 from __future__ import annotations
@@ -180,22 +181,35 @@ def _terminate_replaced(autoscaling, instance_ids, result):
 
 def _terminate(autoscaling, ec2, termination, result):
     """Terminate every member (desired decremented as decided) then the detached instances. The members that keep
-    desired go several at once; those that decrement it go one at a time, each followed by its tag write."""
+    desired go several at once; those that decrement it go one at a time.
+
+    Before each termination that decrements desired, the surge owed is written with that instance as ``paying`` (one
+    write also records the previous decrement); after the last one, the surge owed without it. A run killed in between
+    leaves ``paying``: once that instance has left the group the decrement is known to be ours (``surge_owed_now``)."""
     owed = termination.owed_before()
     tags = tags_to_dict(termination.group.get("Tags"))
+    scale = termination.state is not None and termination.state["method"] == "scale"
+
+    def record(paying):
+        nonlocal tags
+        write, delete = state_writes(dict(termination.state, surge_owed=owed, paying=paying), tags)
+        write_state(autoscaling, termination.name, write, delete)
+        tags = after_writes(tags, write, delete)
+
     _terminate_replaced(autoscaling, [instance_id for instance_id in termination.members if instance_id not in termination.decrement],
                         result)
     for instance_id in termination.decrement:
+        if scale:
+            record(instance_id)
         if not terminate_in_group(autoscaling, instance_id, True):
             result["already_gone"].append(instance_id)
             continue
         result["terminated"].append(instance_id)
         result["decremented"].append(instance_id)
-        if termination.state is not None and termination.state["method"] == "scale":
+        if scale:
             owed = max(0, owed - 1)
-            write, delete = state_writes(dict(termination.state, surge_owed=owed), tags)
-            write_state(autoscaling, termination.name, write, delete)
-            tags = after_writes(tags, write, delete)
+    if scale and termination.decrement:
+        record(None)
     listed = {instance_id: index for index, instance_id in enumerate(termination.instance_ids)}
     for key in ("terminated", "already_gone"):
         result[key].sort(key=lambda instance_id: listed.get(instance_id, len(listed)))   # in the order they were listed

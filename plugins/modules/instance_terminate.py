@@ -14,7 +14,7 @@ description:
   - Terminates the listed instances of an Auto Scaling group, each through C(TerminateInstanceInAutoScalingGroup), with or
     without decrementing the group's desired capacity (O(decrement_desired_capacity)).
   - An instance in Standby is terminated without decrementing the desired capacity, whatever
-    O(decrement_desired_capacity) says: it is not part of it, and the group would scale in another instance. Nothing
+    O(decrement_desired_capacity) says, since it is not part of it and the group would scale in another instance. Nothing
     replaces it. So is an instance of the group's warm pool; the pool launches another from the group's current version.
   - Instances that a rollout detached from the group for surge (EC2 tag C(nodeops.rollout/detached-from=<group>)) are
     terminated through EC2; they no longer count toward the group, so nothing replaces them.
@@ -57,11 +57,12 @@ options:
       - V(true) for every listed instance, V(false) for none, a whole number N for the first N listed instances only (a
         listed instance that is gone, detached, in Standby or in the warm pool uses its place without decrementing), or
         V(owed) for as many of the first listed instances as the surge the recorded rollout still owes.
-      - The surge owed is recomputed from the group when the module runs (never more than desired stands above the original
-        desired capacity), so a termination whose tag write was interrupted is not paid back twice. The
-        C(nodeops.rollout.rolling_update) role passes V(owed).
-      - Refused when the desired capacity would fall below the group's minimum size, or below its original size while a
-        rollout is recorded.
+      - Each decrement is announced in the group's state tag before it is made, and the surge owed is recomputed from the
+        group when the module runs, so a termination whose tag write was interrupted is not paid back twice, and another
+        actor's decrement (a cluster-autoscaler's scale-in) is left to that actor. The C(nodeops.rollout.rolling_update)
+        role passes V(owed).
+      - Refused when the desired capacity would fall below the group's minimum size, or when more of the listed instances
+        would decrement it than the surge the recorded rollout still owes.
     type: raw
     default: false
   wait:
@@ -75,7 +76,7 @@ options:
         V(15m) or V(1h30m). The module fails on timeout.
       - The wait for O(wait) lasts at least as long as the group's termination lifecycle hooks may hold an instance in
         C(Terminating:Wait) (their longest heartbeat timeout, and two minutes for the shutdown). The module never completes
-        a lifecycle action itself: those hooks belong to other owners.
+        a lifecycle action itself, since those hooks belong to other owners.
     type: raw
     default: 600
   wait_for_replacement:

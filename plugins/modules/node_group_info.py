@@ -408,9 +408,17 @@ node_groups:
       description:
         - Up-to-date instances whose node still carries a mark of a rollout, each C(instance_id), C(node) (a name) and C(marks),
           a list of C(taint) (O(taint_key)), C(cordon) (cordoned by M(nodeops.rollout.node_drain), annotated
-          C(nodeops.rollout/cordoned)) and C(label) (C(node.kubernetes.io/exclude-from-external-load-balancers) on such a node).
+          C(nodeops.rollout/cordoned)), C(label) (C(node.kubernetes.io/exclude-from-external-load-balancers) on such a node)
+          and C(autoscaler) (C(cluster-autoscaler.kubernetes.io/scale-down-disabled) put by the rollout, which annotates
+          C(nodeops.rollout/scale-down-disabled) beside it).
       type: list
       elements: dict
+    unprotected:
+      description:
+        - The nodes of the up-to-date instances that carry no C(cluster-autoscaler.kubernetes.io/scale-down-disabled)
+          annotation (the cluster-autoscaler may scale them in). Empty with O(include_nodes=false).
+      type: list
+      elements: str
     failed_to_join:
       description:
         - With O(join_timeout), the up-to-date instances in service that have had that long since launch and are still no Ready

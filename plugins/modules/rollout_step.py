@@ -265,6 +265,13 @@ step:
       description: Instances leaving the group that a termination lifecycle hook holds in C(Terminating:Wait).
       type: list
       elements: str
+    protect:
+      description:
+        - While a rollout is recorded on the group, the nodes of its up-to-date instances that carry no
+          C(cluster-autoscaler.kubernetes.io/scale-down-disabled) annotation, for the role to annotate so that the
+          cluster-autoscaler does not scale the surge in under the rollout.
+      type: list
+      elements: str
     waiting_for:
       description: What the step waited for (or, with O(wait=false), waits for).
       type: list

@@ -38,8 +38,10 @@ POINTS = {
     "mid-surge": [{"match": _aws("DescribeAutoScalingGroups", "asg_surge"), "after": _aws("UpdateAutoScalingGroup", "asg_surge")}],
     "surge-then-taint": [{"match": _k8s("patch", "nodes", "node_taint")}],
     "mid-drain": [{"match": _k8s("evict", "pods/eviction", "node_drain"), "nth": 2}],
+    # the decrementing termination is announced in the state (the first tag write) before it is made: the second write,
+    # which records it, is the one a kill must miss
     "terminated-before-tag-write": [{"match": _aws("CreateOrUpdateTags", "instance_terminate"),
-                                     "after": _aws("TerminateInstanceInAutoScalingGroup")}],
+                                     "after": _aws("TerminateInstanceInAutoScalingGroup"), "nth": 2}],
     "waiting-for-replacements": [{"match": _aws("DescribeAutoScalingGroups", "rollout_step"),
                                   "after": _aws("TerminateInstanceInAutoScalingGroup"), "after_nth": 2}],
     "mid-validation": [{"match": _k8s("list", "nodes", "cluster_validate"), "after": _aws("TerminateInstanceInAutoScalingGroup"),

@@ -6,13 +6,16 @@
 
 Pure: nodes in ``node_health.node_summary``'s shape (``INSTANCE_NODE_FIELDS``), instances in ``clients.aws.instance_record``'s shape with their node joined.
 
-A rollout marks nodes in three ways: its taint (``nodeops.rollout/outdated`` by default) on outdated nodes, and
+A rollout marks nodes in four ways: its taint (``nodeops.rollout/outdated`` by default) on outdated nodes, and
 ``nodeops.rollout/queued`` (``PreferNoSchedule``) on the outdated nodes of the groups a run rolls later; a cordon,
 which ``node_drain`` records with the annotation ``nodeops.rollout/cordoned`` when it is the one that cordoned the
-node (a cordon somebody else made is not ours to lift); and the label
-``node.kubernetes.io/exclude-from-external-load-balancers`` on the nodes it drained. On an outdated node the
-marks are the rollout at work. On an up-to-date node they are left over (a target changed after a failed batch,
-an interrupted run): the node would take no pod, or serve no load balancer, so they are removed.
+node (a cordon somebody else made is not ours to lift); the label
+``node.kubernetes.io/exclude-from-external-load-balancers`` on the nodes it drained; and, on its new nodes while it
+runs, ``cluster-autoscaler.kubernetes.io/scale-down-disabled`` with ``nodeops.rollout/scale-down-disabled`` (which
+says the first is ours). On an outdated node the marks are the rollout at work. On an up-to-date node the first three
+are left over (a target changed after a failed batch, an interrupted run): the node would take no pod, or serve no
+load balancer, so they are removed; the last is removed when the rollout ends or stops, so that the cluster-autoscaler
+may scale the group in again.
 """
 
 from __future__ import annotations
@@ -25,10 +28,15 @@ ANNOTATION_CORDONED = "nodeops.rollout/cordoned"
 # Written by node_drain when it has drained a node: the time (UTC, ISO 8601) the post-drain delay counts from.
 ANNOTATION_DRAINED_AT = "nodeops.rollout/drained-at"
 LABEL_EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+# The cluster-autoscaler never scales in a node annotated so: the rollout puts it on the group's new nodes while it
+# runs, so that its surge is not scaled in under it, and records that it did so with the second annotation (one that
+# somebody else set is not ours to lift).
+ANNOTATION_SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+ANNOTATION_SCALE_DOWN_OURS = "nodeops.rollout/scale-down-disabled"
 
 
 def node_marks(node, taint_key=DEFAULT_TAINT_KEY):
-    """The rollout's marks on one node: a list of ``taint``, ``cordon``, ``label`` (in that order)."""
+    """The rollout's marks on one node: a list of ``taint``, ``cordon``, ``label``, ``autoscaler`` (in that order)."""
     marks = []
     if any(taint.get("key") in (taint_key, QUEUED_TAINT_KEY) for taint in node.get("taints") or []):
         marks.append("taint")
@@ -37,7 +45,18 @@ def node_marks(node, taint_key=DEFAULT_TAINT_KEY):
         marks.append("cordon")
         if LABEL_EXCLUDE_LB in (node.get("labels") or {}):
             marks.append("label")
+    if ANNOTATION_SCALE_DOWN_OURS in (node.get("annotations") or {}):
+        marks.append("autoscaler")
     return marks
+
+
+def autoscaler_unprotected(instances, up_to_date_ids):
+    """The nodes of the up-to-date instances that the cluster-autoscaler may still scale in (no
+    ``cluster-autoscaler.kubernetes.io/scale-down-disabled`` annotation): the rollout annotates them while it runs."""
+    wanted = set(up_to_date_ids)
+    return [instance["node"]["name"] for instance in instances
+            if instance["instance_id"] in wanted and isinstance(instance.get("node"), dict)
+            and ANNOTATION_SCALE_DOWN_DISABLED not in (instance["node"].get("annotations") or {})]
 
 
 def marked_up_to_date(instances, up_to_date_ids, taint_key=DEFAULT_TAINT_KEY):

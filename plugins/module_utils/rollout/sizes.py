@@ -93,9 +93,16 @@ def _whole(value, field, minimum=0):
     return value
 
 
+# Auto Scaling lifecycle states of an instance that is leaving or has left its group.
+LEAVING_PREFIXES = ("Terminat", "Detach")
+
+
 def sizes_of(group):
-    """The sizes of a group as DescribeAutoScalingGroups returns it."""
-    return {"min_size": group["MinSize"], "max_size": group["MaxSize"], "desired_capacity": group["DesiredCapacity"]}
+    """The sizes of a group as DescribeAutoScalingGroups returns it, and ``members``, the ids of its instances that are not
+    leaving it (what :func:`surge_owed_now` needs to know whether a decrement it was about to make happened)."""
+    return {"min_size": group["MinSize"], "max_size": group["MaxSize"], "desired_capacity": group["DesiredCapacity"],
+            "members": sorted(instance["InstanceId"] for instance in group.get("Instances") or []
+                              if not (instance.get("LifecycleState") or "").startswith(LEAVING_PREFIXES))}
 
 
 def check_surge_syntax(value, field="surge"):
@@ -171,13 +178,23 @@ def resume_sizes(state, current):
 def surge_owed_now(state, current):
     """The surge a recorded rollout still owes, from what the group holds now.
 
-    Never more than the recorded counter (an autoscaler's own scale-out is not ours to take back), and never more
-    than desired stands above the original desired capacity: a decrement made by a run killed before it could
-    lower the counter, or an instance that left by other means, is not paid back twice.
+    The recorded counter, one less when the instance recorded as ``paying`` (written just before a termination that
+    decrements desired) is no longer a member of the group (``current["members"]``): the decrement happened, and a run
+    killed before it could lower the counter is not paid back twice. Never more than desired stands above the group's
+    minimum size, which no decrement may cross.
+
+    Only the rollout's own decrements pay its surge back. Another actor's (a cluster-autoscaler scaling in an instance
+    with a decrement, an instance put in Standby with one) is that actor's decision and is not fought: the surge is still
+    owed, so the group ends that much below its original desired capacity, as the actor wanted. Neither is an
+    autoscaler's scale-out ours to take back.
     """
     if state is None or state.get("method", "scale") != "scale":
         return 0
-    return max(0, min(state["surge_owed"], current["desired_capacity"] - state["original_desired_capacity"]))
+    owed = state["surge_owed"]
+    paying = state.get("paying")
+    if paying and "members" in current and paying not in current["members"]:
+        owed -= 1
+    return max(0, min(owed, current["desired_capacity"] - current["min_size"]))
 
 
 def restore_sizes(state, current):
@@ -282,7 +299,8 @@ def check_decrement(current, count, state=None, group_name="the group"):
     if state is not None and state.get("method", "scale") == "scale" and count > owed:
         raise PlanError(
             "decrement_desired_capacity: decrementing %d is more than the surge still owed (%d) by rollout %s on Auto Scaling "
-            "group '%s'; the group would end below its original size: decrement at most %d, or pass 'owed'"
+            "group '%s'; the group would end below the size the rollout found it at (and another actor left it): decrement "
+            "at most %d, or pass 'owed'"
             % (count, owed, state["rollout_id"], group_name, owed))
 
 

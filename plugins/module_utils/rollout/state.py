@@ -61,6 +61,7 @@ METHODS = ("scale", "detach")
 _INT_RE = re.compile(r"^[0-9]+$")
 _ROLLOUT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 _TEMPLATE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+_INSTANCE_ID_RE = re.compile(r"^i-[0-9a-zA-Z]{1,17}$")
 _PROCESS_RE = re.compile(r"^[A-Za-z]+$")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _SIZE_KEYS = ("min_size", "max_size", "desired_capacity")
@@ -93,6 +94,12 @@ def _read_rollout_id(text):
 def _read_method(text):
     if text not in METHODS:
         raise _Unreadable("not one of %s" % ", ".join(METHODS))
+    return text
+
+
+def _read_instance_id(text):
+    if not _INSTANCE_ID_RE.match(text):
+        raise _Unreadable("not an EC2 instance id")
     return text
 
 
@@ -135,12 +142,14 @@ INT = _Kind(_read_int, str)
 ROLLOUT_ID = _Kind(_read_rollout_id, str)
 METHOD = _Kind(_read_method, str)
 TEMPLATE = _Kind(_read_template, str)
+INSTANCE_ID = _Kind(_read_instance_id, str)
 TIME = _Kind(_read_time, str)
 PROCESSES = _Kind(*_processes_kind("+"))
 SIZES = _Kind(*_sizes_kind("/"))
 
 # One line per field: its name in the state dict, the tag and the key it is written under, its kind, whether every
-# recorded rollout has it (an optional field is None when absent), and its tag in the previous release's format.
+# recorded rollout has it (an optional field is None when absent), and its tag in the previous release's format (None:
+# a field that format did not have).
 _Field = namedtuple("_Field", "name tag key kind required legacy_tag")
 FIELDS = (
     _Field("rollout_id", TAG_STATE, "id", ROLLOUT_ID, True, "rollout-id"),
@@ -156,12 +165,16 @@ FIELDS = (
     _Field("surge_owed", TAG_PROGRESS, "owed", INT, True, "surge-owed"),
     _Field("suspended_processes", TAG_PROGRESS, "sp", PROCESSES, False, "suspended-processes"),
     _Field("restore_sizes", TAG_PROGRESS, "restore", SIZES, False, "restore-sizes"),
+    # written just before a termination that decrements desired: once that instance has left the group, ``owed`` is one
+    # less (rollout.sizes.surge_owed_now), so neither a run killed before its next write nor another actor's scale-in
+    # is miscounted
+    _Field("paying", TAG_PROGRESS, "paying", INSTANCE_ID, False, None),
 )
 # A recorded field that is absent reads as this (required fields are never absent).
 _ABSENT = {"suspended_processes": []}
 
 # The previous release's tags (one per field), read and, on a group without room for the current ones, written.
-LEGACY_TAGS = tuple(TAG_PREFIX + field.legacy_tag for field in FIELDS)
+LEGACY_TAGS = tuple(TAG_PREFIX + field.legacy_tag for field in FIELDS if field.legacy_tag)
 _LEGACY_ID = TAG_PREFIX + "rollout-id"
 _LEGACY_KINDS = {"suspended_processes": _Kind(*_processes_kind(",")), "restore_sizes": _Kind(*_sizes_kind(","))}
 
@@ -243,7 +256,7 @@ def _read_fields(texts, group_name, legacy):
     state = {}
     for field in FIELDS:
         text = texts.get(field.name)
-        where = ("tag " + TAG_PREFIX + field.legacy_tag) if legacy else "field %s of tag %s" % (field.key, field.tag)
+        where = ("tag " + TAG_PREFIX + (field.legacy_tag or field.key)) if legacy else "field %s of tag %s" % (field.key, field.tag)
         if text is None:
             if field.required:
                 raise _incomplete(group_name, where)
@@ -274,7 +287,7 @@ def _parse_current(tags, group_name):
 def _parse_legacy(tags, group_name):
     texts = {}
     for field in FIELDS:
-        value = tags.get(TAG_PREFIX + field.legacy_tag)
+        value = tags.get(TAG_PREFIX + field.legacy_tag) if field.legacy_tag else None
         if value is not None and (value != "" or field.kind is PROCESSES):
             texts[field.name] = value
     if "method" not in texts:
@@ -287,7 +300,7 @@ def parse_state(tags, group_name):
 
     Returns a dict with one key per field of :data:`FIELDS` (``rollout_id``, ``method``, ``original_min_size``,
     ``original_max_size``, ``original_desired_capacity``, ``surge``, ``surged_max_size``, ``target_launch_template``,
-    ``target_version``, ``started_at``, ``surge_owed``, ``suspended_processes``, ``restore_sizes``). Reads the current
+    ``target_version``, ``started_at``, ``surge_owed``, ``suspended_processes``, ``restore_sizes``, ``paying``). Reads the current
     format, else the previous release's tags. Raises :class:`StateError` naming the tag when a recorded value cannot
     be read, so no module acts on a state it does not understand.
     """
@@ -348,7 +361,7 @@ def _legacy_tags(state):
     tags = {}
     for field in FIELDS:
         value = state.get(field.name)
-        if value is None:
+        if value is None or not field.legacy_tag:
             continue
         kind = _LEGACY_KINDS.get(field.name, field.kind)
         tags[TAG_PREFIX + field.legacy_tag] = kind.write(value)

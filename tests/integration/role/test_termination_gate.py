@@ -88,8 +88,8 @@ def sandbox(start_sandbox, request):
 
 def test_an_instance_that_left_by_other_means_never_turns_into_an_undrained_scale_in(sandbox, tmp_path):
     """A run killed between TerminateInstanceInAutoScalingGroup (decrementing) and its surge-owed tag write leaves the
-    counter one too high. The next run used to lower desired by that counter at the end, and the group scaled in a new
-    node that ran pods."""
+    counter one too high, with the decrement announced. The next run used to lower desired by that counter at the end,
+    and the group scaled in a new node that ran pods."""
     # a group whose minimum leaves room below its desired capacity, as most production groups have
     sandbox.aws("autoscaling").update_auto_scaling_group(AutoScalingGroupName=GROUP, MinSize=1)
     original = sizes(sandbox)
@@ -104,8 +104,12 @@ def test_an_instance_that_left_by_other_means_never_turns_into_an_undrained_scal
     assert workload_pods(sandbox, victim["node"]["name"]), "the victim must hold Deployment pods for this test to mean anything"
     drained = sandbox.run_module("node_drain", nodes=[victim["node"]["name"]], module_args={"timeout": "2m"})
     assert drained["rc"] == 0, drained["output"][-2000:]
-    # the killed run's termination: desired decremented, the tag not written
-    sandbox.aws("autoscaling").terminate_instance_in_auto_scaling_group(InstanceId=victim["instance_id"], ShouldDecrementDesiredCapacity=True)
+    # the killed run's termination: announced in the state tag (paying), made with a decrement, the next tag write lost
+    asg = sandbox.aws("autoscaling")
+    progress = {tag["Key"]: tag["Value"] for tag in group_of(sandbox)["Tags"]}["nodeops.rollout/progress"]
+    asg.create_or_update_tags(Tags=[{"ResourceId": GROUP, "ResourceType": "auto-scaling-group", "Key": "nodeops.rollout/progress",
+                                     "Value": progress + " paying=" + victim["instance_id"], "PropagateAtLaunch": False}])
+    asg.terminate_instance_in_auto_scaling_group(InstanceId=victim["instance_id"], ShouldDecrementDesiredCapacity=True)
     rc, out, result = playbook(sandbox, tmp_path)
     assert rc == 0, out[-4000:]
     assert result["node_groups"][0]["status"] == "replaced"

@@ -15,6 +15,8 @@ from botocore.exceptions import ClientError
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import _terminate_replaced
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import write_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import mutating, owned_pod, recorded_state
 
 
@@ -29,6 +31,32 @@ def test_terminate_with_and_without_decrement_pays_the_surge_back(world, run):
     assert pay["decremented"] == members[1:3] and pay["terminated"] == members[1:4]
     assert pay["desired_capacity"] == {"before": 6, "after": 4} and pay["surge_owed"] == {"before": 3, "after": 1}
     assert world.sizes()[2] == 4 and recorded_state(world)["surge_owed"] == 1
+
+
+def test_each_decrement_is_announced_before_it_is_made_and_anothers_decrement_stays_its_own(world, run, api_calls):
+    world.asg.update_auto_scaling_group(AutoScalingGroupName="workers", MinSize=1)
+    run("asg_surge", name="workers", surge=2)  # 1/8/5, owed 2
+    members = world.member_ids()
+    api_calls.clear()
+    paid = run("instance_terminate", asg_name="workers", instance_ids=members[:2], decrement_desired_capacity="owed", delete_node=False)
+    assert paid["decremented"] == members[:2] and world.sizes()[2] == 3
+    writes = [operation for _service, operation in mutating(api_calls)]
+    # announce i0, terminate i0, record it and announce i1, terminate i1, record it
+    assert writes == ["CreateOrUpdateTags", "TerminateInstanceInAutoScalingGroup"] * 2 + ["CreateOrUpdateTags"]
+    assert recorded_state(world)["surge_owed"] == 0 and recorded_state(world)["paying"] is None
+
+    # a run killed right after a decrement it had announced: the instance left, so the decrement is counted once
+    run("asg_surge", name="workers", state="restored")
+    run("asg_surge", name="workers", surge=2)  # 1/8/5 again, owed 2
+    members = world.member_ids()
+    state = recorded_state(world)
+    write_state(world.asg, "workers", rs.state_tags(dict(state, paying=members[0])))
+    world.asg.terminate_instance_in_auto_scaling_group(InstanceId=members[0], ShouldDecrementDesiredCapacity=True)
+    # and another actor scales in one more with a decrement (a cluster-autoscaler): not ours, still owed
+    world.asg.terminate_instance_in_auto_scaling_group(InstanceId=members[1], ShouldDecrementDesiredCapacity=True)
+    assert world.sizes()[2] == 3
+    info = run("node_group_info", name="workers", include_nodes=False)
+    assert info["node_groups"][0]["surge_owed"] == 1
 
 
 def test_an_instance_in_standby_is_terminated_without_a_decrement(world, run):

@@ -53,3 +53,14 @@ def test_leftovers_say_what_keeps_a_group_from_being_replaced():
                        "1 up-to-date node(s) still carry the rollout's marks: c (taint, cordon)",
                        "2 instance(s) of surge not paid back", "instances detached for surge still run: i-9"]
     assert marks.leftovers([], [], 0, [], ["i-w1"]) == ["1 warm pool instance(s) built from another version: i-w1"]
+
+
+def test_the_autoscaler_annotation_is_a_mark_only_where_the_rollout_put_it():
+    ours = {"name": "a", "annotations": {marks.ANNOTATION_SCALE_DOWN_DISABLED: "true", marks.ANNOTATION_SCALE_DOWN_OURS: "true"}}
+    theirs = {"name": "b", "annotations": {marks.ANNOTATION_SCALE_DOWN_DISABLED: "true"}}
+    bare = {"name": "c", "annotations": {}}
+    assert marks.node_marks(ours) == ["autoscaler"] and marks.node_marks(theirs) == [] and marks.node_marks(bare) == []
+    instances = [{"instance_id": "i-%s" % node["name"], "node": node} for node in (ours, theirs, bare)] + [{"instance_id": "i-d", "node": None}]
+    # the up-to-date nodes the cluster-autoscaler may still scale in: neither ours nor another's annotation
+    assert marks.autoscaler_unprotected(instances, ["i-a", "i-b", "i-c", "i-d"]) == ["c"]
+    assert marks.autoscaler_unprotected(instances, ["i-a"]) == []

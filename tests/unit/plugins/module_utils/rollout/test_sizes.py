@@ -111,15 +111,30 @@ def test_restore_after_an_autoscaler_moved_desired_leaves_its_change(low, head, 
     assert restored["min_size"] == low
 
 
-def test_the_surge_owed_is_never_more_than_desired_stands_above_the_original():
+def test_the_surge_owed_counts_only_the_rollouts_own_decrements():
     state = _state_after_surge(_sizes(2, 8, 6), 3)[0]   # 2/11/9, owed 3
-    assert gs.surge_owed_now(state, _sizes(2, 11, 9)) == 3
-    # a decrement whose tag write was lost (killed run), or an instance gone by other means with a decrement
-    assert gs.surge_owed_now(state, _sizes(2, 11, 8)) == 2
-    assert gs.surge_owed_now(state, _sizes(2, 11, 5)) == 0
+    group = dict(_sizes(2, 11, 9), members=["i-1", "i-2"])
+    assert gs.surge_owed_now(state, group) == 3
+    # announced, then made: the instance left the group, the decrement was ours (a run killed before its next write)
+    paying = dict(state, paying="i-9")
+    assert gs.surge_owed_now(paying, dict(group, desired_capacity=8)) == 2
+    # announced, not made: the instance is still a member
+    assert gs.surge_owed_now(paying, dict(group, members=["i-1", "i-9"])) == 3
+    # another actor's decrement (a cluster-autoscaler's scale-in) is its own decision: the surge is still owed, and the
+    # group ends one below its original size, as that actor wanted
+    assert gs.surge_owed_now(state, dict(group, desired_capacity=8)) == 3
+    # ... never more than desired stands above the minimum size, which no decrement may cross
+    assert gs.surge_owed_now(state, dict(group, desired_capacity=4)) == 2
     # an autoscaler's scale-out is not ours to take back
-    assert gs.surge_owed_now(state, _sizes(2, 11, 11)) == 3
-    assert gs.surge_owed_now(None, _sizes(2, 11, 11)) == 0
+    assert gs.surge_owed_now(state, dict(group, desired_capacity=11)) == 3
+    assert gs.surge_owed_now(None, group) == 0
+
+
+def test_sizes_of_lists_the_members_that_are_not_leaving():
+    group = {"MinSize": 1, "MaxSize": 4, "DesiredCapacity": 2, "Instances": [
+        {"InstanceId": "i-1", "LifecycleState": "InService"}, {"InstanceId": "i-2", "LifecycleState": "Terminating:Wait"},
+        {"InstanceId": "i-3", "LifecycleState": "Standby"}, {"InstanceId": "i-4", "LifecycleState": "Detaching"}]}
+    assert gs.sizes_of(group) == {"min_size": 1, "max_size": 4, "desired_capacity": 2, "members": ["i-1", "i-3"]}
 
 
 def test_restore_after_detach_only_resets_processes_and_tags():
@@ -195,9 +210,9 @@ def test_check_decrement_refuses_going_below_min_or_the_owed_surge():
         gs.check_decrement(_sizes(3, 12, 9), 2, state, "workers")
     gs.check_decrement(_sizes(3, 12, 9), 1, state, "workers")
     gs.check_decrement(_sizes(6, 6, 6), 0, state, "workers")
-    # the counter says 1, but desired already stands at the original: nothing is owed
+    # the counter says 1, but the decrement announced (paying) happened: nothing is owed
     with pytest.raises(PlanError, match=r"more than the surge still owed \(0\)"):
-        gs.check_decrement(_sizes(3, 12, 6), 1, state, "workers")
+        gs.check_decrement(dict(_sizes(3, 12, 8), members=["i-1"]), 1, dict(state, paying="i-9"), "workers")
 
 
 # ---- detach and settle ------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ def _state(**overrides):
         "rollout_id": "r-20240501T120000Z-1a2b3c", "method": "scale", "original_min_size": 3, "original_max_size": 6,
         "original_desired_capacity": 4, "surge": 6, "surge_owed": 6, "surged_max_size": 12,
         "target_launch_template": "lt-0123456789abcdef0", "target_version": 5, "suspended_processes": ["AZRebalance"],
-        "started_at": "2024-05-01T12:00:00Z", "restore_sizes": None,
+        "started_at": "2024-05-01T12:00:00Z", "restore_sizes": None, "paying": None,
     }
     state.update(overrides)
     return state
@@ -60,10 +60,13 @@ def test_the_state_takes_two_tags_each_a_versioned_record():
     assert tags[rs.TAG_PROGRESS] == "v2 owed=6 sp=AZRebalance"
     restoring = rs.state_tags(_state(restore_sizes={"min_size": 3, "max_size": 6, "desired_capacity": 4}, suspended_processes=[]))
     assert restoring[rs.TAG_PROGRESS] == "v2 owed=6 restore=3/6/4"
+    paying = rs.state_tags(_state(paying="i-0123456789abcdef0"))
+    assert paying[rs.TAG_PROGRESS] == "v2 owed=6 sp=AZRebalance paying=i-0123456789abcdef0"
+    assert rs.parse_state(paying, "workers")["paying"] == "i-0123456789abcdef0"
 
 
 def test_the_largest_state_fits_aws_tag_values_with_room_to_spare():
-    largest = _state(rollout_id="r" * 64, method="detach", original_min_size=999999, original_max_size=999999,
+    largest = _state(rollout_id="r" * 64, method="detach", paying="i-0123456789abcdef0", original_min_size=999999, original_max_size=999999,
                      original_desired_capacity=999999, surge=999999, surge_owed=999999, surged_max_size=999999,
                      target_launch_template="lt-0123456789abcdef0", target_version=999999, suspended_processes=ALL_PROCESSES,
                      restore_sizes={"min_size": 999999, "max_size": 999999, "desired_capacity": 999999})
