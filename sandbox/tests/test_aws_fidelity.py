@@ -20,15 +20,21 @@ BOOT = 60.0  # simulated seconds: 0.6 s of wall time
 AZS = ("us-east-1a", "us-east-1b", "us-east-1c")
 
 
-@pytest.fixture(scope="module")
-def aws_sandbox(tmp_path_factory):
-    clock = Clock(speed=SPEED)
-    sandbox = AwsSandbox(clock, EventLog(clock), str(tmp_path_factory.mktemp("aws")), boot_seconds=BOOT)
+def running(tmp_path_factory, speed=SPEED, **options):
+    """An AwsSandbox of its own clock at ``speed``, started, stopped once the generator is closed (``options``:
+    AwsSandbox's, such as ``boot_seconds``). For a module's ``aws_sandbox`` fixture: ``yield from running(...)``."""
+    clock = Clock(speed=speed)
+    sandbox = AwsSandbox(clock, EventLog(clock), str(tmp_path_factory.mktemp("aws")), **options)
     sandbox.start()
     try:
         yield sandbox
     finally:
         sandbox.stop()
+
+
+@pytest.fixture(scope="module")
+def aws_sandbox(tmp_path_factory):
+    yield from running(tmp_path_factory, boot_seconds=BOOT)
 
 
 @pytest.fixture(scope="module")

@@ -8,23 +8,14 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from sandbox.aws import AwsSandbox
-from sandbox.clock import Clock
-from sandbox.events import EventLog
-from sandbox.tests.test_aws_fidelity import client, describe, ec2_instances, make_group, wait_for
+from sandbox.tests.test_aws_fidelity import client, describe, ec2_instances, make_group, running, wait_for
 
 SPEED = 100.0
 
 
 @pytest.fixture(scope="module")
 def aws_sandbox(tmp_path_factory):
-    clock = Clock(speed=SPEED)
-    sandbox = AwsSandbox(clock, EventLog(clock), str(tmp_path_factory.mktemp("aws")), boot_seconds=0)
-    sandbox.start()
-    try:
-        yield sandbox
-    finally:
-        sandbox.stop()
+    yield from running(tmp_path_factory, speed=SPEED, boot_seconds=0)
 
 
 @pytest.fixture(scope="module")

@@ -2,21 +2,12 @@
 
 import pytest
 
-from sandbox.aws import AwsSandbox
-from sandbox.clock import Clock
-from sandbox.events import EventLog
-from sandbox.tests.test_aws_fidelity import client, describe
+from sandbox.tests.test_aws_fidelity import client, describe, running
 
 
 @pytest.fixture(scope="module")
 def aws_sandbox(tmp_path_factory):
-    clock = Clock(speed=100.0)
-    sandbox = AwsSandbox(clock, EventLog(clock), str(tmp_path_factory.mktemp("aws")), boot_seconds=0)
-    sandbox.start()
-    try:
-        yield sandbox
-    finally:
-        sandbox.stop()
+    yield from running(tmp_path_factory, speed=100.0, boot_seconds=0)
 
 
 @pytest.fixture(scope="module")

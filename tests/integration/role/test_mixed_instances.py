@@ -64,11 +64,10 @@ def mixed(sandbox, override_template):
     """Give the group a MixedInstancesPolicy on its launch template, version 1, whose first override launches m6i.large
     from ``override_template`` (None: the group's own), version 1. Returns the group's launch template id."""
     template = sandbox.aws("ec2").describe_launch_templates(LaunchTemplateNames=[GROUP])["LaunchTemplates"][0]["LaunchTemplateId"]
+    own = {"LaunchTemplateId": override_template or template, "Version": "1"}
     sandbox.aws("autoscaling").update_auto_scaling_group(AutoScalingGroupName=GROUP, MixedInstancesPolicy={"LaunchTemplate": {
         "LaunchTemplateSpecification": {"LaunchTemplateId": template, "Version": "1"},
-        "Overrides": [{"InstanceType": "m6i.large", "LaunchTemplateSpecification": {"LaunchTemplateId": override_template or template,
-                                                                                   "Version": "1"}},
-                      {"InstanceType": "m5.large"}]}})
+        "Overrides": [{"InstanceType": "m6i.large", "LaunchTemplateSpecification": own}, {"InstanceType": "m5.large"}]}})
     return template
 
 

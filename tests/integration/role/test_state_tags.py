@@ -6,19 +6,13 @@ two tags. Then a rollout recorded in the previous release's format (one tag per 
 moved to the two tags at its first write. The invariant report holds over all of it.
 """
 
-import json
 import os
 
 import pytest
 
-from tests.integration.harness import promised_floor
-from tests.integration.modules.conftest import assert_safe
+from tests.integration.group_states import GROUP, PREFIX, assert_invariants, group_of, playbook
 
-GROUP = "sandbox-nodes"
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
-PREFIX = "nodeops.rollout/"
-FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
-        "rolling_update_drain_timeout=2m", "rolling_update_node_ready_timeout=5m"]
 LEGACY_KEYS = {"rollout_id": "rollout-id", "method": "method", "original_min_size": "original-min",
                "original_max_size": "original-max", "original_desired_capacity": "original-desired", "surge": "surge",
                "surge_owed": "surge-owed", "surged_max_size": "surged-max", "target_launch_template": "target-launch-template",
@@ -28,10 +22,6 @@ LEGACY_KEYS = {"rollout_id": "rollout-id", "method": "method", "original_min_siz
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
     return start_sandbox(nodes=3, azs=3, speed=20, workloads=[DEMO])
-
-
-def group_of(sandbox):
-    return sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
 
 
 def tags_of(sandbox):
@@ -48,13 +38,6 @@ def delete_tags(sandbox, keys):
     sandbox.aws("autoscaling").delete_tags(Tags=[{"ResourceId": GROUP, "ResourceType": "auto-scaling-group", "Key": key} for key in keys])
 
 
-def playbook(sandbox, tmp_path, image):
-    report = tmp_path / ("result-%d.json" % len(list(tmp_path.glob("result-*.json"))))
-    rc, out = sandbox.run_role_playbook(tmp_path, extra=FAST, report=report,
-                                        node_groups=[{"name": GROUP, "image_id": sandbox.state["amis"][image]}])
-    return rc, out, json.loads(report.read_text()) if report.exists() else None
-
-
 def assert_rolled_and_clean(sandbox, version, own_tags):
     group = group_of(sandbox)
     assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (3, 3, 3)
@@ -64,17 +47,6 @@ def assert_rolled_and_clean(sandbox, version, own_tags):
     for node in sandbox.core().list_node().items:
         assert not node.spec.unschedulable, node.metadata.name
         assert not [taint for taint in node.spec.taints or [] if taint.key.startswith(PREFIX)], node.metadata.name
-
-
-def assert_invariants(sandbox):
-    report = sandbox.report()
-    assert_safe(report)
-    assert min(report["min_ready_schedulable_nodes"].values()) >= promised_floor(3, 1)
-    assert report["evictions"]["max_evictions_per_pod"] <= 1
-    for name, deployment in report["deployments"].items():
-        # the single-replica Deployment is restarted through its rolling update, the others keep their budgets
-        assert deployment["zero_ready_seconds"] == 0, (name, deployment)
-    return report
 
 
 def test_a_group_without_room_for_two_tags_is_refused_before_any_change_and_with_room_it_is_rolled(sandbox, tmp_path):
@@ -101,7 +73,7 @@ def test_a_group_without_room_for_two_tags_is_refused_before_any_change_and_with
     writes = [e for e in sandbox.events() if e["kind"] == "aws.request" and e.get("action") == "CreateOrUpdateTags"
               and str(e.get("client") or "").startswith("nodeops.rollout") and e["t"] >= since]
     assert writes and all(e["status"] == 200 for e in writes)
-    assert_invariants(sandbox)
+    assert_invariants(sandbox, 3, name="state-tags-room")
     delete_tags(sandbox, [key for key in own_48 if key.startswith("team-tag-")])
 
 
@@ -131,4 +103,4 @@ def test_a_rollout_recorded_by_the_previous_release_is_resumed_and_moved_to_the_
                and "instance_terminate" in str(e.get("client"))]
     assert len(deletes) == 1 and deletes[0]["status"] == 200, deletes
     assert_rolled_and_clean(sandbox, 3, own)
-    assert_invariants(sandbox)
+    assert_invariants(sandbox, 3, name="state-tags-legacy-resume")

@@ -10,15 +10,13 @@ import os
 
 import pytest
 
+from tests.integration.group_states import FAST, GROUP, group_of, node_of, sizes
 from tests.integration.harness import ROOT
 from tests.integration.modules.conftest import assert_safe
 from tests.integration.workloads import pin_a_pod
 
-GROUP = "sandbox-nodes"
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 TAINT = "nodeops.rollout/outdated"
-FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
-        "rolling_update_drain_timeout=2m", "rolling_update_node_ready_timeout=5m"]
 
 
 def playbook(sandbox, tmp_path, extra=(), group_item=None, kubeconfig=None):
@@ -28,22 +26,6 @@ def playbook(sandbox, tmp_path, extra=(), group_item=None, kubeconfig=None):
     rc, out = sandbox.run_role_playbook(tmp_path, extra=list(FAST) + list(extra), report=report, host_vars=host_vars,
                                         node_groups=[group_item] if group_item else None)
     return rc, out, json.loads(report.read_text()) if report.exists() else None
-
-
-def group_of(sandbox):
-    return sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
-
-
-def sizes(sandbox):
-    group = group_of(sandbox)
-    return group["MinSize"], group["MaxSize"], group["DesiredCapacity"]
-
-
-def node_of(sandbox, instance_id):
-    for node in sandbox.core().list_node().items:
-        if (node.spec.provider_id or "").endswith("/" + instance_id):
-            return node
-    return None
 
 
 def workload_pods(sandbox, node_name):
