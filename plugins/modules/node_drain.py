@@ -41,7 +41,7 @@ description:
     and fails before changing anything. With V(skip), their node is left cordoned and skipped at once. With
     V(force), they are deleted once the rest of the node is drained.
   - A node that is not Ready (its kubelet stopped posting status, or reports NotReady) cannot confirm that its pods
-    are gone: a pod whose eviction (or deletion) was accepted and that is still there 10 seconds after the end of the
+    are gone. A pod whose eviction (or deletion) was accepted and that is still there 10 seconds after the end of the
     grace period its deletion gave it is deleted with grace 0, as it serves nothing (the node controller marked it not
     Ready); RV(nodes.force_deleted) names each one and why.
   - When a node is not drained within O(timeout), O(timeout_action) decides what happens. The failure message

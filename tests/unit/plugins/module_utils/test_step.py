@@ -114,7 +114,7 @@ def test_delays_that_end_by_themselves_are_waited_for_past_the_timeout():
 
 
 HOOK = {"name": "ntth", "heartbeat_timeout": 1800, "default_result": "CONTINUE"}
-HELD = {"action": "wait", "wait_seconds": None, "booting": 0, "booting_ids": [], "hooked": ["i-0a"], "deregistering": [],
+HELD = {"action": "wait", "wait_seconds": None, "booting": 0, "booting_ids": [], "hooked": ["i-0a"], "held": [],
         "waiting_for": ["1 terminated instance(s) held in Terminating:Wait by a termination lifecycle hook: i-0a"]}
 DONE = {"action": "done", "terminate": [], "drain": [], "booting": 0, "hooked": []}
 
