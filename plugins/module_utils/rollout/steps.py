@@ -25,7 +25,14 @@ The surge is a pipeline with the semantics of a Deployment's ``maxSurge``/``maxU
 - a canary of one: while no up-to-date node is Ready (nothing surged, nothing replaced yet), one outdated node
   at a time, until its replacement is Ready;
 - a drained instance that a target group of the group still lists (``rollout.targets``) is not terminated before it
-  has left, or its deregistration timeout has passed since its drain ended.
+  has left, or its deregistration timeout has passed since its drain ended;
+- holds (Instance Refresh's BakeTime and CheckpointPercentages, AKS's node soak): with a bake time, once outdated
+  nodes have been taken out, no further node is drained - and the rollout does not end - until nothing is in flight
+  (no drained node left to terminate, no replacement booting) and the newest Ready up-to-date node (or the newest
+  drain, while its node is still listed) has been so for the bake time. A checkpoint at X % of the group caps the
+  drains so that no more than X % of the original size is taken out until the same holds for the checkpoint's wait.
+  Nodes already out of service (an interrupted drain) are still drained and drained nodes still terminated: a hold
+  only stops new drains.
 
 Instances are in ``clients.aws.instance_record``'s shape with ``node`` joined (``node_health.node_summary`` with
 ``INSTANCE_NODE_FIELDS``).
@@ -37,7 +44,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches im
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, instance_is_detached
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import deregistration_timeout
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, parse_time
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, ceil_percent, int_at_least, parse_time
 
 # Post-drain delays that end this close to the first one are waited for together: one termination call, not several.
 COALESCE_SECONDS = 5
@@ -71,6 +78,57 @@ def drained_at(node):
         return parse_time(value, "annotation %s of node %s" % (ANNOTATION_DRAINED_AT, node.get("name")))
     except PlanError:
         return None  # not ours to trust: drain it again, which is harmless
+
+
+def _moment(value, what):
+    if not value:
+        return None
+    try:
+        return parse_time(value, what)
+    except PlanError:
+        return None
+
+
+def _newest(instances, up_to_date_ids):
+    """The latest of: an up-to-date node turning Ready, a node of the group (leaving ones included) being drained."""
+    wanted = set(up_to_date_ids)
+    moments = []
+    for instance in instances:
+        node = _node(instance)
+        if node is None:
+            continue
+        if instance["instance_id"] in wanted and _serving(node):
+            moments.append(_moment(node.get("ready_since"), "Ready condition of node %s" % node.get("name")))
+        moments.append(drained_at(node))
+    moments = [moment for moment in moments if moment is not None]
+    return max(moments) if moments else None
+
+
+def checkpoint_counts(checkpoints, original_size):
+    """``[{"percent", "wait_seconds"}]`` -> ``{count: wait_seconds}``: each checkpoint as the number of the group's
+    original size it stands for (rounded up, at least 1), the longest wait where two fall on one count."""
+    counts = {}
+    for checkpoint in checkpoints or ():
+        count = max(1, ceil_percent(int(checkpoint["percent"]), original_size))
+        counts[count] = max(counts.get(count, 0), int(checkpoint["wait_seconds"]))
+    return counts
+
+
+def _hold(state, taken, counts, bake, in_flight, newest, now):
+    """The hold before the next drain (or before the end): None, or ``{"reason", "seconds"}`` (seconds None while
+    something is still in flight: the hold starts once it has landed)."""
+    waits = []
+    if bake and taken > 0:
+        waits.append(("the bake time (%ds)" % bake, bake))
+    if taken in counts:
+        waits.append(("the checkpoint at %d of %d nodes (%ds)" % (taken, state["original_size"], counts[taken]), counts[taken]))
+    if not waits:
+        return None
+    reason = " and ".join(text for text, _seconds in waits)
+    if in_flight:
+        return {"reason": reason, "seconds": None}
+    left = 0 if newest is None else (newest - now).total_seconds() + max(seconds for _text, seconds in waits)
+    return {"reason": reason, "seconds": left} if left > 0 else None
 
 
 def _entry(instance):
@@ -155,10 +213,11 @@ def decrement_for(terminating, outdated_left, surge_owed):
     return max(0, min(terminating, surge_owed - (outdated_left - terminating)))
 
 
-def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canary=True):
+def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canary=True, counts=None, taken=0):
     """How many outdated nodes each wave of :func:`next_step` drains when every drain and boot of a wave ends before
     the next (the plan's model): the surge plus ``max_unavailable`` while the surge serves, less as the last
-    terminations pay it back; a canary of one first when nothing is up to date and nothing is surged."""
+    terminations pay it back; a canary of one first when nothing is up to date and nothing is surged; no wave
+    across a checkpoint (``counts``: :func:`checkpoint_counts`; ``taken``: of the original size before the first)."""
     outdated_count = int_at_least(outdated_count, "outdated_count", 0)
     max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
     owed = extra = int_at_least(surge, "surge", 0)
@@ -167,6 +226,10 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
     sizes = []
     while left:
         take = min(left, extra + max_unavailable) if ready or not canary else 1
+        ahead = [count for count in counts or () if count > taken]
+        if ahead:
+            take = min(take, min(ahead) - taken)
+        taken += take
         paid = decrement_for(take, left, owed)
         owed -= paid
         extra -= paid
@@ -177,7 +240,7 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
 
 
 def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
-              post_drain_delay=0, canary=True, skip=(), holds=None, target_timeout=None):
+              post_drain_delay=0, canary=True, skip=(), holds=None, target_timeout=None, bake_seconds=0, checkpoints=()):
     """What the rollout of one group does next.
 
     ``instances``: the group's instances with their nodes; ``outdated_ids``: the ones to replace;
@@ -186,13 +249,16 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     group's now; ``now``: an aware datetime; ``post_drain_delay``: seconds; ``canary``: one node first while
     nothing is up to date; ``skip``: node names a drain gave up on in this run (left cordoned, not retried);
     ``holds``: for drained instances, the target groups still holding them (``rollout.targets.holding``);
-    ``target_timeout``: the deregistration timeout in seconds (None: each target group's delay plus the margin).
+    ``target_timeout``: the deregistration timeout in seconds (None: each target group's delay plus the margin);
+    ``bake_seconds``: the bake time; ``checkpoints``: ``[{"percent", "wait_seconds"}]`` of the original size.
 
     Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
     "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "deregistering",
-    "deregistration_timed_out", "skipped"}``; ``deregistering`` lists the drained instances a target group still holds
-    (``instance_id``, ``node``, ``held``, ``until``), ``deregistration_timed_out`` those of ``terminate`` terminated
-    while still held, their timeout passed. ``action`` is ``run`` (do
+    "deregistration_timed_out", "skipped", "taken", "hold"}``; ``deregistering`` lists the drained instances a target
+    group still holds (``instance_id``, ``node``, ``held``, ``until``), ``deregistration_timed_out`` those of
+    ``terminate`` terminated while still held, their timeout passed; ``taken`` how many of the original size are out of
+    the outdated nodes' service or replaced; ``hold`` a bake or checkpoint keeping new drains back, ``{"reason",
+    "seconds"}``, or None. ``action`` is ``run`` (do
     ``terminate`` (instance ids, the first ``decrement`` of them decrementing desired), then validate the
     ``validate`` instances and drain the ``drain`` nodes), ``wait`` (``wait_seconds`` at most, for
     ``waiting_for``), ``done`` (nothing outdated is left but ``skipped`` nodes, and every replacement is a Ready
@@ -204,7 +270,10 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     surge_owed = int_at_least(surge_owed, "surge_owed", 0)
     desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
     delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
+    bake = int_at_least(bake_seconds, "bake_seconds", 0)
+    counts = checkpoint_counts(checkpoints, original_size)
     state = classify(instances, outdated_ids, now, delay, skip, holds, target_timeout)
+    state["original_size"] = original_size
     floor = max(0, original_size - max_unavailable)
     budget = state["capacity"] - floor
     pending_launches = max(0, desired_capacity - state["members"])
@@ -221,6 +290,17 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     else:
         allowed = len(candidates)
     take = max(0, min(budget, allowed, len(candidates)))
+    taken = max(0, original_size - len(candidates))
+    # a checkpoint ahead caps the drains at it
+    ahead = [count for count in counts if count > taken]
+    if ahead:
+        take = min(take, min(ahead) - taken)
+    in_flight = bool(terminate or state["out"] or state["delayed"] or state["deregistering"] or state["booting"]
+                     or pending_launches)
+    newest = _newest(instances, state["up_to_date_ready"]) if (bake or counts) else None
+    hold = _hold(state, taken, counts, bake, in_flight, newest, now) if candidates else None
+    if hold is not None:
+        take = 0
     if take:
         drain.extend(next_batch(candidates, 1, take))
     drain = [{key: entry[key] for key in ("instance_id", "az", "node")} for entry in drain]
@@ -236,18 +316,26 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
                               for entry in state["deregistering"]],
             "deregistration_timed_out": [{key: entry[key] for key in ("instance_id", "node", "held")}
                                          for entry in state["drained"] if entry.get("timed_out")],
-            "skipped": [entry["node"] for entry in state["skipped"]]}
+            "skipped": [entry["node"] for entry in state["skipped"]],
+            "taken": taken, "hold": hold}
     if terminate or drain:
         step["action"] = RUN
         return step
     if state["outdated_left"] == len(state["skipped"]) and not step["booting"] and not state["delayed"] \
             and not state["deregistering"]:
-        step["action"] = DONE
-        return step
+        # the last nodes bake too (and a checkpoint at 100 % waits) before the rollout ends
+        step["hold"] = _hold(state, taken, counts, bake, False, newest, now)
+        if step["hold"] is None:
+            step["action"] = DONE
+            return step
+    if step["hold"] is not None and step["hold"]["seconds"] is not None:
+        step["wait_seconds"] = step["hold"]["seconds"]
+        step["waiting_for"].append(step["hold"]["reason"])
     timed = state["delayed"] + state["deregistering"]
     if timed:
         first = min(entry["until"] for entry in timed)
-        step["wait_seconds"] = max(entry["until"] for entry in timed if entry["until"] <= first + COALESCE_SECONDS)
+        soonest = max(entry["until"] for entry in timed if entry["until"] <= first + COALESCE_SECONDS)
+        step["wait_seconds"] = soonest if step["wait_seconds"] is None else min(step["wait_seconds"], soonest)
     if state["delayed"]:
         step["waiting_for"].append("the post-drain delay of %d node(s)" % len(state["delayed"]))
     if state["deregistering"]:
