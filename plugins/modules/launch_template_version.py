@@ -22,6 +22,9 @@ description:
     during the rollout comes from the version the rollout compares against. For a group with a MixedInstancesPolicy, the
     policy's launch template specification is updated.
   - Optionally makes the version the template's default.
+  - When the group has a rollout recorded (C(nodeops.rollout/*) tags, see M(nodeops.rollout.asg_surge)) whose target is
+    another version, the recorded target follows the group to the new version before the group is pointed at it; moving
+    it back to the version the rollout recorded as the group's previous one is how a rollback starts.
   - This module calls only AWS APIs. It accepts the Kubernetes connection options too, so that one
     C(module_defaults) group (C(group/nodeops.rollout.all)) can set every connection option of the collection once;
     they are not used.
@@ -145,6 +148,10 @@ default_version:
   description: The launch template's default version afterwards.
   returned: success
   type: int
+rollout_retargeted:
+  description: Whether the recorded rollout's target version was (or in check mode would be) moved to RV(version).
+  returned: success
+  type: bool
 mixed_instances_policy:
   description: Whether the launch template comes from the group's MixedInstancesPolicy.
   returned: success
