@@ -75,9 +75,9 @@ def wave_holds(sizes, taken, bake_seconds=0, counts=None):
 def plan_step_seconds(boot_seconds, drain_seconds, post_drain_delay, validate_seconds):
     """The predicted duration of one step, from the start of a drain to its replacements validated: what a maintenance
     window must still hold for the rollout to start the next one."""
-    return sum(parse_duration(value, field) for value, field in ((boot_seconds, "boot_seconds"), (drain_seconds, "drain_seconds"),
-                                                                (post_drain_delay, "post_drain_delay"),
-                                                                (validate_seconds, "validate_seconds")))
+    parts = ((boot_seconds, "boot_seconds"), (drain_seconds, "drain_seconds"), (post_drain_delay, "post_drain_delay"),
+             (validate_seconds, "validate_seconds"))
+    return sum(parse_duration(value, field) for value, field in parts)
 
 
 def _plan_entry(instance):

@@ -18,7 +18,6 @@ import pytest
 
 from tests.integration.controls import (
     CORDONED,
-    GROUP,
     MARK_TAINTS,
     assert_invariants,
     group_view,

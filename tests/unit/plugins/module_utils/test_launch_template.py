@@ -114,3 +114,20 @@ def test_launch_template_bad_input_is_refused_without_changes(world, run, api_ca
     assert result["failed"] and message in result["msg"]
     assert mutating(api_calls) == []
     assert world.group()["LaunchTemplate"]["Version"] == "$Latest"
+
+
+def test_a_recorded_rollout_follows_the_group_to_its_new_version_and_back(world, run):
+    """The setup records nothing itself; once a rollout is recorded (asg_surge), pointing the group at another version
+    moves the recorded target with it - a rollback moving it back to the previous version says nothing more."""
+    run("launch_template_version", asg_name="workers", image_id=world.new_ami)                   # 1 -> 2
+    surged = run("asg_surge", name="workers", surge=1, previous_version=1)
+    assert surged["rollout_state"]["target_version"] == 2 and surged["rollout_state"]["previous_version"] == 1
+    assert world.tags()["nodeops.rollout/previous-version"] == "1"
+    planned = run("launch_template_version", asg_name="workers", version=1, check=True)
+    assert planned["changed"] and planned["rollout_retargeted"] and world.tags()["nodeops.rollout/target-version"] == "2"
+    back = run("launch_template_version", asg_name="workers", version=1)
+    assert back["rollout_retargeted"] and not back.get("warnings")
+    assert world.tags()["nodeops.rollout/target-version"] == "1" and world.group()["LaunchTemplate"]["Version"] == "1"
+    third = world.new_version(world.new_ami)
+    moved = run("launch_template_version", asg_name="workers", version=third)
+    assert moved["rollout_retargeted"] and "moves it to version %d" % third in str(moved["warnings"])

@@ -52,3 +52,17 @@ def test_leftovers_say_what_keeps_a_group_from_being_replaced():
     assert reasons == ["2 outdated instance(s) left: i-1 (a), i-2 (no node)",
                        "1 up-to-date node(s) still carry the rollout's marks: c (taint, cordon)",
                        "2 instance(s) of surge not paid back", "instances detached for surge still run: i-9"]
+
+
+def test_outdated_nodes_with_marks_say_whether_they_are_drained():
+    drained = {marks.ANNOTATION_CORDONED: "true", marks.ANNOTATION_DRAINED_AT: "2026-11-25T07:00:00Z"}
+    instances = [
+        {"instance_id": "i-1", "node": _node("n1", taints=["nodeops.rollout/outdated"])},
+        {"instance_id": "i-2", "node": _node("n2", taints=["nodeops.rollout/outdated"], schedulable=False, annotations=drained)},
+        {"instance_id": "i-3", "node": _node("n3", schedulable=False, annotations={marks.ANNOTATION_CORDONED: "true"})},
+        {"instance_id": "i-4", "node": _node("n4")},
+        {"instance_id": "i-5", "node": _node("n5", taints=["nodeops.rollout/outdated"])},   # up to date
+    ]
+    found = marks.marked_outdated(instances, ["i-1", "i-2", "i-3", "i-4"])
+    assert [(entry["node"], entry["marks"], entry["drained"]) for entry in found] == [
+        ("n1", ["taint"], False), ("n2", ["taint", "cordon"], True), ("n3", ["cordon"], False)]
