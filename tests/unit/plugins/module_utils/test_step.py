@@ -62,6 +62,8 @@ def waiting(seconds=None, booting=0, why="1 new instance(s) to become Ready node
 
 
 RUN = {"action": "run", "terminate": ["i-1"], "drain": [], "booting": 0}
+OPTIONS = {"target": {"launch_template_id": "lt-1", "version": "3"}, "post_drain_delay": 0, "wait_timeout": "10m",
+           "max_unavailable": None, "poll_interval": 2.0, "skip": []}
 
 
 def test_a_post_drain_delay_is_slept_through_and_the_next_step_returned():
@@ -119,9 +121,7 @@ def test_delays_that_end_by_themselves_are_waited_for_past_the_timeout():
     ({"deregistration_timeout": "soon"}, "deregistration_timeout"),
 ])
 def test_bad_options_are_refused_by_name_before_any_call(params, field):
-    base = {"target": {"launch_template_id": "lt-1", "version": "3"}, "post_drain_delay": 0, "wait_timeout": "10m",
-            "max_unavailable": None, "poll_interval": 2.0, "skip": []}
-    base.update(params)
+    base = dict(OPTIONS, **params)
     with pytest.raises(PlanError) as raised:
         check_options(base)
     assert str(raised.value).startswith(field) or field in str(raised.value)
@@ -234,9 +234,7 @@ def test_while_abort_alarms_are_watched_the_group_is_read_every_ten_seconds_and_
     ({"step_seconds": "x"}, "step_seconds"),
 ])
 def test_bad_controls_are_refused_by_name_before_any_call(params, field):
-    base = {"target": {"launch_template_id": "lt-1", "version": "3"}, "post_drain_delay": 0, "wait_timeout": "10m",
-            "max_unavailable": None, "poll_interval": 2.0, "skip": []}
-    base.update(params)
+    base = dict(OPTIONS, **params)
     with pytest.raises(PlanError) as raised:
         check_options(base)
     assert str(raised.value).startswith(field), str(raised.value)
