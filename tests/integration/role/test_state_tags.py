@@ -2,8 +2,9 @@
 
 One sandbox (3 nodes, the demo shop) whose AWS side refuses a 51st group tag as AWS does (LimitExceeded). A group with
 48 tags of its own is refused before any change, naming its tag count and the limit (its state takes two and an
-operator's pause request must still fit); with 47 it is rolled, its state in two tags. Then a rollout recorded in the previous release's format (one tag per field) is resumed by the playbook and
-moved to the two tags at its first write. The invariant report holds over all of it.
+operator's pause request must still fit); with 47 it is rolled, its state in two tags. Then a rollout recorded in the
+previous release's format (one tag per field) is resumed by the playbook and moved to the two tags at its first write.
+The invariant report holds over all of it.
 """
 
 import json

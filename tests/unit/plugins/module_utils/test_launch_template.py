@@ -10,7 +10,8 @@ import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import resolve_version, template_spec
-from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import mutating
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import rolling_back
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import mutating, recorded_state
 
 
 def test_template_spec_reads_the_template_or_the_mixed_instances_policy():
@@ -122,12 +123,13 @@ def test_a_recorded_rollout_follows_the_group_to_its_new_version_and_back(world,
     run("launch_template_version", asg_name="workers", image_id=world.new_ami)                   # 1 -> 2
     surged = run("asg_surge", name="workers", surge=1, previous_version=1)
     assert surged["rollout_state"]["target_version"] == 2 and surged["rollout_state"]["previous_version"] == 1
-    assert world.tags()["nodeops.rollout/previous-version"] == "1"
+    assert recorded_state(world)["previous_version"] == 1
     planned = run("launch_template_version", asg_name="workers", version=1, check=True)
-    assert planned["changed"] and planned["rollout_retargeted"] and world.tags()["nodeops.rollout/target-version"] == "2"
+    assert planned["changed"] and planned["rollout_retargeted"] and recorded_state(world)["target_version"] == 2
     back = run("launch_template_version", asg_name="workers", version=1)
     assert back["rollout_retargeted"] and not back.get("warnings")
-    assert world.tags()["nodeops.rollout/target-version"] == "1" and world.group()["LaunchTemplate"]["Version"] == "1"
+    assert recorded_state(world)["target_version"] == 1 and world.group()["LaunchTemplate"]["Version"] == "1"
+    assert rolling_back(recorded_state(world))
     third = world.new_version(world.new_ami)
     moved = run("launch_template_version", asg_name="workers", version=third)
     assert moved["rollout_retargeted"] and "moves it to version %d" % third in str(moved["warnings"])

@@ -94,6 +94,6 @@ def test_failure_cause(action, result, hook, kind, rollback):
 
 
 def test_a_hook_failure_names_the_event_and_the_file():
-    cause = control.failure_cause("ansible.builtin.fail", {"msg": "x"}, {"event": "after_drain", "file": "/srv/smoke.yml",
-                                                                          "message": "HTTP 502"})
+    hook = {"event": "after_drain", "file": "/srv/smoke.yml", "message": "HTTP 502"}
+    cause = control.failure_cause("ansible.builtin.fail", {"msg": "x"}, hook)
     assert cause["reason"] == "the after_drain hook /srv/smoke.yml failed: HTTP 502"
