@@ -138,3 +138,13 @@ def test_a_plan_only_result_shows_the_plan_without_a_timeline():
     page = report_html({"node_groups": [group]})
     text = " ".join(parse(page).text)
     assert "Plan only: nothing was changed." in text and "Timeline" not in text and "ip-10-0-2-1.ec2.internal" in text
+
+
+def test_a_paused_or_rolled_back_group_says_why_and_a_cancelled_one_is_finished():
+    paused = {"name": "workers", "status": "paused", "reason": "window closed", "plan": {}, "steps": [], "new_nodes": [],
+              "message": "the maintenance window closes Tue 2026-12-01 05:00 UTC, before the next step could finish"}
+    page = report_html({"node_groups": [paused]}, "prod-eu")
+    parse(page)
+    assert "Why: <b>window closed</b>" in page and "stopped cleanly between steps" in page
+    cancelled = {"name": "workers", "status": "cancelled", "reason": "cancelled", "plan": {}, "steps": [], "new_nodes": []}
+    assert "Every node group finished." in report_html({"node_groups": [cancelled]}, "prod-eu")
