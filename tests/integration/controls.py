@@ -19,15 +19,25 @@ CORDONED = "nodeops.rollout/cordoned"
 QUICK = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"]
 
 
+def recorded(state_tags):
+    """The fields of the rollout recorded in its two state tags (``v2 key=value ...``) as ``{key: text}``."""
+    fields = {}
+    for value in state_tags.values():
+        fields.update(word.split("=", 1) for word in value.split(" ")[1:])
+    return fields
+
+
 def group_view(sandbox, name=GROUP):
-    """The group as AWS describes it: sizes, state tags, suspended processes, the launch template version it points at,
-    and each member's version (``{instance id: version}``)."""
+    """The group as AWS describes it: sizes, state tags and the fields they record, suspended processes, the launch
+    template version it points at, and each member's version (``{instance id: version}``)."""
     group = sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+    # the rollout's own tags; a pause request is the operator's
+    state_tags = {tag["Key"]: tag["Value"] for tag in group.get("Tags") or []
+                  if tag["Key"].startswith(STATE_PREFIX) and tag["Key"] != PAUSE_TAG}
     return {
         "sizes": (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]),
-        # the rollout's own tags; a pause request is the operator's
-        "state_tags": {tag["Key"]: tag["Value"] for tag in group.get("Tags") or []
-                       if tag["Key"].startswith(STATE_PREFIX) and tag["Key"] != PAUSE_TAG},
+        "state_tags": state_tags,
+        "state": recorded(state_tags),
         "suspended": sorted(process["ProcessName"] for process in group.get("SuspendedProcesses") or []),
         "version": (group.get("LaunchTemplate") or {}).get("Version"),
         "members": {instance["InstanceId"]: (instance.get("LaunchTemplate") or {}).get("Version")

@@ -95,7 +95,7 @@ def test_waves_bake_a_checkpoint_holds_and_an_alarm_during_the_hold_stops_the_ro
     assert [len(nodes) for _t, nodes in drained] == [2], drained
     assert fired["wall"] - watcher.fired["wall"] >= ALARM_AFTER, (watcher.fired, fired)
     held = group_view(sandbox)
-    assert held["state_tags"]["nodeops.rollout/rollout-id"] and held["suspended"] == [], held
+    assert held["state"]["id"] and held["suspended"] == [], held
 
     cloudwatch.set_alarm_state(AlarmName=ALARM, StateValue="OK", StateReason="back to normal")
     resumed = sandbox.now()

@@ -70,7 +70,7 @@ def test_a_pause_request_stops_the_rollout_cleanly_and_the_hooks_see_every_step(
     assert 0 < result["nodes_replaced"] < NODES, result
 
     held = group_view(sandbox)
-    assert held["state_tags"]["nodeops.rollout/rollout-id"] and held["suspended"] == [] and held["sizes"][2] > NODES, held
+    assert held["state"]["id"] and held["suspended"] == [] and held["sizes"][2] > NODES, held
     # nothing cordoned or tainted that is not drained: only nodes awaiting their termination keep a mark
     for node in sandbox.core().list_node().items:
         annotations = node.metadata.annotations or {}

@@ -103,7 +103,7 @@ def test_the_rollback_playbook_rolls_back_a_rollout_a_failing_hook_held(sandbox,
     # held, as rolling_update_on_failure defaults to: the surge and the state stay, the processes are resumed
     assert result["status"] == "failed" and "the after_drain hook %s failed" % hook in result["reason"], result
     held = group_view(sandbox)
-    assert held["state_tags"]["nodeops.rollout/previous-version"] == before["version"], held
+    assert held["state"]["prev"] == before["version"], held
     assert held["version"] != before["version"] and held["suspended"] == [] and held["sizes"][2] > NODES, held
 
     since = sandbox.now()

@@ -75,7 +75,7 @@ def test_a_closing_window_pauses_between_steps_and_the_next_run_resumes(sandbox,
     assert drained, result   # it did drain before the window closed
 
     held = group_view(sandbox)
-    assert held["state_tags"]["nodeops.rollout/rollout-id"] and held["suspended"] == [] and held["sizes"][2] > NODES, held
+    assert held["state"]["id"] and held["suspended"] == [] and held["sizes"][2] > NODES, held
     marked = node_marks(sandbox)
     assert marked, "the drained nodes wait, cordoned, for their termination"
     for node in sandbox.core().list_node().items:
