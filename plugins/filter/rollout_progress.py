@@ -65,7 +65,7 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: >-
       {{ (step.step | nodeops.rollout.rollout_progress(number=7, replaced=12, total=30, started_at=started,
-          now=now(utc=true).isoformat(), surge=3, timings=plan.timings, name='workers')).line }}
+          now=rolling_update__now, surge=3, timings=plan.timings, name='workers')).line }}
 """
 
 RETURN = r"""

@@ -21,6 +21,9 @@ options:
     description: The role's variables by name, for example C(rolling_update_max_unavailable) with its value.
     type: dict
     required: true
+  base_dir:
+    description: Where the task files of C(rolling_update_hooks) given as relative paths are, the playbook's directory.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -37,6 +40,9 @@ _value:
     - C(lock_duration) the lock's duration in seconds (the default computed when empty).
     - C(node_groups) each node group with its name, its target and its own C(max_unavailable) and C(max_surge).
     - C(validate_passes) the number of passes as an integer.
+    - C(on_failure), C(windows) (each window as its canonical text, such as V(Sat,Sun 22:00 4h Europe/Berlin)),
+      C(bake_seconds), C(checkpoints) (each C(percent) and C(wait) in seconds), C(abort_alarms) (names), C(hooks) (event to
+      absolute task file paths) and C(step_seconds), the predicted duration of one step a maintenance window must hold.
   type: dict
 """
 
@@ -44,10 +50,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings i
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
 
 
-def rollout_settings(values):
-    """check_role_settings(values), with its error in ``error`` instead of raised, for a clean ``fail`` task."""
+def rollout_settings(values, base_dir=None):
+    """check_role_settings(values, base_dir), with its error in ``error`` instead of raised, for a clean ``fail`` task."""
     try:
-        return dict(check_role_settings(dict(values)), error=None)
+        return dict(check_role_settings(dict(values), base_dir), error=None)
     except PlanError as exc:
         return {"error": str(exc)}
 

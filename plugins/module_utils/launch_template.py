@@ -21,9 +21,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     point_group,
     require_group,
     set_default_version,
+    write_state,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state, state_writes, tags_to_dict
 
 AMI_ID_RE = re.compile(r"^ami-[0-9a-f]{8,17}$")
 SYMBOLIC_VERSIONS = ("$Latest", "$Default")
@@ -257,10 +258,13 @@ def run_launch_template_version(module):
     make_default = bool(params["set_default"]) and int(template["DefaultVersionNumber"]) != target_number
     changed = create or point or make_default
 
-    if state and state.get("target_version") not in (None, target_number):
-        module.warn("Auto Scaling group '%s' has rollout %s recorded with target version %s; this run points it at version %d, "
+    # The recorded rollout follows the group to its new target (a rollback moves it back to its previous version).
+    retarget = bool(state) and state.get("target_version") not in (None, target_number)
+    if retarget and target_number != state.get("previous_version"):
+        module.warn("Auto Scaling group '%s' has rollout %s recorded with target version %s; this run moves it to version %d, "
                     "so instances launched from now on differ from the recorded target"
                     % (name, state["rollout_id"], state["target_version"], target_number))
+    changed = changed or retarget
 
     result = {
         "changed": changed,
@@ -276,6 +280,7 @@ def run_launch_template_version(module):
         "reused_interrupted_version": reused is not None,
         "default_version": target_number if params["set_default"] else int(template["DefaultVersionNumber"]),
         "mixed_instances_policy": spec["mixed_instances_policy"],
+        "rollout_retargeted": retarget,
         "target": {"launch_template_id": template["LaunchTemplateId"], "version": target_number, "image_id": target_image},
     }
     if module._diff:  # pylint: disable=protected-access
@@ -305,6 +310,10 @@ def run_launch_template_version(module):
         if params["set_default"] and int(template["DefaultVersionNumber"]) != target_number:
             with aws_errors("ModifyLaunchTemplate", applied, params):
                 set_default_version(ec2, template["LaunchTemplateId"], target_number)
+        if retarget:
+            with aws_errors("CreateOrUpdateTags", resource, params):
+                write, delete = state_writes(dict(state, target_version=target_number), tags_to_dict(group.get("Tags")))
+                write_state(autoscaling, name, write, delete)
         if point:
             with aws_errors("UpdateAutoScalingGroup", applied, params):
                 point_group(autoscaling, group, spec, template["LaunchTemplateId"], template["LaunchTemplateName"], target_number)

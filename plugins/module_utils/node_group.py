@@ -19,6 +19,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     group_tags,
     group_target_groups,
     members,
+    read_alarms,
     require_group,
     suspended_processes,
     termination_hooks,
@@ -30,16 +31,25 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target, override_refusals, template_spec
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, failed_to_join, node_summary
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, start_refusal, window_report
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import (
     DEFAULT_TAINT_KEY,
     autoscaler_unprotected,
     leftovers,
+    marked_outdated,
     marked_up_to_date,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import cancel_payback, payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
+    PlanError,
+    parse_checkpoints,
+    parse_duration,
+    parse_hold,
+    parse_int_or_percent,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import parse_windows
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch, instance_id_of
 
 _PUBLIC_INSTANCE_KEYS = ("instance_id", "az", "lifecycle_state", "health_status", "launch_template", "image_id",
@@ -55,6 +65,10 @@ def check_settings(params):
         parse_duration(params["join_timeout"], "join_timeout")
     if params.get("max_surge") is not None:
         parse_int_or_percent(params["max_surge"], "max_surge", allow_zero=True)
+    params["windows"] = parse_windows(params.get("windows"), "windows")
+    params["step_seconds"] = parse_duration(params.get("step_seconds") or 0, "step_seconds")
+    params["bake_time"] = parse_hold(params.get("bake_time") or 0, "bake_time")
+    params["checkpoints"] = parse_checkpoints(params.get("checkpoints"), "checkpoints")
     target = params.get("target")
     if target is not None:
         version = target.get("version")
@@ -146,14 +160,16 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
                         max_surge=params.get("max_surge"), az_count=len(azs), group_size=group_size,
                         taint_effect=params.get("taint_effect") or "NoSchedule", target_groups=target_groups,
                         standby=params.get("standby_instances"), termination_hooks=hooks, warm_pool=pool,
+                        bake_seconds=params.get("bake_time") or 0, checkpoints=params.get("checkpoints") or (),
                         **(params.get("timings") or {}))
     outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}
     in_group = members(group)
     owed = surge_owed_now(state, sizes_of(group))
     detached = [record["instance_id"] for record in records if record["detached"]]
-    marked = []
+    marked = marked_old = []
     if nodes is not None:
         marked = marked_up_to_date(records, plan["up_to_date"], params.get("taint_key") or DEFAULT_TAINT_KEY)
+        marked_old = marked_outdated(records, list(outdated), params.get("taint_key") or DEFAULT_TAINT_KEY)
     # Surge is paid back through outdated instances while there are any; what is left then is paid back here.
     payback = payback_choice(records, plan["up_to_date"], owed) if nodes is not None and not plan["outdated"] else []
     return {
@@ -183,6 +199,9 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "payback": payback,
         "marked": marked,
         "unprotected": autoscaler_unprotected(records, plan["up_to_date"]) if nodes is not None else [],
+        "marked_outdated": marked_old,
+        "cancel_payback": cancel_payback(records, list(outdated), plan["up_to_date"], owed) if nodes is not None and state else [],
+        "pause_requested": pause_requested(group_tags(group)),
         "failed_to_join": (failed_to_join(records, plan["up_to_date"], datetime.now(timezone.utc),
                                           parse_duration(params["join_timeout"], "join_timeout"))
                            if nodes is not None and params.get("join_timeout") not in (None, "") else []),
@@ -250,4 +269,10 @@ def run_node_group_info(module):
                                            target_groups[group["AutoScalingGroupName"]], volumes,
                                            hooks[group["AutoScalingGroupName"]], pools[group["AutoScalingGroupName"]])
                        for group in groups]
-    module.exit_json(changed=False, node_groups=node_groups)
+    result = {"changed": False, "node_groups": node_groups}
+    if params.get("abort_alarms"):
+        result["alarms"] = read_alarms(connection.client("cloudwatch"), params["abort_alarms"], params)
+    now = datetime.now(timezone.utc)
+    result["window"] = window_report(params["windows"], now)
+    result["start_refusal"] = start_refusal(now, result.get("alarms") or (), params["windows"], params["step_seconds"])
+    module.exit_json(**result)

@@ -21,7 +21,7 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io
 
 # What cluster_validate reports of a node, and what node_group_info reports of an instance's node.
 HEALTH_FIELDS = ("name", "instance_id", "az", "ready", "not_ready_reason", "schedulable", "deleting")
-INSTANCE_NODE_FIELDS = ("name", "provider_id", "ready", "schedulable", "taints", "labels", "annotations")
+INSTANCE_NODE_FIELDS = ("name", "provider_id", "ready", "ready_since", "schedulable", "taints", "labels", "annotations")
 
 _INSTANCE_ID_RE = re.compile(r"^i-[0-9a-zA-Z]+$")
 
@@ -88,8 +88,8 @@ def ready_since(node):
 
 def node_summary(node, fields=HEALTH_FIELDS):
     """The facts a rollout reads of one Node (API JSON form), the one reader of them: ``fields`` of ``{"name",
-    "provider_id", "instance_id", "az", "ready", "not_ready_reason", "schedulable", "deleting", "taints", "labels",
-    "annotations"}`` (``HEALTH_FIELDS`` for cluster_validate, ``INSTANCE_NODE_FIELDS`` for node_group_info)."""
+    "provider_id", "instance_id", "az", "ready", "ready_since", "not_ready_reason", "schedulable", "deleting", "taints",
+    "labels", "annotations"}`` (``HEALTH_FIELDS`` for cluster_validate, ``INSTANCE_NODE_FIELDS`` for node_group_info)."""
     metadata = node.get("metadata") or {}
     spec = node.get("spec") or {}
     az, instance_id = parse_provider_id(spec.get("providerID"))
@@ -105,6 +105,7 @@ def node_summary(node, fields=HEALTH_FIELDS):
         "instance_id": instance_id,
         "az": az,
         "ready": ready,
+        "ready_since": ready_since(node) if "ready_since" in fields else None,
         "not_ready_reason": reason,
         "schedulable": not spec.get("unschedulable"),
         "deleting": bool(metadata.get("deletionTimestamp")),

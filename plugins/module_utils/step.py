@@ -13,7 +13,12 @@ a step that would drain serving nodes also lists the cluster's pods once, to dra
 room for (``rollout.room``). While the step waits for new instances to become Ready nodes, only the nodes are listed,
 every ``poll_interval``; while it waits for drained instances to leave their target groups or have their volumes
 detached, only those are read, every ``poll_interval``; the group is read again when a node changes, when an instance
-has been let go, when a post-drain delay or a hold's timeout ends, or every ``REREAD_SECONDS`` at the latest.
+has been let go, when a post-drain delay, a hold's timeout, a bake or a checkpoint ends, every ``ALARM_SECONDS`` while
+abort alarms are watched (one DescribeAlarms a read), or every ``REREAD_SECONDS`` at the latest.
+
+Every read also asks the operator's controls (``rollout.control.stop_before``): an abort alarm firing fails the module
+naming it (with ``alarms`` in the result), a pause request or a maintenance window closing returns the step with action
+``pause``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     group_instances,
     group_target_groups,
     hold_seconds,
+    read_alarms,
     require_group,
     target_states,
     termination_hooks,
@@ -42,15 +48,26 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import autoscaler_unprotected
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances, up_to_date_instances
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, stop_before
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state, tags_to_dict
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import BLOCKED, WAIT, drained_at, next_step
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import holding, instance_target_groups, parse_deregistration_timeout
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_time
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
+    PlanError,
+    parse_checkpoints,
+    parse_duration,
+    parse_hold,
+    parse_time,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import parse_windows
 
 REREAD_SECONDS = 60
 # How long a drained node's volumes may take to detach before its instance is terminated anyway: the attach/detach
 # controller's own limit before it detaches a volume whose unmount it cannot confirm (maxWaitForUnmountDuration).
 DEFAULT_VOLUME_DETACH_TIMEOUT = "6m"
+# how often the abort alarms are read while a step waits (a bake, a checkpoint, new instances booting)
+ALARM_SECONDS = 10
+PAUSE = "pause"
 
 
 def check_options(params):
@@ -73,6 +90,13 @@ def check_options(params):
     parse_deregistration_timeout(params.get("deregistration_timeout"))
     parse_duration(DEFAULT_VOLUME_DETACH_TIMEOUT if params.get("volume_detach_timeout") in (None, "") else params["volume_detach_timeout"],
                    "volume_detach_timeout")
+    for index, name in enumerate(params.get("abort_alarms") or []):
+        if not isinstance(name, str) or not name.strip():
+            raise PlanError("abort_alarms[%d]: %r is not allowed; use the name of a CloudWatch alarm" % (index, name))
+    params["windows"] = parse_windows(params.get("windows"), "windows")
+    params["step_seconds"] = parse_duration(params.get("step_seconds") or 0, "step_seconds")
+    params["bake_time"] = parse_hold(params.get("bake_time") or 0, "bake_time")
+    params["checkpoints"] = parse_checkpoints(params.get("checkpoints"), "checkpoints")
     return target, delay, timeout
 
 
@@ -120,11 +144,12 @@ def held_since(entries):
 
 class StepReader:  # pylint: disable=too-many-instance-attributes
     """Reads the group, its nodes, the cluster's VolumeAttachments and, for the drained instances, the group's target
-    groups; decides; remembers how long each drained instance waited to be let go."""
+    groups; decides; remembers how long each drained instance waited to be let go; asks the operator's controls."""
 
-    def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None, elbv2=None):
+    def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None, elbv2=None, cloudwatch=None):
         self.params = params
         self.autoscaling, self.ec2, self.api, self.region, self.elbv2 = autoscaling, ec2, api, region, elbv2
+        self.cloudwatch = cloudwatch
         self.target, self.delay = target, delay
         self.target_timeout = parse_deregistration_timeout(params.get("deregistration_timeout"))
         detach = params.get("volume_detach_timeout")
@@ -246,7 +271,9 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
                                    now, post_drain_delay=self.delay, canary=self.params["canary"],
                                    skip=[name.strip() for name in self.params.get("skip") or []],
                                    limit=None if self.params.get("limit") is None else [iid.strip() for iid in self.params["limit"]],
-                                   holds=holds, pinned=pinned, standby=standby)
+                                   holds=holds, pinned=pinned, standby=standby,
+                                   bake_seconds=self.params.get("bake_time") or 0,
+                                   checkpoints=self.params.get("checkpoints") or ())
         step = decide()
         if step["needs_room"]:
             # only a step that would drain serving nodes reads the pods: one list, from the API server's cache
@@ -270,6 +297,14 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
                          "max_unavailable": unavailable, "surge_owed": owed,
                          "rollout_id": state["rollout_id"] if state else None}
+        names = self.params.get("abort_alarms") or []
+        step["alarms"] = read_alarms(self.cloudwatch, names, self.params) if names else []
+        step["stop"] = stop_before(step, now, step["alarms"],
+                                   pause=self.params.get("respect_pause", True) and pause_requested(tags_to_dict(group.get("Tags"))),
+                                   windows=self.params.get("windows") or (), step_seconds=self.params.get("step_seconds") or 0)
+        if step["stop"] is not None and step["stop"]["stop"] == PAUSE:
+            # a paused step does nothing: what it would have done waits for the run that resumes the rollout
+            step.update(action=PAUSE, terminate=[], decrement=0, drain=[], validate=[])
         return step
 
 
@@ -303,7 +338,7 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
     waited_for = []
     while True:
         step = reader.decide()
-        if step["action"] != WAIT:
+        if step["action"] != WAIT or step.get("stop") is not None:
             step["waited_seconds"] = round(clock() - started, 1)
             step["waited_for"] = waited_for
             return step
@@ -320,6 +355,8 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
         wake = now + (step["wait_seconds"] if step["wait_seconds"] is not None else REREAD_SECONDS)
         if bounded:
             wake = min(deadline, wake)
+        if step.get("alarms"):
+            wake = min(wake, now + ALARM_SECONDS)
         seen = _fingerprint(reader.raw_nodes)
         while clock() < wake:
             sleep(max(0.0, min(poll_interval, wake - clock())))
@@ -334,9 +371,9 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
 def run_rollout_step(module):
     params = module.params
     target, delay, timeout = check_options(params)
-    connection, autoscaling, ec2, elbv2 = aws_clients(module, "autoscaling", "ec2", "elbv2")
+    connection, autoscaling, ec2, elbv2, cloudwatch = aws_clients(module, "autoscaling", "ec2", "elbv2", "cloudwatch")
     api = KubeApi(k8s_client(module))
-    reader = StepReader(params, autoscaling, ec2, api, connection.region, target, delay, elbv2=elbv2)
+    reader = StepReader(params, autoscaling, ec2, api, connection.region, target, delay, elbv2=elbv2, cloudwatch=cloudwatch)
     if params["wait"]:
         step = wait_for_step(reader, timeout, float(params["poll_interval"]))
     else:
@@ -345,6 +382,9 @@ def run_rollout_step(module):
         step["waited_for"] = []
     step["reads"] = reader.reads
     step["decided_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    if step["stop"] is not None and step["stop"]["stop"] != PAUSE:
+        module.fail_json(msg="%s; the rollout stops before its next step" % step["stop"]["message"], step=step,
+                         alarms=step["stop"]["alarms"])
     if step["action"] == BLOCKED:
         module.fail_json(msg=step["message"], step=step)
     module.exit_json(changed=False, step=step)

@@ -38,7 +38,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import outdated_instances
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import outdated_instances, previous_version
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import (
     check_surge_syntax,
     detach_candidates,
@@ -71,6 +71,9 @@ def check_options(params):
     check_surge_syntax(params.get("surge"))
     if params.get("max_unavailable") is not None:
         parse_int_or_percent(params["max_unavailable"], "max_unavailable")
+    previous = params.get("previous_version")
+    if previous is not None and previous < 1:
+        raise PlanError("previous_version: %r is not allowed; use a launch template version number (1 or more)" % (previous,))
     limit = params.get("max_size_limit")
     if limit is not None and limit < 0:
         raise PlanError("max_size_limit: %r is not allowed; use a whole number >= 0" % (limit,))
@@ -179,11 +182,19 @@ class _Surge:
             "surged_max_size": surged["surged_max_size"] if params["method"] == "scale" else None,
             "target_launch_template": target["launch_template_id"],
             "target_version": target["version"],
+            "previous_version": self._previous(ec2, target),
             "suspended_processes": self.to_suspend,
             "started_at": format_time(now),
             "restore_sizes": None,
         }
         self.write = state_tags(self.state)
+
+    def _previous(self, ec2, target):
+        given = self.params.get("previous_version")
+        if given is not None and given != target["version"]:
+            return given
+        plan_target = {"launch_template_id": target["launch_template_id"], "version": target["version"]}
+        return previous_version(group_instances(ec2, self.group, include_detached=True), plan_target)
 
     def _detach_choice(self, ec2, in_group, target, surge):
         ids = self.params.get("instance_ids")

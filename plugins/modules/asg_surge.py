@@ -12,10 +12,11 @@ version_added: 0.1.0
 author: nodeops.rollout maintainers (@nodeops)
 description:
   - With O(state=surged), records a rollout on the group in two tags, C(nodeops.rollout/state) (rollout id, original min,
-    max and desired sizes, the surge, the target launch template version, the start time) and C(nodeops.rollout/progress)
-    (the surge still owed, the processes it suspends), suspends C(AZRebalance) (only if it was not suspended already), then
-    adds the surge. A group that has no room for two more tags (AWS allows 50 per group) is refused before any change,
-    naming its tag count; so is, with O(method=detach), an instance without room for the two tags of a detached instance.
+    max and desired sizes, the surge, the target launch template version, the version the group launched before, the start
+    time) and C(nodeops.rollout/progress) (the surge still owed, the processes it suspends), suspends C(AZRebalance) (only if
+    it was not suspended already), then adds the surge. A group that has no room for two more tags and an operator's pause
+    request (C(nodeops.rollout/pause); AWS allows 50 tags per group) is refused before any change, naming its tag count; so
+    is, with O(method=detach), an instance without room for the two tags of a detached instance.
   - A rollout recorded by an earlier release (one C(nodeops.rollout/*) tag per field) is read as it is and recorded in the
     two tags at its next write.
   - O(method=scale) raises the group's maximum size and desired capacity by the surge, as EKS managed node groups do.
@@ -101,6 +102,14 @@ options:
     elements: str
     choices: [AZRebalance, AddToLoadBalancer, AlarmNotification, HealthCheck, InstanceRefresh, ReplaceUnhealthy, ScheduledActions]
     default: [AZRebalance]
+  previous_version:
+    description:
+      - The explicit version of the group's launch template that the group launched before it was pointed at the
+        rollout's target, recorded so that a rollback can point it back (RV(nodeops.rollout.launch_template_version#module:previous_version)).
+      - When it is not given, or is the target itself (the group was pointed at the target by a run that stopped before
+        recording the rollout), the version most of the group's other instances were launched from is recorded.
+      - Ignored when a rollout is recorded already.
+    type: int
   rollout_id:
     description:
       - Id of the rollout to record (1 to 64 letters, digits, C(.), C(_), C(:) or C(-)). Default is generated from the
@@ -286,6 +295,7 @@ def argument_spec():
         instance_ids=dict(type="list", elements="str"),
         max_size_limit=dict(type="int"),
         suspend_processes=dict(type="list", elements="str", choices=SUSPENDABLE, default=["AZRebalance"]),
+        previous_version=dict(type="int"),
         rollout_id=dict(type="str"),
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="raw", default=600),

@@ -26,6 +26,9 @@ description:
     refused before any change, naming the override, since its target cannot be told (its AMI may be for another architecture),
     and its instances would stay outdated for ever.
   - Optionally makes the version the template's default.
+  - When the group has a rollout recorded (C(nodeops.rollout/*) tags, see M(nodeops.rollout.asg_surge)) whose target is
+    another version, the recorded target follows the group to the new version before the group is pointed at it; moving
+    it back to the version the rollout recorded as the group's previous one is how a rollback starts.
   - This module calls only AWS APIs. It accepts the Kubernetes connection options too, so that one
     C(module_defaults) group (C(group/nodeops.rollout.all)) can set every connection option of the collection once;
     they are not used.
@@ -149,6 +152,10 @@ default_version:
   description: The launch template's default version afterwards.
   returned: success
   type: int
+rollout_retargeted:
+  description: Whether the recorded rollout's target version was (or in check mode would be) moved to RV(version).
+  returned: success
+  type: bool
 mixed_instances_policy:
   description: Whether the launch template comes from the group's MixedInstancesPolicy.
   returned: success

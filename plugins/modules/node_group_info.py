@@ -108,6 +108,38 @@ options:
             counts it for the tasks outside the waits.
         type: raw
         default: 1
+  bake_time:
+    description:
+      - The rollout's bake time, in the plan (C(bake_seconds), each batch's C(hold_seconds) and C(eta_seconds)), as seconds or
+        a duration (V(10m)), at most 48 hours; see M(nodeops.rollout.rollout_step).
+    type: raw
+    default: 0
+  checkpoints:
+    description:
+      - The rollout's checkpoints, in the plan (no batch crosses one; C(checkpoints), each batch's C(hold_seconds) and
+        C(eta_seconds)) - a list of C(percent) and C(wait), or texts such as V(50%:10m); see M(nodeops.rollout.rollout_step).
+    type: list
+    elements: raw
+    default: []
+  abort_alarms:
+    description:
+      - Names of CloudWatch alarms (metric or composite) to read, returned in RV(alarms). An alarm that does not exist fails the
+        module, naming it; one in state C(ALARM) makes RV(start_refusal) say so.
+    type: list
+    elements: str
+    default: []
+  windows:
+    description:
+      - Maintenance windows, each with C(days), C(start), C(duration) and C(timezone), or a text such as
+        V(Mon-Fri 22:00 4h Europe/Berlin) (several separated by C(;)); see M(nodeops.rollout.rollout_step). Reported in
+        RV(window); outside them RV(start_refusal) says when the next one starts.
+    type: raw
+  step_seconds:
+    description:
+      - The predicted duration of one step, as seconds or a duration; RV(start_refusal) also refuses when the open window
+        closes sooner.
+    type: raw
+    default: 0
   join_timeout:
     description:
       - How long a new instance may take to become a Ready node, as seconds (V(600)) or a duration (V(10m)).
@@ -419,6 +451,23 @@ node_groups:
           annotation (the cluster-autoscaler may scale them in). Empty with O(include_nodes=false).
       type: list
       elements: str
+    marked_outdated:
+      description:
+        - Outdated instances whose node carries a mark of the rollout, as RV(node_groups[].marked), each also with C(drained)
+          (M(nodeops.rollout.node_drain) finished it, annotation C(nodeops.rollout/drained-at)). A rollout that stops cleanly
+          (a pause) releases those not drained; a cancel releases those it does not terminate.
+      type: list
+      elements: dict
+    cancel_payback:
+      description:
+        - While a rollout is recorded, what cancelling it drains and terminates to give the surge back, each C(instance_id),
+          C(az), C(node) (a name) and C(drained) - every instance detached for surge, then as many members as the surge still
+          owed, drained outdated nodes first, then outdated nodes (spread across AZs, oldest first), then up-to-date ones.
+      type: list
+      elements: dict
+    pause_requested:
+      description: Whether the group carries the tag C(nodeops.rollout/pause) with a true value, asking a rollout to pause.
+      type: bool
     failed_to_join:
       description:
         - With O(join_timeout), the up-to-date instances in service that have had that long since launch and are still no Ready
@@ -438,15 +487,18 @@ node_groups:
         - The rollout recorded on the group, or null when none is.
         - C(rollout_id), C(method), C(original_min_size), C(original_max_size), C(original_desired_capacity), C(surge),
           C(surge_owed) (desired capacity still to give back), C(surged_max_size), C(target_launch_template),
-          C(target_version), C(suspended_processes) (suspended by the rollout), C(started_at), C(restore_sizes).
+          C(target_version), C(previous_version) (the version the group launched before the rollout; when it equals
+          C(target_version) the rollout is a rollback), C(suspended_processes) (suspended by the rollout), C(started_at),
+          C(restore_sizes).
       type: dict
     plan:
       description:
         - The rollout plan. C(batch_size) (maxUnavailable resolved), C(surge) (extra instances to launch, never more than the
           outdated instances in the group), C(surge_requested), C(canary) (true when nothing is up to date, so the first
-          batch has one instance), C(batches) (each with C(index), C(canary), C(instance_ids), C(azs), C(nodes)),
-          C(batch_count), C(eta_seconds), C(taint_effect) (see O(taint_effect)) and the inputs C(group_size), C(az_count),
-          C(azs), C(target).
+          batch has one instance), C(batches) (each with C(index), C(canary), C(instance_ids), C(azs), C(nodes) and
+          C(hold_seconds), the bake time or checkpoint wait after it), C(batch_count), C(eta_seconds), C(taint_effect) (see
+          O(taint_effect)), C(bake_seconds), C(checkpoints) (each C(percent), C(wait_seconds) and C(count), the nodes it
+          stands for) and the inputs C(group_size), C(az_count), C(azs), C(target).
         - C(target_groups) - the group's load balancer target groups, each with C(name), C(arn), C(target_type),
           C(deregistration_delay) (seconds) and C(waited_for) (true for instance targets - a drained instance is
           terminated only once it has left them, see M(nodeops.rollout.rollout_step)). The estimate counts the longest
@@ -472,6 +524,26 @@ node_groups:
             instance_ids: [i-0123456789abcdef0]
             azs: [eu-west-1a]
             nodes: [ip-10-0-1-2.eu-west-1.compute.internal]
+            hold_seconds: 0
+window:
+  description:
+    - With O(windows), C(windows) (each as text), C(open), C(closes_at) (when open) and C(next_start) (when closed), the times
+      in the window's time zone and in UTC; null without windows.
+  returned: success
+  type: dict
+start_refusal:
+  description:
+    - Why a rollout may not start now - an alarm of O(abort_alarms) in state C(ALARM), or outside the O(windows) (or too close
+      to the end of the open one for a step of O(step_seconds)) - naming the next window's start; null when it may.
+  returned: success
+  type: str
+alarms:
+  description:
+    - With O(abort_alarms), each alarm's C(name), C(found), C(state) (V(OK), V(ALARM) or V(INSUFFICIENT_DATA)), C(reason) and
+      C(updated) (when its state last changed).
+  returned: when O(abort_alarms) is given
+  type: list
+  elements: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -496,6 +568,11 @@ def argument_spec():
         surge_method=dict(type="str", choices=["scale", "detach"], default="scale"),
         standby_instances=dict(type="str", choices=list(STANDBY_POLICIES), default="ignore"),
         join_timeout=dict(type="raw"),
+        bake_time=dict(type="raw", default=0),
+        checkpoints=dict(type="list", elements="raw", default=[]),
+        abort_alarms=dict(type="list", elements="str", default=[]),
+        windows=dict(type="raw"),
+        step_seconds=dict(type="raw", default=0),
         timings=dict(type="dict", options=dict(
             boot_seconds=dict(type="raw", default=180),
             drain_seconds=dict(type="raw", default=90),

@@ -30,12 +30,21 @@ description:
     nothing else is left to do it is drained all the same (RV(step.drained_without_zone)).
   - Everything the decision needs is on the group and its nodes, so a run that was stopped resumes where it was.
   - With O(wait=true), a step that would wait is waited for here (for a post-drain delay to end, for drained
-    instances to leave their target groups, for new instances to become Ready nodes), and the next step that does
-    something is returned.
+    instances to leave their target groups, for new instances to become Ready nodes, for a bake time or a checkpoint),
+    and the next step that does something is returned.
   - The rollout is done only once no instance of the group is held in C(Terminating:Wait) by a termination lifecycle hook.
     Such an instance is leaving (it is never capacity) and is waited for at the end, at most as long as the group's
     hooks may hold it (their longest heartbeat timeout, and two minutes), even beyond O(wait_timeout). The module never
     completes a lifecycle action, since the hooks belong to other owners.
+  - B(Holds.) With O(bake_time), once outdated nodes have been taken out, no further node is drained, and the rollout
+    does not end, until nothing is in flight (no drained node left to terminate, no replacement booting) and the newest
+    Ready up-to-date node has been Ready for the bake time. O(checkpoints) cap the drains at each percentage of the
+    group's original size until the nodes up to it are replaced, Ready, and the checkpoint's wait has passed. Nodes
+    already out of service are still drained and drained ones still terminated.
+  - B(Controls), asked at every read, while it waits too. An alarm of O(abort_alarms) in state C(ALARM) fails the
+    module naming it (RV(alarms)). The group's tag C(nodeops.rollout/pause) with a true value (with O(respect_pause)),
+    or a maintenance window of O(windows) that closes before a step of O(step_seconds) could finish, returns the step
+    with action V(pause) instead.
   - Makes no changes.
 extends_documentation_fragment:
   - nodeops.rollout.aws
@@ -144,6 +153,42 @@ options:
       - Seconds between two lists of the nodes while new instances boot.
     type: float
     default: 2.0
+  bake_time:
+    description:
+      - How long the newest up-to-date nodes must have been Ready before more nodes are drained and before the rollout
+        ends, as seconds or a duration (V(10m)), at most 48 hours. V(0) does not bake.
+    type: raw
+    default: 0
+  checkpoints:
+    description:
+      - Percentages of the group's original size to stop at, each with a wait - a list of C(percent) and C(wait)
+        (a duration), or texts such as V(50%:10m).
+    type: list
+    elements: raw
+    default: []
+  abort_alarms:
+    description:
+      - Names of CloudWatch alarms (metric or composite) that stop the rollout when one is in state C(ALARM), read at every
+        read of the group and every 10 seconds while the step waits. An alarm that does not exist is an error.
+    type: list
+    elements: str
+    default: []
+  respect_pause:
+    description:
+      - Whether the group's tag C(nodeops.rollout/pause) with a true value (V(true), V(yes), V(1)) pauses the rollout.
+    type: bool
+    default: true
+  windows:
+    description:
+      - Maintenance windows, each with C(days), C(start), C(duration) and C(timezone), or a text such as
+        V(Mon-Fri 22:00 4h Europe/Berlin) (several separated by C(;)). Outside them, or when the open one closes before a
+        step of O(step_seconds) could finish, the step is V(pause). Empty means any time.
+    type: raw
+  step_seconds:
+    description:
+      - The predicted duration of one step, for O(windows), as seconds or a duration.
+    type: raw
+    default: 0
 notes:
   - Each read is one DescribeAutoScalingGroups, one DescribeInstances and one list of nodes; while waiting for new
     instances only the nodes are listed, and the group is read again when a node changes.
@@ -152,6 +197,7 @@ notes:
     waiting for drained instances to leave them, only their health is read, every O(poll_interval).
   - While outdated nodes are left, each read also lists the cluster's VolumeAttachments (and once per call its
     PersistentVolumes, when a volume is attached to an outdated node).
+  - With O(abort_alarms), each read also makes one CloudWatch DescribeAlarms, and a wait reads them every 10 seconds.
 """
 
 EXAMPLES = r"""
@@ -183,7 +229,26 @@ step:
         - V(wait) - only with O(wait=false) - nothing can be done before RV(step.waiting_for).
         - V(done) - no outdated instance is left but the RV(step.skipped) nodes and the RV(step.outside) instances.
         - V(blocked) - the module fails - the group is at its capacity floor and nothing in flight can lift it.
+        - V(pause) - a pause was requested or the maintenance window closes; RV(step.stop) says which.
       type: str
+    stop:
+      description:
+        - Why the rollout stops before this step, or null - C(stop) (V(pause), or V(abort) when an abort alarm fires, and the
+          module fails), C(reason) (V(requested), V(window closed) or V(abort alarm)), C(message) and C(alarms) (the names
+          of the alarms firing).
+      type: dict
+    alarms:
+      description: The abort alarms as last read, C(name), C(found), C(state), C(reason) and C(updated) each.
+      type: list
+      elements: dict
+    hold:
+      description:
+        - The bake time or checkpoint that keeps new drains back, C(reason) and C(seconds) (left; null while something it
+          waits for is still in flight), or null.
+      type: dict
+    taken:
+      description: How many of the group's original size are taken out of the outdated nodes' service or replaced.
+      type: int
     terminate:
       description:
         - Outdated instances drained and past the post-drain delay (or that never became nodes); members of the desired
@@ -332,6 +397,15 @@ step:
     new_nodes: [{"instance_id": "i-0a1b2c3d4e5f60100", "az": "eu-west-1a", "node": "ip-10-0-1-100.eu-west-1.compute.internal",
                  "launch_time": "2026-11-25T07:00:31Z", "ready_at": "2026-11-25T07:02:40Z"}]
     group: {"desired_capacity": 12, "original_size": 10, "max_unavailable": 1, "surge_owed": 2, "rollout_id": "r-20261125T0700Z-ab12"}
+    stop: null
+    alarms: []
+    hold: null
+    taken: 3
+alarms:
+  description: The names of the abort alarms in state C(ALARM) when the module failed on them.
+  returned: failure, when an abort alarm fired
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -363,6 +437,12 @@ def argument_spec():
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="raw", default="10m"),
         poll_interval=dict(type="float", default=2.0),
+        bake_time=dict(type="raw", default=0),
+        checkpoints=dict(type="list", elements="raw", default=[]),
+        abort_alarms=dict(type="list", elements="str", default=[]),
+        respect_pause=dict(type="bool", default=True),
+        windows=dict(type="raw"),
+        step_seconds=dict(type="raw", default=0),
     )
     return spec
 

@@ -439,6 +439,42 @@ def point_group(client, group, spec, template_id, template_name, number):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# CloudWatch alarms
+# ---------------------------------------------------------------------------------------------------------
+
+_ALARM_NAMES_PER_CALL = 100
+
+
+def alarm_states(cloudwatch, names):
+    """``[{"name", "found", "state", "reason", "updated"}]`` for the alarms named (metric and composite ones), in the
+    order given; ``found`` is False (and ``state`` None) for a name CloudWatch does not know. DescribeAlarms, 100
+    names a call."""
+    names = list(dict.fromkeys(names or ()))
+    found = {}
+    for start in range(0, len(names), _ALARM_NAMES_PER_CALL):
+        paginator = cloudwatch.get_paginator("describe_alarms")
+        for page in paginator.paginate(AlarmNames=names[start:start + _ALARM_NAMES_PER_CALL],
+                                       AlarmTypes=["CompositeAlarm", "MetricAlarm"]):
+            for alarm in (page.get("MetricAlarms") or []) + (page.get("CompositeAlarms") or []):
+                found[alarm["AlarmName"]] = alarm
+    return [{"name": name, "found": name in found, "state": (found.get(name) or {}).get("StateValue"),
+             "reason": (found.get(name) or {}).get("StateReason"),
+             "updated": iso_time((found.get(name) or {}).get("StateUpdatedTimestamp"))}
+            for name in names]
+
+
+def read_alarms(cloudwatch, names, params=None):
+    """The abort alarms' states (:func:`alarm_states`); a name CloudWatch does not know is an error naming it."""
+    with aws_errors("DescribeAlarms", "abort alarms %s" % ", ".join(names), params):
+        alarms = alarm_states(cloudwatch, names)
+    missing = [alarm["name"] for alarm in alarms if not alarm["found"]]
+    if missing:
+        raise RolloutError("abort_alarms: CloudWatch alarm(s) %s not found; name existing metric or composite alarms of "
+                           "this account and region" % ", ".join(missing))
+    return alarms
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Waiting
 # ---------------------------------------------------------------------------------------------------------
 

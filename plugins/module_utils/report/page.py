@@ -23,7 +23,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.report.records imp
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration, target_text, wave_rows
 
 # Statuses of a group that ended the way it was asked to.
-FINISHED = ("replaced", "up to date", "planned")
+FINISHED = ("replaced", "up to date", "planned", "cancelled", "no rollout")
 
 NEXT_STEPS = {
     "failed": "Fix the cause named here and run the same playbook again: it resumes from the group's nodeops.rollout state "
@@ -379,6 +379,8 @@ def _banner(groups):
     for group in stopped:
         status = group.get("status") or "unknown"
         out.append("<h2>Node group %s: %s</h2>" % (text(group.get("name")), text(status)))
+        if group.get("reason") and group.get("reason") != group.get("message"):
+            out.append("<p>Why: <b>%s</b></p>" % text(group["reason"]))
         if group.get("failed_task"):
             out.append("<p>Stopped at <b>%s</b></p>" % text(group["failed_task"]))
         if group.get("message"):

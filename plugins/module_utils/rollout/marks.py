@@ -73,6 +73,18 @@ def marked_up_to_date(instances, up_to_date_ids, taint_key=DEFAULT_TAINT_KEY):
     return found
 
 
+def marked_outdated(instances, outdated_ids, taint_key=DEFAULT_TAINT_KEY):
+    """The outdated instances whose node carries a mark of the rollout: ``[{"instance_id", "node", "marks", "drained"}]``
+    (``drained``: node_drain finished it, annotation ``nodeops.rollout/drained-at``). A rollout that stops cleanly
+    releases those not drained, so that nothing stays cordoned or tainted that does not wait for its termination."""
+    found = []
+    for entry in marked_up_to_date(instances, outdated_ids, taint_key):
+        node = next(instance["node"] for instance in instances if instance["instance_id"] == entry["instance_id"])
+        entry["drained"] = "cordon" in entry["marks"] and bool((node.get("annotations") or {}).get(ANNOTATION_DRAINED_AT))
+        found.append(entry)
+    return found
+
+
 def leftovers(outdated, marked, surge_owed, detached, warm=()):
     """Why a group is not replaced yet, as sentences; empty when the rollout may end.
 

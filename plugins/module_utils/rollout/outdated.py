@@ -135,6 +135,32 @@ def node_name_of(instance):
     return node.get("name") if isinstance(node, dict) else None
 
 
+def launched_version(instance):
+    """The explicit launch template version the instance was launched from (a digit string), or None: what the group
+    reports for it, or when that is symbolic, the EC2 tag ``aws:ec2launchtemplate:version``."""
+    version = _explicit_version((instance.get("launch_template") or {}).get("version"))
+    if version is None:
+        version = _explicit_version((instance.get("tags") or {}).get(TAG_EC2_LAUNCH_TEMPLATE_VERSION))
+    return version
+
+
+def previous_version(instances, target):
+    """The version of the target's launch template that most of the group's other active instances were launched from
+    (an int; the highest on a tie), or None: what the group launched before it was pointed at ``target``."""
+    target = normalize_target(target)
+    counts = {}
+    for instance in instances:
+        if not (instance_is_active(instance) or instance_is_detached(instance)) \
+                or (instance.get("launch_template") or {}).get("id") != target["launch_template_id"]:
+            continue
+        version = launched_version(instance)
+        if version is not None and version != target["version"]:
+            counts[int(version)] = counts.get(int(version), 0) + 1
+    if not counts:
+        return None
+    return max(counts, key=lambda version: (counts[version], version))
+
+
 def outdated_reasons(instance, target):
     """Every reason the instance must be replaced (an empty list when it is up to date).
 
@@ -147,7 +173,6 @@ def outdated_reasons(instance, target):
     """
     target = normalize_target(target)
     reasons = []
-    tags = instance.get("tags") or {}
     if instance_is_detached(instance):
         reasons.append("detached from the group for surge by an earlier run (tag %s)" % TAG_DETACHED)
     template = instance.get("launch_template") or {}
@@ -160,9 +185,7 @@ def outdated_reasons(instance, target):
                        % (template_id, target["launch_template_id"], target["version"]))
     else:
         raw_version = template.get("version")
-        version = _explicit_version(raw_version)
-        if version is None:
-            version = _explicit_version(tags.get(TAG_EC2_LAUNCH_TEMPLATE_VERSION))
+        version = launched_version(instance)
         if version is None:
             same_image = target["image_id"] is not None and instance.get("image_id") == target["image_id"]
             if not same_image:

@@ -23,9 +23,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
     warm_instances,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import decrement_for, wave_sizes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import checkpoint_counts, decrement_for, wave_sizes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import instance_target_groups, plan_target_groups
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, is_int, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, ceil_percent, int_at_least, is_int, parse_duration
 
 
 # Tasks of the role that call a module outside the steps once the group is locked (setup, scale up, scale down), and
@@ -36,14 +36,15 @@ TASKS_PER_STEP = 3
 
 
 def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0, surge_ready=False,
-                      deregistration_delay=0, task_seconds=0):
+                      deregistration_delay=0, task_seconds=0, holds=()):
     """Predicted seconds for a rollout of ``waves`` (lists of instances, or their sizes; :func:`steps.wave_sizes`).
 
     The model follows the pipeline of ``rollout.steps``: when ``surge`` > 0, new instances boot once up front and are
     validated (unless ``surge_ready``: the surge is up already, as for the rest of a rollout under way); each wave then
     drains (its nodes in parallel) and waits the post-drain delay, or what is left of its target groups'
     ``deregistration_delay`` (which starts with the drain) when that is longer; its terminations that do not pay the
-    surge back are replaced, and the next wave waits for the replacements to boot and validates them.
+    surge back are replaced, and the next wave waits for the replacements to boot and validates them. ``holds``: seconds
+    of bake or checkpoint after each wave (:func:`wave_holds`).
     Ansible's own time, ``task_seconds`` per task, is added for ``FIXED_TASKS`` (only the scale down's when
     ``surge_ready``) and for ``TASKS_PER_STEP`` in each step: a wave takes a step that drains and one that terminates,
     and one more step ends the upgrade.
@@ -76,7 +77,27 @@ def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, vali
             total += boot
     if sizes:
         total += task * ((SCALE_DOWN_TASKS if surge_ready else FIXED_TASKS) + TASKS_PER_STEP * (2 * len(sizes) + 1))
-    return total
+    return total + sum(holds or ())
+
+
+def wave_holds(sizes, taken, bake_seconds=0, counts=None):
+    """Seconds the rollout holds after each wave of ``sizes``: the bake time, or a checkpoint's wait when the wave
+    reaches one (``counts``: ``steps.checkpoint_counts``; ``taken``: of the original size before the first wave)."""
+    holds = []
+    for size in sizes:
+        taken += size
+        holds.append(max(bake_seconds, (counts or {}).get(taken, 0)))
+    return holds
+
+
+def plan_step_seconds(boot_seconds, drain_seconds, post_drain_delay, validate_seconds, task_seconds=0):
+    """The predicted duration of one step, from the start of a drain to its replacements validated: what a maintenance
+    window must still hold for the rollout to start the next one. A wave takes two of the role's steps, each
+    ``TASKS_PER_STEP`` tasks of ``task_seconds``."""
+    parts = ((boot_seconds, "boot_seconds"), (drain_seconds, "drain_seconds"), (post_drain_delay, "post_drain_delay"),
+             (validate_seconds, "validate_seconds"))
+    return (sum(parse_duration(value, field) for value, field in parts)
+            + 2 * TASKS_PER_STEP * parse_duration(task_seconds, "task_seconds"))
 
 
 def _plan_entry(instance):
@@ -86,7 +107,8 @@ def _plan_entry(instance):
 
 def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_count=None, group_size=None,
                  boot_seconds=180, drain_seconds=90, post_drain_delay=60, validate_seconds=30, taint_effect="NoSchedule",
-                 target_groups=(), task_seconds=1, standby="ignore", termination_hooks=(), warm_pool=None):
+                 target_groups=(), task_seconds=1, standby="ignore", termination_hooks=(), warm_pool=None, bake_seconds=0,
+                 checkpoints=()):
     """The whole rollout of one group as data: what ``node_group_info`` returns as ``plan``.
 
     ``group_size`` defaults to the instances in service or pending; ``az_count`` to the number of their AZs.
@@ -108,8 +130,9 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     "timings", "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node",
     "outdated", "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks",
     "warm_pool": None or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance
-    ids]}}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one; ``target_groups``:
-    :func:`rollout.targets.plan_target_groups`).
+    ids]}, "bake_seconds", "checkpoints"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one; ``target_groups``:
+    :func:`rollout.targets.plan_target_groups`; each batch also
+    says the ``hold_seconds`` after it, its bake time or checkpoint wait).
     """
     standby = check_standby_policy(standby)
     target = normalize_target(target)
@@ -136,7 +159,10 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     surge = min(surge_requested, in_group_outdated)
     # Surged instances come up (and are validated) before the first old node is drained, so they are the canary:
     # a canary of one is only needed when nothing is up to date and nothing is surged.
-    sizes = wave_sizes(in_group_outdated, unavailable, surge, len(up_to_date))
+    counts = checkpoint_counts(checkpoints, group_size)
+    taken = max(0, group_size - in_group_outdated)
+    sizes = wave_sizes(in_group_outdated, unavailable, surge, len(up_to_date), counts=counts, taken=taken)
+    holds = wave_holds(sizes, taken, int_at_least(bake_seconds, "bake_seconds", 0), counts)
     batches = plan_batches([instance for instance in outdated if not instance_in_standby(instance)], sizes)
     canary = bool(batches) and not up_to_date and not surge
 
@@ -151,7 +177,8 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         planned.append({"index": index + 1, "canary": canary and index == 0,
                         "instance_ids": [instance["instance_id"] for instance in batch],
                         "azs": [instance.get("az") for instance in batch],
-                        "nodes": [node_name_of(instance) for instance in batch]})
+                        "nodes": [node_name_of(instance) for instance in batch],
+                        "hold_seconds": holds[index] if index < len(holds) else 0})
     return {
         "group_size": group_size,
         "az_count": az_count,
@@ -169,11 +196,14 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         "batches": planned,
         "batch_count": len(planned),
         "eta_seconds": estimate_duration(batches, timings["boot_seconds"], timings["drain_seconds"],
-                                         timings["post_drain_delay"], timings["validate_seconds"], surge,
+                                         timings["post_drain_delay"], timings["validate_seconds"], surge=surge,
                                          deregistration_delay=max([tg["deregistration_delay"]
                                                                    for tg in instance_target_groups(target_groups)] or [0]),
-                                         task_seconds=timings["task_seconds"]),
+                                         task_seconds=timings["task_seconds"], holds=holds),
         "timings": timings,
+        "bake_seconds": bake_seconds,
+        "checkpoints": [dict(checkpoint, count=max(1, ceil_percent(checkpoint["percent"], group_size)))
+                        for checkpoint in checkpoints or ()],
         "taint_effect": outdated_taint_effect(taint_effect, surge, len(entries)),
         "target_groups": plan_target_groups(target_groups),
         "standby": {"policy": standby, "instances": standby_instances(instances, target)},

@@ -5,9 +5,10 @@
 """The plan of one node group as lines a person reads at a glance (the plan playbook prints them). Pure.
 
 In: the group's plan as ``node_group_info`` returns it (``plan``), the target, how many instances the group has,
-and the drain pre-flight's nodes (``node_drain`` in check mode: per node ``blocking``). Out: a list of lines - a
-heading, the drain waves as a table (nodes and AZs), the blockers and warnings grouped by kind with the pod, its node
-and its PodDisruptionBudget named. No Python reprs.
+the drain pre-flight's nodes (``node_drain`` in check mode: per node ``blocking``) and the operator's controls. Out: a
+list of lines - a heading, the controls (on failure, the maintenance window, bake time and checkpoints, abort alarms,
+hooks), the drain waves as a table (nodes, AZs, the hold after each), the blockers and warnings grouped by kind with
+the pod, its node and its PodDisruptionBudget named. No Python reprs.
 """
 
 from __future__ import annotations
@@ -144,7 +145,41 @@ def group_state_lines(plan):
     return lines
 
 
-def plan_lines(plan, name, instance_count=None, target=None, preflight=None):
+def control_lines(controls, plan=None):
+    """The operator's controls as the plan states them (``controls``: ``{"on_failure", "previous_version", "window",
+    "alarms", "hooks", "rollback"}``, each optional; ``plan`` for the bake time and checkpoints)."""
+    controls = controls or {}
+    plan = plan or {}
+    lines = []
+    if controls.get("rollback"):
+        lines.append("rollback: back to launch template version %s, the version the group launched before; no alarm, "
+                     "window, pause request, bake time or checkpoint holds it" % controls.get("previous_version", "?"))
+    elif controls.get("on_failure") == "rollback":
+        lines.append("on a failure of the new nodes: roll back to launch template version %s" % controls.get("previous_version", "?"))
+    elif controls.get("on_failure"):
+        lines.append("on a failure of the new nodes: hold (surge and state kept for a rerun)")
+    window = controls.get("window")
+    if window:
+        when = ("open now, until %s" % window["closes_at"]) if window.get("open") else ("closed now; the next opens %s" % window.get("next_start"))
+        lines.append("maintenance window %s: %s" % ("; ".join(window.get("windows") or []), when))
+    holds = []
+    if plan.get("bake_seconds"):
+        holds.append("bake %s after each wave" % human_duration(plan["bake_seconds"]))
+    for checkpoint in plan.get("checkpoints") or []:
+        holds.append("checkpoint at %d%% (%d nodes), then %s" % (checkpoint["percent"], checkpoint["count"], human_duration(checkpoint["wait_seconds"])))
+    if holds:
+        lines.append("holds: " + "; ".join(holds))
+    if controls.get("alarms"):
+        lines.append("abort alarms: " + ", ".join("%s (%s)" % (alarm["name"], alarm.get("state") or "unknown") for alarm in controls["alarms"]))
+    if controls.get("refusal"):
+        lines.append("would not start now: " + controls["refusal"])
+    hooks = controls.get("hooks") or {}
+    if hooks:
+        lines.append("hooks: " + "; ".join("%s %s" % (event, ", ".join(files)) for event, files in sorted(hooks.items())))
+    return lines
+
+
+def plan_lines(plan, name, instance_count=None, target=None, preflight=None, controls=None):
     """The plan of node group ``name`` as lines (see the module's docstring)."""
     plan = plan or {}
     outdated = plan.get("outdated_count")
@@ -157,12 +192,20 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None):
     batches = plan.get("batches") or []
     if not batches:
         lines.append("no drain wave: every outdated instance is in Standby" if outdated else "nothing to replace")
+        lines.extend(control_lines(controls, plan))
         return lines
     canary = ", a canary of one first" if plan.get("canary") else ""
     lines.append("surge %s, max unavailable %s%s, outdated nodes tainted %s; %d drain waves, estimated %s"
                  % (plan.get("surge"), plan.get("batch_size", plan.get("max_unavailable")), canary,
                     plan.get("taint_effect", "NoSchedule"), len(batches), human_duration(plan.get("eta_seconds"))))
-    lines.extend(_table(wave_rows(plan), ["wave", "nodes", "AZs", "node names"]))
+    lines.extend(control_lines(controls, plan))
+    rows = wave_rows(plan)
+    headers = ["wave", "nodes", "AZs", "node names"]
+    if any(batch.get("hold_seconds") for batch in batches):
+        headers.insert(3, "then")
+        for row, batch in zip(rows, batches):
+            row.insert(3, "hold %s" % human_duration(batch["hold_seconds"]) if batch.get("hold_seconds") else "-")
+    lines.extend(_table(rows, headers))
     if plan.get("target_groups"):
         lines.append(target_groups_line(plan["target_groups"]))
     if preflight is not None:

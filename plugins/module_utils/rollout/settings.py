@@ -22,8 +22,17 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template im
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import ON_FAILURE
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import plan_step_seconds
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import METHODS
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
+    PlanError,
+    parse_checkpoints,
+    parse_duration,
+    parse_hold,
+    parse_int_or_percent,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import parse_windows
 
 VARIABLE_PREFIX = "rolling_update_"
 # variable -> (the shortest duration allowed in seconds, empty allowed)
@@ -46,7 +55,11 @@ CHOICES = {
     "standby_instances": STANDBY_POLICIES,
     "taint_effect": OUTDATED_TAINT_EFFECTS,
     "drain_timeout_action": TIMEOUT_ACTIONS,
+    "on_failure": ON_FAILURE,
 }
+# where the role includes the task files of rolling_update_hooks
+HOOK_EVENTS = ("before_batch", "after_drain", "after_batch", "on_failure", "after_rollout")
+_ALARM_NAME_LIMIT = 255
 GROUP_TARGETS = ("image_id", "ssm_parameter", "launch_template_version")
 # the module option behind each role field, where the names differ
 _MODULE_OPTION = {"launch_template_version": "version"}
@@ -139,12 +152,68 @@ def _check_aws_retries(aws, field):
         raise SettingsError("%s.max_attempts: %r is not allowed; use a whole number, at least 1" % (field, attempts))
 
 
-def check_role_settings(values):
+def check_alarm_names(value, field):
+    """CloudWatch alarm names: a list, or one text with names separated by commas (an AWX survey's answer)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return []
+    names = value.split(",") if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)):
+        raise SettingsError("%s: %r is not allowed; use a list of CloudWatch alarm names" % (field, value))
+    checked = []
+    for index, name in enumerate(names):
+        text = name.strip() if isinstance(name, str) else ""
+        if not text or len(text) > _ALARM_NAME_LIMIT:
+            raise SettingsError("%s[%d]: %r is not allowed; use the name of a CloudWatch alarm (1-255 characters)" % (field, index, name))
+        if text not in checked:
+            checked.append(text)
+    return checked
+
+
+def check_hooks(value, field, base_dir=None):
+    """``{event: task file or [task files]}`` (or ``"event=file,event=file"``) -> ``{event: [absolute paths]}``: every
+    event one of HOOK_EVENTS, every file there (a relative path is taken from ``base_dir``, the playbook's directory)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    if isinstance(value, str):
+        pairs = {}
+        for item in value.split(","):
+            event, sep, path = item.partition("=")
+            if not sep or not event.strip() or not path.strip():
+                raise SettingsError("%s: %r is not allowed; use a dict of event to task files, or 'event=file' pairs separated "
+                                    "by commas, the events among %s" % (field, item.strip(), ", ".join(HOOK_EVENTS)))
+            pairs.setdefault(event.strip(), []).append(path.strip())
+        value = pairs
+    if not isinstance(value, dict):
+        raise SettingsError("%s: %r is not allowed; use a dict of event to task files, the events among %s"
+                            % (field, value, ", ".join(HOOK_EVENTS)))
+    hooks = {}
+    for event, files in value.items():
+        if event not in HOOK_EVENTS:
+            raise SettingsError("%s: %r is not an event; use %s" % (field, event, ", ".join(HOOK_EVENTS)))
+        files = [files] if isinstance(files, str) else files
+        if not isinstance(files, (list, tuple)) or not files:
+            raise SettingsError("%s.%s: %r is not allowed; use a task file or a list of them" % (field, event, files))
+        paths = []
+        for index, path in enumerate(files):
+            where = "%s.%s[%d]" % (field, event, index)
+            if not isinstance(path, str) or not path.strip():
+                raise SettingsError("%s: %r is not allowed; use the path of a task file" % (where, path))
+            full = path.strip() if os.path.isabs(path.strip()) else os.path.join(base_dir or os.getcwd(), path.strip())
+            if not os.path.isfile(full):
+                raise SettingsError("%s: %s is not a file%s; give the path of a task file, absolute or relative to the playbook's "
+                                    "directory" % (where, path, " (%s)" % full if full != path.strip() else ""))
+            paths.append(os.path.normpath(full))
+        hooks[event] = paths
+    return hooks
+
+
+def check_role_settings(values, base_dir=None):
     """Every value of the role's variables (``{"rolling_update_max_unavailable": ..., ...}``), settled.
 
-    Returns ``{"seconds": {duration: int or None}, "lock_duration": int, "node_groups": [...]}``, each node group
-    with its own ``max_unavailable`` and ``max_surge`` (``""``: the default surge) and at most one target; raises
-    SettingsError naming the first variable that is not allowed."""
+    Returns ``{"seconds": {duration: int or None}, "lock_duration": int, "node_groups": [...], "windows", "bake_seconds",
+    "checkpoints", "abort_alarms", "hooks", "step_seconds", ...}``, each node group with its own ``max_unavailable`` and
+    ``max_surge`` (``""``: the default surge) and at most one target; raises SettingsError naming the first variable
+    that is not allowed. ``base_dir`` is where relative hook paths are found (the playbook's directory)."""
     def var(name):
         return values.get(VARIABLE_PREFIX + name)
 
@@ -182,11 +251,21 @@ def check_role_settings(values):
                             "the name of its Auto Scaling group" % (VARIABLE_PREFIX, groups))
     seen = {}
     node_groups = [_check_group(index, item, seen, defaults) for index, item in enumerate(groups)]
+    try:
+        windows = parse_windows(var("window"), VARIABLE_PREFIX + "window")
+        bake = parse_hold(0 if _empty(var("bake_time")) else var("bake_time"), VARIABLE_PREFIX + "bake_time")
+        checkpoints = parse_checkpoints(var("checkpoints"), VARIABLE_PREFIX + "checkpoints")
+    except PlanError as exc:
+        raise SettingsError(str(exc)) from None
+    alarms = check_alarm_names(var("abort_alarms"), VARIABLE_PREFIX + "abort_alarms")
+    hooks = check_hooks(var("hooks"), VARIABLE_PREFIX + "hooks", base_dir)
+    # a bake or a checkpoint is waited for inside one step: the lock outlasts the longest of them too
+    hold = max([bake] + [checkpoint["wait_seconds"] for checkpoint in checkpoints])
     lock = seconds["lock_duration"]
     if lock is None:
         lock = (seconds["drain_timeout"] + seconds["post_drain_delay"]
                 + max(seconds["deregistration_timeout"] or 0, seconds["volume_detach_timeout"] or 0)
-                + 2 * seconds["node_ready_timeout"] + seconds["validate_timeout"] + LOCK_MARGIN_SECONDS)
+                + 2 * seconds["node_ready_timeout"] + seconds["validate_timeout"] + hold + LOCK_MARGIN_SECONDS)
     # a renewal is skipped while the Lease holds for this long (rollout_lock's min_valid_for): what is left then still
     # covers the longest step, with half the margin (a tenth of a duration the operator set)
     lock_min_valid = lock - min(LOCK_MARGIN_SECONDS // 2, lock // 10)
@@ -196,7 +275,14 @@ def check_role_settings(values):
                 "post_drain_delay": seconds["post_drain_delay"], "validate_seconds": (int(passes) - 1) * seconds["validate_interval"],
                 "task_seconds": seconds["estimate_task"]}
     return {"seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
-            "estimate": estimate, "report_html": report_html_file(report), "report_sections": sections}
+            "estimate": estimate, "report_html": report_html_file(report), "report_sections": sections,
+            "on_failure": var("on_failure"),
+            # the windows as their canonical texts, which the modules read again
+            "windows": [window["text"] for window in windows],
+            "bake_seconds": bake, "checkpoints": [{"percent": item["percent"], "wait": item["wait_seconds"]} for item in checkpoints],
+            "abort_alarms": alarms, "hooks": hooks,
+            # what a maintenance window must still hold to start a step: its drain, post-drain delay, replacements, validation
+            "step_seconds": plan_step_seconds(**estimate)}
 
 
 def report_html_file(report_file):
@@ -241,6 +327,8 @@ def role_error(message, index, group):
     option, sep, rest = str(message).partition(": ")
     field = "%snode_groups[%d]" % (VARIABLE_PREFIX, index)
     role_fields = {_MODULE_OPTION.get(target, target): target for target in GROUP_TARGETS}
+    if sep and option == "abort_alarms":
+        return "%sabort_alarms: %s" % (VARIABLE_PREFIX, rest)
     if sep and option in AWS_OPTIONS:
         return "%saws.%s: %s (while checking %s, %s)" % (VARIABLE_PREFIX, option, rest, field, group)
     if sep and option in K8S_OPTIONS:

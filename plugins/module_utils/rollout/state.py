@@ -42,6 +42,9 @@ TAG_PREFIX = "nodeops.rollout/"
 TAG_STATE = TAG_PREFIX + "state"
 TAG_PROGRESS = TAG_PREFIX + "progress"
 STATE_TAGS = (TAG_STATE, TAG_PROGRESS)
+# An operator's request to pause the rollout (rollout.control), not part of its state: a rollout never writes it, but
+# keeps room for it among the group's tags so that the operator can always set it.
+TAG_PAUSE = TAG_PREFIX + "pause"
 
 # The format this release writes; each tag value starts with it.
 FORMAT = "v2"
@@ -161,6 +164,8 @@ FIELDS = (
     _Field("surged_max_size", TAG_STATE, "smax", INT, False, "surged-max"),
     _Field("target_launch_template", TAG_STATE, "lt", TEMPLATE, False, "target-launch-template"),
     _Field("target_version", TAG_STATE, "ver", INT, False, "target-version"),
+    # the version of that launch template the group launched before: a rollback goes back to it
+    _Field("previous_version", TAG_STATE, "prev", INT, False, "previous-version"),
     _Field("started_at", TAG_STATE, "at", TIME, False, "started-at"),
     _Field("surge_owed", TAG_PROGRESS, "owed", INT, True, "surge-owed"),
     _Field("suspended_processes", TAG_PROGRESS, "sp", PROCESSES, False, "suspended-processes"),
@@ -300,7 +305,8 @@ def parse_state(tags, group_name):
 
     Returns a dict with one key per field of :data:`FIELDS` (``rollout_id``, ``method``, ``original_min_size``,
     ``original_max_size``, ``original_desired_capacity``, ``surge``, ``surged_max_size``, ``target_launch_template``,
-    ``target_version``, ``started_at``, ``surge_owed``, ``suspended_processes``, ``restore_sizes``, ``paying``). Reads the current
+    ``target_version``, ``previous_version``, ``started_at``, ``surge_owed``, ``suspended_processes``,
+    ``restore_sizes``, ``paying``). Reads the current
     format, else the previous release's tags. Raises :class:`StateError` naming the tag when a recorded value cannot
     be read, so no module acts on a state it does not understand.
     """
@@ -321,6 +327,11 @@ def parse_state(tags, group_name):
 def group_state(group):
     """The rollout recorded on a group as DescribeAutoScalingGroups returns it (see :func:`parse_state`)."""
     return parse_state(tags_to_dict(group.get("Tags")), group.get("AutoScalingGroupName"))
+
+
+def rolling_back(state):
+    """Whether a recorded rollout is a rollback: it moves the group back to the version it launched before."""
+    return bool(state) and state.get("previous_version") is not None and state.get("previous_version") == state.get("target_version")
 
 
 def recorded_tags(tags):
@@ -394,13 +405,15 @@ def after_writes(tags, write, delete):
 def tag_room_refusal(tags, group_name):
     """Why a rollout cannot record its state on a group whose tags are ``tags`` (text), or None when it can.
 
-    The state takes the two tags :data:`STATE_TAGS`; a group takes at most :data:`MAX_TAGS` tags."""
+    The state takes the two tags :data:`STATE_TAGS`, and the operator's pause request :data:`TAG_PAUSE` must still fit;
+    a group takes at most :data:`MAX_TAGS` tags."""
     present = user_tag_count({key: value for key, value in (tags or {}).items() if key not in STATE_TAGS and key not in LEGACY_TAGS})
-    if present + len(STATE_TAGS) <= MAX_TAGS:
+    wanted = len(STATE_TAGS) + (0 if TAG_PAUSE in (tags or {}) else 1)
+    if present + wanted <= MAX_TAGS:
         return None
-    return ("Auto Scaling group '%s' has %d tags; a rollout records its state in %d more (%s) and a group takes at most %d: "
-            "remove %d of its tags and run again" % (group_name, present, len(STATE_TAGS), ", ".join(STATE_TAGS), MAX_TAGS,
-                                                     present + len(STATE_TAGS) - MAX_TAGS))
+    return ("Auto Scaling group '%s' has %d tags; a rollout records its state in %d more (%s), keeps room for a pause request "
+            "(%s), and a group takes at most %d: remove %d of its tags and run again"
+            % (group_name, present, len(STATE_TAGS), ", ".join(STATE_TAGS), TAG_PAUSE, MAX_TAGS, present + wanted - MAX_TAGS))
 
 
 def detach_room_refusal(instance_id, tags):

@@ -29,7 +29,14 @@ The surge is a pipeline with the semantics of a Deployment's ``maxSurge``/``maxU
   timeout has passed since its drain ended;
 - a serving node with a volume pinned to a zone (node affinity) where no up-to-date node of the group is Ready yet is
   drained after the others: its pod could not start again anywhere. When nothing else is left to do, it is drained
-  anyway (its pod waits for the replacement in that zone) and the step says so.
+  anyway (its pod waits for the replacement in that zone) and the step says so;
+- holds (Instance Refresh's BakeTime and CheckpointPercentages, AKS's node soak): with a bake time, once outdated
+  nodes have been taken out, no further node is drained - and the rollout does not end - until nothing is in flight
+  (no drained node left to terminate, no replacement booting) and the newest Ready up-to-date node (or the newest
+  drain, while its node is still listed) has been so for the bake time. A checkpoint at X % of the group caps the
+  drains so that no more than X % of the original size is taken out until the same holds for the checkpoint's wait.
+  Nodes already out of service (an interrupted drain) are still drained and drained nodes still terminated: a hold
+  only stops new drains.
 
 Instances are in ``clients.aws.instance_record``'s shape with ``node`` joined (``node_health.node_summary`` with
 ``INSTANCE_NODE_FIELDS``).
@@ -46,7 +53,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
     instance_is_detached,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.room import nodes_with_room
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, parse_time
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, ceil_percent, int_at_least, parse_time
 
 # Post-drain delays that end this close to the first one are waited for together: one termination call, not several.
 COALESCE_SECONDS = 5
@@ -84,6 +91,57 @@ def drained_at(node):
         return parse_time(value, "annotation %s of node %s" % (ANNOTATION_DRAINED_AT, node.get("name")))
     except PlanError:
         return None  # not ours to trust: drain it again, which is harmless
+
+
+def _moment(value, what):
+    if not value:
+        return None
+    try:
+        return parse_time(value, what)
+    except PlanError:
+        return None
+
+
+def _newest(instances, up_to_date_ids):
+    """The latest of: an up-to-date node turning Ready, a node of the group (leaving ones included) being drained."""
+    wanted = set(up_to_date_ids)
+    moments = []
+    for instance in instances:
+        node = _node(instance)
+        if node is None:
+            continue
+        if instance["instance_id"] in wanted and _serving(node):
+            moments.append(_moment(node.get("ready_since"), "Ready condition of node %s" % node.get("name")))
+        moments.append(drained_at(node))
+    moments = [moment for moment in moments if moment is not None]
+    return max(moments) if moments else None
+
+
+def checkpoint_counts(checkpoints, original_size):
+    """``[{"percent", "wait_seconds"}]`` -> ``{count: wait_seconds}``: each checkpoint as the number of the group's
+    original size it stands for (rounded up, at least 1), the longest wait where two fall on one count."""
+    counts = {}
+    for checkpoint in checkpoints or ():
+        count = max(1, ceil_percent(int(checkpoint["percent"]), original_size))
+        counts[count] = max(counts.get(count, 0), int(checkpoint["wait_seconds"]))
+    return counts
+
+
+def _hold(state, taken, counts, bake, in_flight, newest, now):
+    """The hold before the next drain (or before the end): None, or ``{"reason", "seconds"}`` (seconds None while
+    something is still in flight: the hold starts once it has landed)."""
+    waits = []
+    if bake and taken > 0:
+        waits.append(("the bake time (%ds)" % bake, bake))
+    if taken in counts:
+        waits.append(("the checkpoint at %d of %d nodes (%ds)" % (taken, state["original_size"], counts[taken]), counts[taken]))
+    if not waits:
+        return None
+    reason = " and ".join(text for text, _seconds in waits)
+    if in_flight:
+        return {"reason": reason, "seconds": None}
+    left = 0 if newest is None else (newest - now).total_seconds() + max(seconds for _text, seconds in waits)
+    return {"reason": reason, "seconds": left} if left > 0 else None
 
 
 def _entry(instance, member=True):
@@ -214,10 +272,11 @@ def decrement_for(terminating, outdated_left, surge_owed):
     return max(0, min(terminating, surge_owed - (outdated_left - terminating)))
 
 
-def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canary=True):
+def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canary=True, counts=None, taken=0):
     """How many outdated nodes each wave of :func:`next_step` drains when every drain and boot of a wave ends before
     the next (the plan's model): the surge plus ``max_unavailable`` while the surge serves, less as the last
-    terminations pay it back; a canary of one first when nothing is up to date and nothing is surged."""
+    terminations pay it back; a canary of one first when nothing is up to date and nothing is surged; no wave
+    across a checkpoint (``counts``: :func:`checkpoint_counts`; ``taken``: of the original size before the first)."""
     outdated_count = int_at_least(outdated_count, "outdated_count", 0)
     max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
     owed = extra = int_at_least(surge, "surge", 0)
@@ -226,6 +285,10 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
     sizes = []
     while left:
         take = min(left, extra + max_unavailable) if ready or not canary else 1
+        ahead = [count for count in counts or () if count > taken]
+        if ahead:
+            take = min(take, min(ahead) - taken)
+        taken += take
         paid = decrement_for(take, left, owed)
         owed -= paid
         extra -= paid
@@ -236,7 +299,8 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
 
 
 def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
-              post_drain_delay=0, canary=True, skip=(), holds=None, pinned=None, room=None, limit=None, standby="ignore"):
+              post_drain_delay=0, canary=True, skip=(), holds=None, pinned=None, room=None, limit=None, standby="ignore",
+              bake_seconds=0, checkpoints=()):
     """What the rollout of one group does next.
 
     ``instances``: the group's instances with their nodes; ``outdated_ids``: the ones to replace;
@@ -249,7 +313,8 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     volumes are pinned to (``drain.volumes.pinned_zones``); ``room``: ``{"nodes", "pods"}``, every Node and Pod of the
     cluster (API JSON), or None when not read; ``limit``: the outdated instances (ids) this rollout may replace, every
     other outdated instance left as it is (the serial playbook's batch), or None for all of them; ``standby``: what is
-    done with outdated instances in Standby (``rollout.outdated.STANDBY_POLICIES``).
+    done with outdated instances in Standby (``rollout.outdated.STANDBY_POLICIES``); ``bake_seconds``: the bake time;
+    ``checkpoints``: ``[{"percent", "wait_seconds"}]`` of the original size.
 
     **Room.** Of the outdated nodes the floor lets go, only as many are drained as the receiving nodes have room for
     (``rollout.room.nodes_with_room``): pods that fit nowhere new would land on an outdated node and move twice, or
@@ -259,13 +324,15 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
 
     Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
     "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "held", "hold_timed_out",
-    "deferred", "drained_without_zone", "skipped", "outside", "needs_room", "held_for_room", "standby", "hooked"}``;
-    ``outside``: the outdated instances ``limit`` leaves out; ``held_for_room``: outdated nodes the floor let go but
-    the room did not; ``held`` lists the drained instances something still holds (``instance_id``, ``node``, ``held``,
-    ``until``), ``hold_timed_out`` those of ``terminate`` terminated while still held, their timeout passed;
-    ``deferred`` the serving nodes not drained yet because a volume of theirs is pinned to a zone without a Ready
-    up-to-date node (``node``, ``zones``), ``drained_without_zone`` those drained all the same because nothing else was
-    left to do. ``action`` is ``run`` (do
+    "deferred", "drained_without_zone", "skipped", "outside", "needs_room", "held_for_room", "standby", "hooked",
+    "taken", "hold"}``; ``outside``: the outdated instances ``limit`` leaves out; ``held_for_room``: outdated nodes the
+    floor let go but the room did not; ``held`` lists the drained instances something still holds (``instance_id``,
+    ``node``, ``held``, ``until``), ``hold_timed_out`` those of ``terminate`` terminated while still held, their
+    timeout passed; ``deferred`` the serving nodes not drained yet because a volume of theirs is pinned to a zone
+    without a Ready up-to-date node (``node``, ``zones``), ``drained_without_zone`` those drained all the same because
+    nothing else was left to do; ``taken`` how many of the original size are out of the outdated nodes' service or
+    replaced; ``hold`` a bake or checkpoint keeping new drains back, ``{"reason", "seconds"}``, or None. ``action`` is
+    ``run`` (do
     ``terminate`` (instance ids, members first; the first ``decrement`` of them decrementing desired; an instance in
     Standby or detached never does), then validate the
     ``validate`` instances and drain the ``drain`` nodes), ``wait`` (``wait_seconds`` at most, for
@@ -279,7 +346,10 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     surge_owed = int_at_least(surge_owed, "surge_owed", 0)
     desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
     delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
+    bake = int_at_least(bake_seconds, "bake_seconds", 0)
+    counts = checkpoint_counts(checkpoints, original_size)
     state = classify(instances, outdated_ids, now, delay, skip, holds, limit, standby)
+    state["original_size"] = original_size
     floor = max(0, original_size - max_unavailable)
     budget = state["capacity"] - floor
     pending_launches = max(0, desired_capacity - state["members"])
@@ -302,6 +372,16 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     else:
         allowed = len(candidates)
     take = max(0, min(budget, allowed, len(candidates)))
+    taken = max(0, original_size - len(state["serving"]) - len(state["outside"]))
+    # a checkpoint ahead caps the drains at it
+    ahead = [count for count in counts if count > taken]
+    if ahead:
+        take = min(take, min(ahead) - taken)
+    landing = bool(terminate or state["out"] or state["delayed"] or state["held"] or state["booting"] or pending_launches)
+    newest = _newest(instances, state["up_to_date_ready"]) if (bake or counts) else None
+    hold = _hold(state, taken, counts, bake, landing, newest, now) if candidates else None
+    if hold is not None:
+        take = 0
     held = 0
     if take and room is not None:
         ordered = next_batch(candidates, 1, take)
@@ -335,18 +415,26 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
             "outside": [entry["instance_id"] for entry in state["outside"]],
             "needs_room": bool(take) and room is None, "held_for_room": held,
             "standby": [entry["instance_id"] for entry in state["standby"]],
-            "hooked": list(state["hooked"])}
+            "hooked": list(state["hooked"]),
+            "taken": taken, "hold": hold}
     if terminate or drain:
         step["action"] = RUN
         return step
     if state["outdated_left"] == len(state["skipped"]) + len(state["outside"]) and not step["booting"] and not state["delayed"] \
             and not state["held"] and not state["hooked"]:
-        step["action"] = DONE
-        return step
+        # the last nodes bake too (and a checkpoint at 100 % waits) before the rollout ends
+        step["hold"] = _hold(state, taken, counts, bake, False, newest, now)
+        if step["hold"] is None:
+            step["action"] = DONE
+            return step
+    if step["hold"] is not None and step["hold"]["seconds"] is not None:
+        step["wait_seconds"] = step["hold"]["seconds"]
+        step["waiting_for"].append(step["hold"]["reason"])
     timed = state["delayed"] + state["held"]
     if timed:
         first = min(entry["until"] for entry in timed)
-        step["wait_seconds"] = max(entry["until"] for entry in timed if entry["until"] <= first + COALESCE_SECONDS)
+        soonest = max(entry["until"] for entry in timed if entry["until"] <= first + COALESCE_SECONDS)
+        step["wait_seconds"] = soonest if step["wait_seconds"] is None else min(step["wait_seconds"], soonest)
     if state["delayed"]:
         step["waiting_for"].append("the post-drain delay of %d node(s)" % len(state["delayed"]))
     step["waiting_for"].extend(_waiting_text(state["held"]))

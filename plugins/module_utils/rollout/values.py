@@ -169,3 +169,54 @@ def parse_duration(value, field, minimum=0):
     if seconds < max(minimum, 0):
         raise error
     return seconds
+
+
+# Instance Refresh's limit for BakeTime and CheckpointDelay: 48 hours.
+LONGEST_HOLD = 172800
+
+
+def parse_hold(value, field):
+    """A bake time or a checkpoint's wait: a duration (:func:`parse_duration`) of at most 48 hours, as Instance Refresh."""
+    seconds = parse_duration(value, field)
+    if seconds > LONGEST_HOLD:
+        raise PlanError("%s: %r is not allowed; use at most 48h (172800 seconds)" % (field, value))
+    return seconds
+
+
+_CHECKPOINT_SYNTAX = ("a list of checkpoints, each a percentage of the group and a wait, such as "
+                      "[{'percent': 25, 'wait': '10m'}, {'percent': 50, 'wait': '30m'}] or '25%:10m, 50%:30m'")
+
+
+def _checkpoint(item, field):
+    if isinstance(item, str):
+        percent, sep, wait = item.partition(":")
+        if not sep:
+            raise PlanError("%s: %r is not a checkpoint; write %s" % (field, item, _CHECKPOINT_SYNTAX))
+        item = {"percent": percent, "wait": wait}
+    if not isinstance(item, dict) or set(item) - {"percent", "wait"} or "percent" not in item:
+        raise PlanError("%s: %r is not a checkpoint; write %s" % (field, item, _CHECKPOINT_SYNTAX))
+    text = str(item["percent"]).strip().rstrip("%").strip()
+    if isinstance(item["percent"], bool) or not INT_RE.match(text) or not 1 <= int(text) <= 100:
+        raise PlanError("%s.percent: %r is not allowed; use a whole percentage of the group between 1 and 100"
+                        % (field, item["percent"]))
+    wait = item.get("wait")
+    return {"percent": int(text), "wait_seconds": parse_hold(0 if wait in (None, "") else wait, field + ".wait")}
+
+
+def parse_checkpoints(value, field):
+    """Checkpoints (Instance Refresh's CheckpointPercentages, each with its own wait): a list of ``{"percent", "wait"}``
+    or of ``"25%:10m"`` texts, or one text with them separated by commas; empty means none. Returns
+    ``[{"percent", "wait_seconds"}]`` in increasing percent; a percentage listed twice is refused."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return []
+    if isinstance(value, str):
+        value = [part for part in value.split(",") if part.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise PlanError("%s: %r is not allowed; write %s" % (field, value, _CHECKPOINT_SYNTAX))
+    checkpoints = [_checkpoint(item, "%s[%d]" % (field, index)) for index, item in enumerate(value)]
+    seen = set()
+    for index, checkpoint in enumerate(checkpoints):
+        if checkpoint["percent"] in seen:
+            raise PlanError("%s[%d].percent: %d%% is listed twice; list each percentage once" % (field, index, checkpoint["percent"]))
+        seen.add(checkpoint["percent"])
+    return sorted(checkpoints, key=lambda checkpoint: checkpoint["percent"])

@@ -1,9 +1,10 @@
 """The rollout's state fits AWS's 50 tags per group, end to end.
 
 One sandbox (3 nodes, the demo shop) whose AWS side refuses a 51st group tag as AWS does (LimitExceeded). A group with
-49 tags of its own is refused before any change, naming its tag count and the limit; with 48 it is rolled, its state in
-two tags. Then a rollout recorded in the previous release's format (one tag per field) is resumed by the playbook and
-moved to the two tags at its first write. The invariant report holds over all of it.
+48 tags of its own is refused before any change, naming its tag count and the limit (its state takes two and an
+operator's pause request must still fit); with 47 it is rolled, its state in two tags. Then a rollout recorded in the
+previous release's format (one tag per field) is resumed by the playbook and moved to the two tags at its first write.
+The invariant report holds over all of it.
 """
 
 import os
@@ -51,30 +52,32 @@ def assert_rolled_and_clean(sandbox, version, own_tags):
 
 def test_a_group_without_room_for_two_tags_is_refused_before_any_change_and_with_room_it_is_rolled(sandbox, tmp_path):
     own = tags_of(sandbox)
-    filler = {"team-tag-%02d" % index: "x" for index in range(49 - len(own))}
+    filler = {"team-tag-%02d" % index: "x" for index in range(48 - len(own))}
     set_tags(sandbox, filler)
-    assert len(tags_of(sandbox)) == 49
+    assert len(tags_of(sandbox)) == 48
     since = sandbox.now()
     rc, out, _result = playbook(sandbox, tmp_path, "new")
     assert rc != 0
-    assert ("Auto Scaling group 'sandbox-nodes' has 49 tags; a rollout records its state in 2 more (nodeops.rollout/state, "
-            "nodeops.rollout/progress) and a group takes at most 50") in out, out[-3000:]
+    assert ("Auto Scaling group 'sandbox-nodes' has 48 tags; a rollout records its state in 2 more (nodeops.rollout/state, "
+            "nodeops.rollout/progress), keeps room for a pause request (nodeops.rollout/pause), and a group takes at most 50") \
+        in out, out[-3000:]
     assert sandbox.mutating_requests(since=since) == []
 
-    # 48 tags of its own: the two state tags fit (the previous release's 12 did not: its first write was LimitExceeded)
+    # 47 tags of its own: the two state tags fit, and a pause request would (the previous release's 12 did not: its
+    # first write was LimitExceeded)
     delete_tags(sandbox, ["team-tag-00"])
-    own_48 = tags_of(sandbox)
-    assert len(own_48) == 48
+    own_47 = tags_of(sandbox)
+    assert len(own_47) == 47
     rc, out, result = playbook(sandbox, tmp_path, "new")
     assert rc == 0, out[-4000:]
     assert result["node_groups"][0]["status"] == "replaced"
-    assert_rolled_and_clean(sandbox, 2, own_48)
+    assert_rolled_and_clean(sandbox, 2, own_47)
     # the state was written as the two tags and nothing else
     writes = [e for e in sandbox.events() if e["kind"] == "aws.request" and e.get("action") == "CreateOrUpdateTags"
               and str(e.get("client") or "").startswith("nodeops.rollout") and e["t"] >= since]
     assert writes and all(e["status"] == 200 for e in writes)
     assert_invariants(sandbox, 3, name="state-tags-room")
-    delete_tags(sandbox, [key for key in own_48 if key.startswith("team-tag-")])
+    delete_tags(sandbox, [key for key in own_47 if key.startswith("team-tag-")])
 
 
 def test_a_rollout_recorded_by_the_previous_release_is_resumed_and_moved_to_the_two_tags(sandbox, tmp_path):
@@ -91,7 +94,7 @@ def test_a_rollout_recorded_by_the_previous_release_is_resumed_and_moved_to_the_
     legacy[PREFIX + "suspended-processes"] = ",".join(state["suspended_processes"])
     set_tags(sandbox, legacy)
     read = sandbox.run_module("node_group_info", name=GROUP)["node_groups"][0]["state"]
-    assert read == state
+    assert read == dict(state, previous_version=None)   # which the previous release did not record
 
     since = sandbox.now()
     rc, out, result = playbook(sandbox, tmp_path, "old")

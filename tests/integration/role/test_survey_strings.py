@@ -21,7 +21,10 @@ def sandbox(start_sandbox):
 SURVEY = ["rolling_update_canary=false", "rolling_update_force=no", "rolling_update_delete_emptydir_data=yes",
           "rolling_update_restart_single_replica=True", "rolling_update_max_unavailable=2", "rolling_update_max_surge=50%",
           "rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
-          "rolling_update_grace_period=5", "rolling_update_drain_timeout=2m", "rolling_update_plan=false"]
+          "rolling_update_grace_period=5", "rolling_update_drain_timeout=2m", "rolling_update_plan=false",
+          # the operator's controls as a survey answers them: choices, durations and text
+          "rolling_update_on_failure=rollback", "rolling_update_bake_time=1s", "rolling_update_checkpoints=100%:1s",
+          json.dumps({"rolling_update_window": "daily 00:00 24h Europe/Berlin"})]
 
 
 def run(sandbox, tmp_path, playbook, extra, report):

@@ -114,3 +114,31 @@ def test_the_warm_pool_is_shown_with_the_instances_refreshed_before_the_surge():
         "refills from the target and no new instance comes from them: i-w1")
     fresh = dict(warm, warm_pool=dict(warm["warm_pool"], outdated=[]))
     assert plan_lines(fresh, "workers", 10, TARGET)[1] == "warm pool (Stopped, min 1): 2 instance(s), all from the target"
+
+
+def test_the_operator_s_controls_and_the_holds_are_stated():
+    plan = dict(PLAN, bake_seconds=600, checkpoints=[{"percent": 50, "wait_seconds": 1800, "count": 5}],
+                batches=[dict(batch, hold_seconds=hold) for batch, hold in zip(PLAN["batches"], (1800, 600))])
+    controls = {"on_failure": "rollback", "previous_version": 4, "alarms": [{"name": "shop-5xx", "state": "OK"}],
+                "window": {"windows": ["Mon,Tue 22:00 4h Europe/Berlin"], "open": False,
+                           "next_start": "Mon 2026-11-30 22:00 CET (Europe/Berlin), 2026-11-30T21:00:00Z"},
+                "refusal": "rolling_update_window: ... is outside the maintenance window", "hooks": {"after_batch": ["/h/notify.yml"]}}
+    lines = plan_lines(plan, "workers", 10, TARGET, preflight={}, controls=controls)
+    assert lines[2:8] == [
+        "on a failure of the new nodes: roll back to launch template version 4",
+        "maintenance window Mon,Tue 22:00 4h Europe/Berlin: closed now; the next opens Mon 2026-11-30 22:00 CET (Europe/Berlin), "
+        "2026-11-30T21:00:00Z",
+        "holds: bake 10m 00s after each wave; checkpoint at 50% (5 nodes), then 30m 00s",
+        "abort alarms: shop-5xx (OK)",
+        "would not start now: rolling_update_window: ... is outside the maintenance window",
+        "hooks: after_batch /h/notify.yml",
+    ]
+    assert lines[8].split() == ["wave", "nodes", "AZs", "then", "node", "names"]
+    assert "hold 30m 00s" in lines[9] and "hold 10m 00s" in lines[10]
+
+
+def test_a_rollback_plan_says_so_and_a_hold_without_controls_says_nothing():
+    lines = plan_lines(PLAN, "workers", 10, TARGET, controls={"rollback": True, "previous_version": 4, "on_failure": "hold"})
+    assert lines[2].startswith("rollback: back to launch template version 4, the version the group launched before")
+    assert plan_lines(PLAN, "workers", 10, TARGET, controls={"on_failure": "hold"})[2] == \
+        "on a failure of the new nodes: hold (surge and state kept for a rerun)"

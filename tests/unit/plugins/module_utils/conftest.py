@@ -12,6 +12,7 @@ import os
 import pytest
 
 from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as module_warnings
 
 try:
     from ansible.module_utils.testing import patch_module_args
@@ -61,6 +62,11 @@ def run_module(capsys):
     """Build a real AnsibleModule with ``args`` and call ``func(module)``; returns its value or raises ModuleExit."""
 
     def runner(argument_spec, args, func, **module_kwargs):
+        # a module's warnings are kept for the process: one run's must not show in the next one's result
+        for name in ("_global_warnings", "_global_deprecations"):
+            kept = getattr(module_warnings, name, None)
+            if kept is not None:
+                kept.clear()
         try:
             with patch_module_args(args):
                 module = basic.AnsibleModule(argument_spec=argument_spec, **module_kwargs)

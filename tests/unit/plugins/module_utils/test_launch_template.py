@@ -10,7 +10,8 @@ import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import resolve_version, template_spec
-from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import mutating
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import rolling_back
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import mutating, recorded_state
 
 
 def test_template_spec_reads_the_template_or_the_mixed_instances_policy():
@@ -144,3 +145,21 @@ def test_launch_template_bad_input_is_refused_without_changes(world, run, api_ca
     assert result["failed"] and message in result["msg"]
     assert mutating(api_calls) == []
     assert world.group()["LaunchTemplate"]["Version"] == "$Latest"
+
+
+def test_a_recorded_rollout_follows_the_group_to_its_new_version_and_back(world, run):
+    """The setup records nothing itself; once a rollout is recorded (asg_surge), pointing the group at another version
+    moves the recorded target with it - a rollback moving it back to the previous version says nothing more."""
+    run("launch_template_version", asg_name="workers", image_id=world.new_ami)                   # 1 -> 2
+    surged = run("asg_surge", name="workers", surge=1, previous_version=1)
+    assert surged["rollout_state"]["target_version"] == 2 and surged["rollout_state"]["previous_version"] == 1
+    assert recorded_state(world)["previous_version"] == 1
+    planned = run("launch_template_version", asg_name="workers", version=1, check=True)
+    assert planned["changed"] and planned["rollout_retargeted"] and recorded_state(world)["target_version"] == 2
+    back = run("launch_template_version", asg_name="workers", version=1)
+    assert back["rollout_retargeted"] and not back.get("warnings")
+    assert recorded_state(world)["target_version"] == 1 and world.group()["LaunchTemplate"]["Version"] == "1"
+    assert rolling_back(recorded_state(world))
+    third = world.new_version(world.new_ami)
+    moved = run("launch_template_version", asg_name="workers", version=third)
+    assert moved["rollout_retargeted"] and "moves it to version %d" % third in str(moved["warnings"])

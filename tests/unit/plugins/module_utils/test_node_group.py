@@ -8,6 +8,7 @@ Fixtures (world, run, api_calls, cluster) come from aws_world.py through conftes
 
 from __future__ import annotations
 
+import boto3
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import node_group as node_group_utils
@@ -177,3 +178,22 @@ def test_info_names_both_sides_when_the_groups_instances_are_not_nodes_of_the_cl
     assert group["mismatch"].startswith("none of the 3 instances in service of Auto Scaling group 'workers' (")
     assert all(instance["instance_id"] in group["mismatch"] for instance in group["instances"])
     assert "ip-10-9-9-9.ec2.internal (aws:///eu-west-1a/i-0ddddddddddddddd0)" in group["mismatch"]
+
+
+def test_info_reads_the_operator_s_controls(world, run):
+    world.asg.create_or_update_tags(Tags=[{"ResourceId": "workers", "ResourceType": "auto-scaling-group",
+                                           "Key": "nodeops.rollout/pause", "Value": "true", "PropagateAtLaunch": False}])
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    cloudwatch.put_metric_alarm(AlarmName="shop-5xx", MetricName="5xx", Namespace="shop", Statistic="Sum", Period=60,
+                                EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold")
+    result = run("node_group_info", name="workers", include_nodes=False, abort_alarms=["shop-5xx"], windows="daily 00:00 24h UTC",
+                 step_seconds="10m", bake_time="5m", checkpoints=["50%:1m"])
+    group = result["node_groups"][0]
+    assert group["pause_requested"] is True and result["alarms"][0]["state"] == "OK"
+    assert result["window"]["open"] is True and result["start_refusal"] is None
+    assert group["plan"]["bake_seconds"] == 300 and group["plan"]["checkpoints"][0]["count"] == 2
+    cloudwatch.set_alarm_state(AlarmName="shop-5xx", StateValue="ALARM", StateReason="Threshold Crossed")
+    refused = run("node_group_info", name="workers", include_nodes=False, abort_alarms=["shop-5xx"])
+    assert refused["start_refusal"].startswith("rolling_update_abort_alarms: abort alarm 'shop-5xx' is in ALARM")
+    missing = run("node_group_info", name="workers", include_nodes=False, abort_alarms=["gone"])
+    assert missing["failed"] and missing["msg"].startswith("abort_alarms: CloudWatch alarm(s) gone not found")

@@ -66,6 +66,8 @@ def waiting(seconds=None, booting=0, why="1 new instance(s) to become Ready node
 
 
 RUN = {"action": "run", "terminate": ["i-1"], "drain": [], "booting": 0}
+OPTIONS = {"target": {"launch_template_id": "lt-1", "version": "3"}, "post_drain_delay": 0, "wait_timeout": "10m",
+           "max_unavailable": None, "poll_interval": 2.0, "skip": []}
 
 
 def test_a_post_drain_delay_is_slept_through_and_the_next_step_returned():
@@ -147,9 +149,7 @@ def test_an_instance_held_by_a_lifecycle_hook_is_waited_for_past_the_step_timeou
     ({"deregistration_timeout": "soon"}, "deregistration_timeout"),
 ])
 def test_bad_options_are_refused_by_name_before_any_call(params, field):
-    base = {"target": {"launch_template_id": "lt-1", "version": "3"}, "post_drain_delay": 0, "wait_timeout": "10m",
-            "max_unavailable": None, "poll_interval": 2.0, "skip": []}
-    base.update(params)
+    base = dict(OPTIONS, **params)
     with pytest.raises(PlanError) as raised:
         check_options(base)
     assert str(raised.value).startswith(field) or field in str(raised.value)
@@ -273,3 +273,43 @@ def test_the_reader_reads_target_groups_only_for_drained_instances_and_records_e
     del api_calls[:]
     reader.decide()
     assert [call[1] for call in api_calls if call[0] == "elbv2"] == ["DescribeTargetHealth"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Holds and the operator's controls while a step waits
+# ---------------------------------------------------------------------------------------------------------
+
+def holding(seconds, alarms=()):
+    return {"action": "wait", "wait_seconds": seconds, "booting": 0, "waiting_for": ["the bake time (3600s)"],
+            "booting_ids": [], "hold": {"reason": "the bake time (3600s)", "seconds": seconds}, "alarms": list(alarms),
+            "stop": None, "held": []}
+
+
+def test_a_bake_longer_than_the_timeout_is_waited_for_whole():
+    clock = Clock()
+    reader = Reader(clock, [holding(3600.0), RUN])
+    step = wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert step["action"] == "run" and step["waited_seconds"] == 3600.0
+
+
+def test_while_abort_alarms_are_watched_the_group_is_read_every_ten_seconds_and_a_stop_ends_the_wait():
+    clock = Clock()
+    watched = [{"name": "shop-5xx", "state": "OK"}]
+    fired = dict(holding(3570.0, watched), stop={"stop": "abort", "reason": "abort alarm", "message": "m", "alarms": ["shop-5xx"]})
+    reader = Reader(clock, [holding(3600.0, watched), holding(3590.0, watched), holding(3580.0, watched), fired])
+    step = wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert step["stop"]["stop"] == "abort" and reader.decisions == 4 and step["waited_seconds"] == 30.0
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"abort_alarms": ["shop-5xx", ""]}, "abort_alarms[1]"),
+    ({"windows": "Mon 25:00 1h"}, "windows.start"),
+    ({"bake_time": "49h"}, "bake_time"),
+    ({"checkpoints": ["50%"]}, "checkpoints[0]"),
+    ({"step_seconds": "x"}, "step_seconds"),
+])
+def test_bad_controls_are_refused_by_name_before_any_call(params, field):
+    base = dict(OPTIONS, **params)
+    with pytest.raises(PlanError) as raised:
+        check_options(base)
+    assert str(raised.value).startswith(field), str(raised.value)

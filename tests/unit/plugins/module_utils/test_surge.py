@@ -182,3 +182,16 @@ def test_a_rollout_recorded_by_the_previous_release_resumes_and_moves_to_the_two
     assert paid["decremented"] and paid["surge_owed"] == {"before": 2, "after": 1}
     assert sorted(key for key in world.tags() if key.startswith(rs.TAG_PREFIX)) == [rs.TAG_PROGRESS, rs.TAG_STATE]
     assert recorded_state(world) == dict(recorded, surge_owed=1)
+
+
+def test_the_version_the_group_launched_before_is_recorded_given_or_read_from_the_instances(world, run):
+    world.asg.update_auto_scaling_group(AutoScalingGroupName="workers", LaunchTemplate={"LaunchTemplateId": world.lt_id, "Version": "1"})
+    target = world.new_version()
+    world.asg.update_auto_scaling_group(AutoScalingGroupName="workers",
+                                        LaunchTemplate={"LaunchTemplateId": world.lt_id, "Version": str(target)})
+    # a run stopped between pointing the group and recording the rollout: the version given is the target itself, so
+    # the one the group's instances were launched from is recorded
+    result = run("asg_surge", name="workers", surge=1, previous_version=target)
+    assert result["rollout_state"]["previous_version"] == 1 and recorded_state(world)["previous_version"] == 1
+    refused = run("asg_surge", name="workers", state="held", previous_version=0)
+    assert refused["failed"] and refused["msg"].startswith("previous_version: 0 is not allowed")

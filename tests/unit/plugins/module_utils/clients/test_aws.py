@@ -144,3 +144,23 @@ def test_target_states_lists_each_target_s_state_in_one_call():
     elbv2 = _Elbv2(1)
     assert aws.target_states(elbv2, "arn:tg/00") == {"i-1": "draining", "i-2": "healthy"}
     assert elbv2.calls == [("describe_target_health", "arn:tg/00")]
+
+
+def test_abort_alarms_are_read_in_the_order_asked_and_a_missing_one_is_named(isolated_env):  # pylint: disable=unused-argument
+    import boto3  # pylint: disable=import-outside-toplevel
+    from moto import mock_aws  # pylint: disable=import-outside-toplevel
+
+    with mock_aws():
+        cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        for name in ("shop-5xx", "shop-latency"):
+            cloudwatch.put_metric_alarm(AlarmName=name, MetricName=name, Namespace="shop", Statistic="Sum", Period=60,
+                                        EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold")
+        cloudwatch.set_alarm_state(AlarmName="shop-latency", StateValue="ALARM", StateReason="Threshold Crossed")
+        states = aws.alarm_states(cloudwatch, ["shop-latency", "shop-5xx", "shop-latency", "gone"])
+        assert [(a["name"], a["found"], a["state"]) for a in states] == [
+            ("shop-latency", True, "ALARM"), ("shop-5xx", True, "OK"), ("gone", False, None)]
+        assert states[0]["reason"] == "Threshold Crossed"
+        assert [a["state"] for a in aws.read_alarms(cloudwatch, ["shop-5xx"])] == ["OK"]
+        with pytest.raises(RolloutError) as error:
+            aws.read_alarms(cloudwatch, ["shop-5xx", "gone", "lost"])
+        assert error.value.msg.startswith("abort_alarms: CloudWatch alarm(s) gone, lost not found")

@@ -161,3 +161,13 @@ def test_times_without_a_zone_from_results_written_before_are_read_as_utc_and_ev
     assert "ended 2026-11-25 07:04:50 UTC" in page and "ended 2026-11-25 06:00" not in page
     page = report_html({"started_at": "2026-11-25T07:00:00", "node_groups": [later, other]})
     assert "ended 2026-11-25 07:04:50 UTC" in page
+
+
+def test_a_paused_or_rolled_back_group_says_why_and_a_cancelled_one_is_finished():
+    paused = {"name": "workers", "status": "paused", "reason": "window closed", "plan": {}, "steps": [], "new_nodes": [],
+              "message": "the maintenance window closes Tue 2026-12-01 05:00 UTC, before the next step could finish"}
+    page = report_html({"node_groups": [paused]}, "prod-eu")
+    parse(page)
+    assert "Why: <b>window closed</b>" in page and "stopped cleanly between steps" in page
+    cancelled = {"name": "workers", "status": "cancelled", "reason": "cancelled", "plan": {}, "steps": [], "new_nodes": []}
+    assert "Every node group finished." in report_html({"node_groups": [cancelled]}, "prod-eu")

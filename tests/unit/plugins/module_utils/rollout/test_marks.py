@@ -64,3 +64,17 @@ def test_the_autoscaler_annotation_is_a_mark_only_where_the_rollout_put_it():
     # the up-to-date nodes the cluster-autoscaler may still scale in: neither ours nor another's annotation
     assert marks.autoscaler_unprotected(instances, ["i-a", "i-b", "i-c", "i-d"]) == ["c"]
     assert marks.autoscaler_unprotected(instances, ["i-a"]) == []
+
+
+def test_outdated_nodes_with_marks_say_whether_they_are_drained():
+    drained = {marks.ANNOTATION_CORDONED: "true", marks.ANNOTATION_DRAINED_AT: "2026-11-25T07:00:00Z"}
+    instances = [
+        {"instance_id": "i-1", "node": _node("n1", taints=["nodeops.rollout/outdated"])},
+        {"instance_id": "i-2", "node": _node("n2", taints=["nodeops.rollout/outdated"], schedulable=False, annotations=drained)},
+        {"instance_id": "i-3", "node": _node("n3", schedulable=False, annotations={marks.ANNOTATION_CORDONED: "true"})},
+        {"instance_id": "i-4", "node": _node("n4")},
+        {"instance_id": "i-5", "node": _node("n5", taints=["nodeops.rollout/outdated"])},   # up to date
+    ]
+    found = marks.marked_outdated(instances, ["i-1", "i-2", "i-3", "i-4"])
+    assert [(entry["node"], entry["marks"], entry["drained"]) for entry in found] == [
+        ("n1", ["taint"], False), ("n2", ["taint", "cordon"], True), ("n3", ["cordon"], False)]

@@ -10,7 +10,12 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import outdated_instances, up_to_date_instances
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import (
+    launched_version,
+    outdated_instances,
+    previous_version,
+    up_to_date_instances,
+)
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import TARGET, assert_plan_error, instance
 
 
@@ -123,3 +128,26 @@ def test_outdated_and_up_to_date_partition_the_group(specs):
             assert (item["instance_id"] in outdated) != (item["instance_id"] in current)
         else:
             assert item["instance_id"] not in current
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The version a group launched before (what a rollback goes back to)
+# ---------------------------------------------------------------------------------------------------------
+
+def test_the_previous_version_is_the_one_most_other_instances_were_launched_from():
+    instances = [instance("i-1", version="4"), instance("i-2", version="4"), instance("i-3", version="3"),
+                 instance("i-4", version="5"), instance("i-5", version="2", template="lt-other"),
+                 instance("i-6", version="7", state="Terminating")]
+    assert previous_version(instances, TARGET) == 4
+
+
+def test_a_symbolic_version_is_read_from_the_ec2_tag_and_a_tie_goes_to_the_newer():
+    instances = [instance("i-1", version="$Latest", tags={"aws:ec2launchtemplate:version": "3"}), instance("i-2", version="4")]
+    assert launched_version(instances[0]) == "3"
+    assert previous_version(instances, TARGET) == 4
+
+
+def test_no_previous_version_when_every_instance_is_on_the_target():
+    assert previous_version([instance("i-1", version="5")], TARGET) is None
+    # detached for surge: still the group's old instances
+    assert previous_version([instance("i-1", version="3", state="Detached", tags={"nodeops.rollout/detached": "r-1"})], TARGET) == 3

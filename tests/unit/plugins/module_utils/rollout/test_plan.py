@@ -10,7 +10,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration, rollout_plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration, plan_step_seconds, rollout_plan, wave_holds
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import outdated_taint_effect
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import wave_sizes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
@@ -236,3 +236,35 @@ def test_warm_pool_instances_of_another_version_are_named_for_the_refresh():
     # warm instances are no capacity and no work of the waves
     assert plan["outdated_count"] == 1 and plan["surge"] == 1
     assert rollout_plan(group, TARGET)["warm_pool"] is None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Holds in the plan: the bake time and checkpoints
+# ---------------------------------------------------------------------------------------------------------
+
+def test_a_checkpoint_cuts_the_waves_and_the_holds_count_in_the_estimate():
+    instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
+    plain = rollout_plan(instances, TARGET, max_unavailable=1, max_surge=1)
+    held = rollout_plan(instances, TARGET, max_unavailable=1, max_surge=1, bake_seconds=300,
+                        checkpoints=[{"percent": 50, "wait_seconds": 1800}])
+    # 7 Ready over a floor of 5: waves of 2; the checkpoint at 3 of 6 cuts the second wave to 1
+    assert [len(batch["instance_ids"]) for batch in plain["batches"]] == [2, 2, 2]
+    assert [len(batch["instance_ids"]) for batch in held["batches"]] == [2, 1, 2, 1]
+    assert [batch["hold_seconds"] for batch in held["batches"]] == [300, 1800, 300, 300]
+    assert held["bake_seconds"] == 300 and held["checkpoints"] == [{"percent": 50, "wait_seconds": 1800, "count": 3}]
+    waves = [len(batch["instance_ids"]) for batch in held["batches"]]
+    assert held["eta_seconds"] - estimate_duration(waves, 180, 90, 60, 30, surge=1, task_seconds=1) == 300 + 1800 + 300 + 300
+
+
+@pytest.mark.parametrize("sizes, taken, bake, counts, expected", [
+    ([2, 2], 0, 0, {}, [0, 0]),
+    ([2, 2], 0, 60, {}, [60, 60]),
+    ([2, 2], 0, 60, {2: 600}, [600, 60]),
+    ([1, 2], 1, 0, {2: 600, 4: 900}, [600, 900]),     # two up to date already: the waves reach 2 and 4
+])
+def test_wave_holds(sizes, taken, bake, counts, expected):
+    assert wave_holds(sizes, taken, bake, counts) == expected
+
+
+def test_one_step_s_predicted_duration_is_drain_delay_boot_and_validation():
+    assert plan_step_seconds("3m", "90s", 60, 10) == 180 + 90 + 60 + 10

@@ -16,6 +16,8 @@ DEFAULTS = {
     "rolling_update_validate_interval": "10s", "rolling_update_validate_timeout": "10m", "rolling_update_aws": {},
     "rolling_update_k8s": {}, "rolling_update_report_file": "", "rolling_update_report_sections": [], "rolling_update_lock_namespace": "kube-system",
     "rolling_update_lock_duration": "", "rolling_update_estimate_boot": "3m", "rolling_update_estimate_drain": "90s", "rolling_update_estimate_task": "1s",
+    "rolling_update_on_failure": "hold", "rolling_update_window": "", "rolling_update_bake_time": 0,
+    "rolling_update_checkpoints": [], "rolling_update_abort_alarms": [], "rolling_update_hooks": {},
 }
 
 
@@ -88,6 +90,20 @@ def test_the_aws_retry_options_are_taken():
     ({"report_sections": [{"title": "t", "path": "/r"}]}, "rolling_update_report_sections[0]: path is not allowed; use title with url or file"),
     ({"validate_passes": "0"}, "rolling_update_validate_passes: '0' is not allowed; use a whole number, at least 1"),
     ({"aws": {"secret": "x"}}, "rolling_update_aws: secret is not an option; use region, profile, access_key, secret_key"),
+    ({"on_failure": "undo"}, "rolling_update_on_failure: 'undo' is not allowed; use one of hold, rollback"),
+    ({"window": "Mon 25:00 1h"}, "rolling_update_window.start: '25:00' is not allowed; use a time of day HH:MM"),
+    ({"window": [{"days": "Tue", "start": "02:00", "duration": "3h", "timezone": "Moon/Base"}]},
+     "rolling_update_window[0].timezone: 'Moon/Base' is not a time zone"),
+    ({"bake_time": "1d"}, "rolling_update_bake_time: '1d' is not allowed; use a number of seconds (90)"),
+    ({"bake_time": "49h"}, "rolling_update_bake_time: '49h' is not allowed; use at most 48h"),
+    ({"checkpoints": "50%"}, "rolling_update_checkpoints[0]: '50%' is not a checkpoint"),
+    ({"checkpoints": [{"percent": 120, "wait": "1m"}]}, "rolling_update_checkpoints[0].percent: 120 is not allowed; use a whole percentage"),
+    ({"checkpoints": "20%:1m,20%:2m"}, "rolling_update_checkpoints[1].percent: 20% is listed twice"),
+    ({"abort_alarms": ["api-5xx", ""]}, "rolling_update_abort_alarms[1]: '' is not allowed; use the name of a CloudWatch alarm"),
+    ({"hooks": {"before_drain": "/etc/hostname"}}, "rolling_update_hooks: 'before_drain' is not an event; use before_batch, "
+                                                   "after_drain, after_batch, on_failure, after_rollout"),
+    ({"hooks": {"after_batch": "/nonexistent/hook.yml"}}, "rolling_update_hooks.after_batch[0]: /nonexistent/hook.yml is not a file"),
+    ({"hooks": "after_batch"}, "rolling_update_hooks: 'after_batch' is not allowed; use a dict of event to task files"),
     ({"aws": {"retry_mode": "legacy"}}, "rolling_update_aws.retry_mode: 'legacy' is not allowed; use one of standard, adaptive"),
     ({"aws": {"max_attempts": "0"}}, "rolling_update_aws.max_attempts: '0' is not allowed; use a whole number, at least 1"),
     ({"node_groups": []}, "rolling_update_node_groups: [] is not allowed; use a list of at least one node group"),
@@ -117,3 +133,33 @@ def test_each_value_not_allowed_is_named_with_what_is_allowed(change, expected):
 ])
 def test_a_module_error_is_led_by_the_role_variable_behind_it(message, expected):
     assert role_error(message, 2, "web").startswith(expected)
+
+
+def test_the_operator_s_controls_settle_from_a_survey_s_strings(tmp_path):
+    hook = tmp_path / "notify.yml"
+    hook.write_text("---\n[]\n")
+    settings = check_role_settings(dict(DEFAULTS, rolling_update_on_failure="rollback", rolling_update_window="Sat,Sun 22:00 4h Europe/Berlin",
+                                        rolling_update_bake_time="10m", rolling_update_checkpoints="50%:30m, 25%:15m",
+                                        rolling_update_abort_alarms="api-5xx, latency-p99,api-5xx",
+                                        rolling_update_hooks="after_batch=notify.yml,on_failure=%s" % hook), str(tmp_path))
+    assert settings["on_failure"] == "rollback" and settings["bake_seconds"] == 600
+    assert settings["windows"] == ["Sat,Sun 22:00 4h Europe/Berlin"]
+    # in the modules' own form, the waits in seconds
+    assert settings["checkpoints"] == [{"percent": 25, "wait": 900}, {"percent": 50, "wait": 1800}]
+    assert settings["abort_alarms"] == ["api-5xx", "latency-p99"]
+    assert settings["hooks"] == {"after_batch": [str(hook)], "on_failure": [str(hook)]}
+    # one step of the window's check: a drain, the post-drain delay, a boot and a validation
+    assert settings["step_seconds"] == 90 + 60 + 180 + 10 + 2 * 3 * 1  # and two steps of three one-second tasks
+    # a bake (or a checkpoint's wait) is waited for within one step: the default lock outlasts it
+    assert settings["lock_duration"] == 900 + 60 + 360 + 2 * 900 + 600 + 1800 + 300
+
+
+def test_without_controls_nothing_is_added():
+    settings = settle()
+    assert (settings["on_failure"], settings["windows"], settings["bake_seconds"], settings["checkpoints"],
+            settings["abort_alarms"], settings["hooks"]) == ("hold", [], 0, [], [], {})
+
+
+def test_a_missing_alarm_in_the_pre_pass_is_named_by_the_role_variable():
+    assert role_error("abort_alarms: CloudWatch alarm(s) api-5xx not found; name existing alarms", 0, "workers") == \
+        "rolling_update_abort_alarms: CloudWatch alarm(s) api-5xx not found; name existing alarms"

@@ -22,8 +22,8 @@ def _state(**overrides):
     state = {
         "rollout_id": "r-20240501T120000Z-1a2b3c", "method": "scale", "original_min_size": 3, "original_max_size": 6,
         "original_desired_capacity": 4, "surge": 6, "surge_owed": 6, "surged_max_size": 12,
-        "target_launch_template": "lt-0123456789abcdef0", "target_version": 5, "suspended_processes": ["AZRebalance"],
-        "started_at": "2024-05-01T12:00:00Z", "restore_sizes": None, "paying": None,
+        "target_launch_template": "lt-0123456789abcdef0", "target_version": 5, "previous_version": None,
+        "suspended_processes": ["AZRebalance"], "started_at": "2024-05-01T12:00:00Z", "restore_sizes": None, "paying": None,
     }
     state.update(overrides)
     return state
@@ -68,11 +68,12 @@ def test_the_state_takes_two_tags_each_a_versioned_record():
 def test_the_largest_state_fits_aws_tag_values_with_room_to_spare():
     largest = _state(rollout_id="r" * 64, method="detach", paying="i-0123456789abcdef0", original_min_size=999999, original_max_size=999999,
                      original_desired_capacity=999999, surge=999999, surge_owed=999999, surged_max_size=999999,
-                     target_launch_template="lt-0123456789abcdef0", target_version=999999, suspended_processes=ALL_PROCESSES,
+                     target_launch_template="lt-0123456789abcdef0", target_version=999999, previous_version=999998,
+                     suspended_processes=ALL_PROCESSES,
                      restore_sizes={"min_size": 999999, "max_size": 999999, "desired_capacity": 999999})
     tags = rs.state_tags(largest)
-    # room left in the state tag for another field or two (a previous template and version take about 40)
-    assert len(tags[rs.TAG_STATE]) <= rs.MAX_VALUE_LENGTH - 40
+    # room left in the state tag for another field or two (a previous template takes about 25)
+    assert len(tags[rs.TAG_STATE]) <= rs.MAX_VALUE_LENGTH - 25
     assert len(tags[rs.TAG_PROGRESS]) <= rs.MAX_VALUE_LENGTH - 40
     assert rs.parse_state(tags, "workers") == largest
 
@@ -91,16 +92,18 @@ def test_only_characters_every_aws_service_takes_in_tags():
     sizes=st.tuples(st.integers(0, 500), st.integers(0, 500)).map(sorted),
     desired=st.integers(0, 500), surge=st.integers(0, 200), owed=st.integers(0, 200),
     version=st.one_of(st.none(), st.integers(1, 10 ** 6)),
+    previous=st.one_of(st.none(), st.integers(1, 10 ** 6)),
     template=st.one_of(st.none(), st.just("lt-0123456789abcdef0")),
     surged_max=st.one_of(st.none(), st.integers(0, 1000)),
     started=st.one_of(st.none(), st.just("2026-11-21T14:48:13Z")),
     processes=st.lists(st.sampled_from(ALL_PROCESSES), unique=True),
     restore=st.one_of(st.none(), st.tuples(st.integers(0, 99), st.integers(0, 99), st.integers(0, 99))),
 )
-def test_what_is_written_reads_back_the_same(rollout_id, method, sizes, desired, surge, owed, version, template, surged_max,
+def test_what_is_written_reads_back_the_same(rollout_id, method, sizes, desired, surge, owed, version, previous, template, surged_max,
                                              started, processes, restore):
     state = _state(rollout_id=rollout_id, method=method, original_min_size=sizes[0], original_max_size=sizes[1],
                    original_desired_capacity=desired, surge=surge, surge_owed=owed, target_version=version,
+                   previous_version=previous,
                    target_launch_template=template, surged_max_size=surged_max, started_at=started,
                    suspended_processes=processes,
                    restore_sizes=dict(zip(("min_size", "max_size", "desired_capacity"), restore)) if restore else None)
@@ -119,7 +122,7 @@ def test_what_is_written_reads_back_the_same(rollout_id, method, sizes, desired,
     (rs.TAG_STATE, "min=3", "min=9", "original minimum size 9 is above the original maximum size 6"),
     (rs.TAG_STATE, "v2 ", "v3 ", "format v3, written by another release of nodeops.rollout; this one reads v2"),
     (rs.TAG_STATE, "v2 ", "", "not a v2 record"),
-    (rs.TAG_STATE, "smax=12", "smax=12 prev=4", "its field 'prev' is not one this release knows"),
+    (rs.TAG_STATE, "smax=12", "smax=12 next=4", "its field 'next' is not one this release knows"),
     (rs.TAG_STATE, "smax=12", "smax=12 smax=13", "'smax=13' is not one key=value field"),
     (rs.TAG_STATE, "smax=12", "smax", "'smax' is not one key=value field"),
 ])
@@ -224,17 +227,20 @@ def test_both_formats_present_the_current_one_is_read():
 
 # ---- the 50-tag limit -----------------------------------------------------------------------------------------
 
-def test_a_group_needs_room_for_the_two_state_tags():
-    tags = {"user-%d" % index: "x" for index in range(48)}
+def test_a_group_needs_room_for_the_two_state_tags_and_a_pause_request():
+    tags = {"user-%d" % index: "x" for index in range(47)}
     assert rs.tag_room_refusal(tags, "workers") is None
     tags["aws:cloudformation:stack-name"] = "not counted by AWS"
     assert rs.tag_room_refusal(tags, "workers") is None
     tags["one-more"] = "x"
     assert rs.tag_room_refusal(tags, "workers") == (
-        "Auto Scaling group 'workers' has 49 tags; a rollout records its state in 2 more (nodeops.rollout/state, "
-        "nodeops.rollout/progress) and a group takes at most 50: remove 1 of its tags and run again")
+        "Auto Scaling group 'workers' has 48 tags; a rollout records its state in 2 more (nodeops.rollout/state, "
+        "nodeops.rollout/progress), keeps room for a pause request (nodeops.rollout/pause), and a group takes at most 50: "
+        "remove 1 of its tags and run again")
     # its own state tags are no obstacle: a rollout recorded already takes them
-    assert rs.tag_room_refusal(dict({"user-%d" % index: "x" for index in range(48)}, **rs.state_tags(_state())), "workers") is None
+    assert rs.tag_room_refusal(dict({"user-%d" % index: "x" for index in range(47)}, **rs.state_tags(_state())), "workers") is None
+    # a pause request set already has its room
+    assert rs.tag_room_refusal(dict({"user-%d" % index: "x" for index in range(47)}, **{rs.TAG_PAUSE: "true"}), "workers") is None
 
 
 def test_an_instance_to_detach_needs_room_for_the_two_detach_tags():
@@ -260,3 +266,11 @@ def test_group_state_reads_describe_output():
     group = {"AutoScalingGroupName": "workers",
              "Tags": [{"Key": key, "Value": value} for key, value in rs.state_tags(_state()).items()]}
     assert rs.group_state(group)["surge_owed"] == 6
+
+
+def test_a_rollout_whose_target_is_its_previous_version_is_a_rollback():
+    assert rs.state_tags(_state(previous_version=4))[rs.TAG_STATE].endswith("ver=5 prev=4 at=2024-05-01T12:00:00Z")
+    assert not rs.rolling_back(_state(previous_version=4))
+    assert rs.rolling_back(_state(previous_version=4, target_version=4))
+    assert not rs.rolling_back(_state(previous_version=None, target_version=None))
+    assert not rs.rolling_back(None)

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import decrement_for, next_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import checkpoint_counts, decrement_for, next_step
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import make_node, make_pod
 
 NOW = datetime(2026, 11, 25, 7, 0, 0, tzinfo=timezone.utc)
@@ -19,15 +19,16 @@ def stamp(seconds_ago):
     return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def inst(iid, az="a", node="auto", ready=True, cordoned=False, drained=None, ours=True, lifecycle="InService"):
-    """An instance record; ``drained``: seconds since node_drain finished it."""
+def inst(iid, az="a", node="auto", ready=True, cordoned=False, drained=None, ours=True, lifecycle="InService", ready_ago=None):
+    """An instance record; ``drained``: seconds since node_drain finished it; ``ready_ago``: since its node turned Ready."""
     if node == "auto":
         annotations = {}
         if cordoned and ours:
             annotations["nodeops.rollout/cordoned"] = "true"
         if drained is not None:
             annotations["nodeops.rollout/drained-at"] = stamp(drained)
-        node = {"name": "n-" + iid, "ready": ready, "schedulable": not cordoned, "taints": [], "annotations": annotations}
+        node = {"name": "n-" + iid, "ready": ready, "schedulable": not cordoned, "taints": [], "annotations": annotations,
+                "ready_since": stamp(ready_ago) if ready and ready_ago is not None else None}
     return {"instance_id": iid, "az": az, "lifecycle_state": lifecycle, "launch_time": "2026-11-01T00:00:00Z", "node": node}
 
 
@@ -44,10 +45,10 @@ def ids_of(instances):
 
 
 def step(instances, outdated, size, unavailable=1, owed=0, desired=None, delay=0, canary=True, skip=(), room=None, limit=None,
-         standby="ignore"):
+         standby="ignore", bake=0, checkpoints=()):
     desired = len([i for i in instances if i["lifecycle_state"] in ("InService", "Pending")]) if desired is None else desired
     return next_step(instances, outdated, size, unavailable, owed, desired, NOW, post_drain_delay=delay, canary=canary, skip=skip,
-                     room=room, limit=limit, standby=standby)
+                     room=room, limit=limit, standby=standby, bake_seconds=bake, checkpoints=checkpoints)
 
 
 def room_of(instances, pods_per_node=3, cpu="500m", allocatable="2"):
@@ -411,3 +412,88 @@ def test_the_rollout_is_not_done_while_a_lifecycle_hook_holds_an_instance_it_ter
     # the pipeline does not wait for it: with work left, the step runs
     busy = step(old(1, prefix="x") + group, ["x0"], size=4, owed=1)
     assert busy["action"] == "run" and busy["hooked"] == ["o0"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Holds: the bake time and checkpoints
+# ---------------------------------------------------------------------------------------------------------
+
+def _after_first_wave(replacements_ready_ago, booting=False):
+    """4 outdated nodes, 2 surged: o0-o2 replaced (u2-u4), o3 still serving; surge Ready long ago."""
+    group = [inst("o3", az="a")] + new(2, ready_ago=5000)
+    group += [inst("u%d" % n, az="abc"[n % 3], ready_ago=replacements_ready_ago) for n in (2, 3)]
+    group += [inst("u4", node=None, lifecycle="Pending")] if booting else [inst("u4", az="b", ready_ago=replacements_ready_ago)]
+    return group
+
+
+HOLDS = [
+    # (what, group, bake, checkpoints, action, drain count, wait_seconds, waiting for)
+    ("no bake before the first wave", old(4) + new(2, ready_ago=10), 300, (), "run", 3, None, None),
+    ("the next wave waits the bake time from its replacements' Ready", _after_first_wave(100), 300, (), "wait", 0, 200, "the bake time"),
+    ("baked: the next wave drains", _after_first_wave(400), 300, (), "run", 1, None, None),
+    ("a replacement still booting: no drain, and no bake counted yet", _after_first_wave(400, booting=True), 300, (), "wait", 0, None,
+     "new instance(s)"),
+    ("a checkpoint at 50% of 4 caps the first wave at 2", old(4) + new(2, ready_ago=10), 0, ({"percent": 50, "wait_seconds": 600},),
+     "run", 2, None, None),
+]
+
+
+@pytest.mark.parametrize("what, group, bake, checkpoints, action, drains, wait, waiting", HOLDS, ids=[row[0] for row in HOLDS])
+def test_holds(what, group, bake, checkpoints, action, drains, wait, waiting):
+    outdated = [i["instance_id"] for i in group if i["instance_id"].startswith("o")]
+    result = step(group, outdated, size=4, unavailable=1, owed=2, desired=len(group), bake=bake, checkpoints=checkpoints)
+    assert (result["action"], len(result["drain"])) == (action, drains), (what, result)
+    if wait is not None:
+        assert abs(result["wait_seconds"] - wait) < 1.5, result["wait_seconds"]
+    if waiting is not None:
+        assert any(waiting in text for text in result["waiting_for"]), result["waiting_for"]
+
+
+def test_a_checkpoint_holds_until_its_nodes_are_replaced_and_its_wait_has_passed():
+    checkpoint = ({"percent": 50, "wait_seconds": 600},)
+    # o0, o1 replaced by u2, u3; o2, o3 serving: 2 of 4 taken, the checkpoint reached
+    group = [inst("o2", az="c"), inst("o3", az="a")] + new(2, ready_ago=5000)
+    replaced = group + [inst("u2", az="a", ready_ago=100), inst("u3", az="b", ready_ago=100)]
+    held = step(replaced, ["o2", "o3"], size=4, unavailable=1, owed=2, checkpoints=checkpoint)
+    assert held["action"] == "wait" and held["drain"] == [] and held["taken"] == 2
+    assert abs(held["wait_seconds"] - 500) < 1.5 and "the checkpoint at 2 of 4 nodes (600s)" in held["waiting_for"][0]
+    passed = [dict(i, node=dict(i["node"], ready_since=stamp(700))) if i["instance_id"] in ("u2", "u3") else i for i in replaced]
+    going = step(passed, ["o2", "o3"], size=4, unavailable=1, owed=2, checkpoints=checkpoint)
+    assert going["action"] == "run" and len(going["drain"]) == 2 and going["hold"] is None
+
+
+def test_a_hold_still_drains_what_is_out_and_terminates_what_is_drained():
+    group = [inst("o1", az="b", cordoned=True), inst("o2", az="c", cordoned=True, drained=100), inst("o3", az="a")]
+    group += new(2, ready_ago=5000) + [inst("u2", az="a", ready_ago=10)]
+    result = step(group, ["o1", "o2", "o3"], size=4, unavailable=1, owed=2, bake=300)
+    assert result["action"] == "run" and result["terminate"] == ["o2"]
+    assert [entry["instance_id"] for entry in result["drain"]] == ["o1"]          # o3, serving, is held back
+    assert result["hold"] == {"reason": "the bake time (300s)", "seconds": None}
+
+
+def test_the_last_nodes_bake_before_the_rollout_ends_and_a_checkpoint_at_100_percent_waits():
+    done = new(4, ready_ago=100)
+    assert step(done, [], size=4)["action"] == "done"
+    baking = step(done, [], size=4, bake=300)
+    assert baking["action"] == "wait" and abs(baking["wait_seconds"] - 200) < 1.5
+    assert step(done, [], size=4, bake=60)["action"] == "done"
+    last = step(done, [], size=4, checkpoints=({"percent": 100, "wait_seconds": 900},))
+    assert last["action"] == "wait" and abs(last["wait_seconds"] - 800) < 1.5
+
+
+def test_the_bake_counts_from_the_newest_drain_while_its_node_is_still_listed():
+    """The last wave's terminations pay the surge back: no replacement turns Ready after its drain, so the drain
+    itself (on the leaving instance's node) is where the bake counts from."""
+    leaving = inst("o3", az="a", cordoned=True, drained=50, lifecycle="Terminating")
+    result = step(new(4, ready_ago=1000) + [leaving], [], size=4, bake=300)
+    assert result["action"] == "wait" and abs(result["wait_seconds"] - 250) < 1.5
+
+
+@pytest.mark.parametrize("checkpoints, size, expected", [
+    (({"percent": 50, "wait_seconds": 60},), 4, {2: 60}),
+    (({"percent": 30, "wait_seconds": 60},), 6, {2: 60}),                            # rounded up
+    (({"percent": 25, "wait_seconds": 60}, {"percent": 24, "wait_seconds": 90}), 6, {2: 90}),  # one count, the longer wait
+    (({"percent": 1, "wait_seconds": 10},), 3, {1: 10}),                             # at least one node
+])
+def test_checkpoint_counts(checkpoints, size, expected):
+    assert checkpoint_counts(checkpoints, size) == expected

@@ -8,7 +8,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
+    PlanError,
+    parse_checkpoints,
+    parse_duration,
+    parse_hold,
+    parse_int_or_percent,
+)
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import assert_plan_error
 
 
@@ -109,3 +115,37 @@ def test_parse_duration_any_combination(hours, minutes, seconds, with_h, with_m,
     text = ("%dh" % hours if with_h else "") + ("%dm" % minutes if with_m else "") + ("%ds" % seconds if with_s else "")
     expected = (hours * 3600 if with_h else 0) + (minutes * 60 if with_m else 0) + (seconds if with_s else 0)
     assert parse_duration(text, "f") == expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    (None, []), ("", []), ([], []),
+    ("50%:10m", [{"percent": 50, "wait_seconds": 600}]),
+    ("50%:10m, 25%:1m", [{"percent": 25, "wait_seconds": 60}, {"percent": 50, "wait_seconds": 600}]),
+    ([{"percent": 100, "wait": "1h"}], [{"percent": 100, "wait_seconds": 3600}]),
+    ([{"percent": "20%"}], [{"percent": 20, "wait_seconds": 0}]),
+    (["10:30"], [{"percent": 10, "wait_seconds": 30}]),
+])
+def test_parse_checkpoints(value, expected):
+    assert parse_checkpoints(value, "checkpoints") == expected
+
+
+@pytest.mark.parametrize("value, message", [
+    ("50%", "checkpoints[0]: '50%' is not a checkpoint"),
+    ([{"percent": 0, "wait": "1m"}], "checkpoints[0].percent: 0 is not allowed; use a whole percentage of the group between 1 and 100"),
+    ([{"percent": True}], "checkpoints[0].percent: True is not allowed"),
+    ([{"percent": 50, "wait": "3d"}], "checkpoints[0].wait: '3d' is not allowed"),
+    ([{"percent": 50, "wait": "49h"}], "checkpoints[0].wait: '49h' is not allowed; use at most 48h"),
+    ([{"percent": 50, "delay": "1m"}], "checkpoints[0]: {'percent': 50, 'delay': '1m'} is not a checkpoint"),
+    ("25%:1m,25%:2m", "checkpoints[1].percent: 25% is listed twice"),
+    (50, "checkpoints: 50 is not allowed"),
+])
+def test_parse_checkpoints_refuses_naming_the_item(value, message):
+    with pytest.raises(PlanError) as error:
+        parse_checkpoints(value, "checkpoints")
+    assert str(error.value).startswith(message), str(error.value)
+
+
+def test_parse_hold_is_a_duration_of_at_most_48_hours():
+    assert parse_hold("48h", "bake_time") == 172800 and parse_hold(0, "bake_time") == 0
+    with pytest.raises(PlanError):
+        parse_hold("48h1s", "bake_time")

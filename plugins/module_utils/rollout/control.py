@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The operator's controls over a rollout that is running, decided between its steps, and what a failure leads to. Pure.
+
+Before every step (``rollout_step``, and while it waits):
+
+- an **abort alarm** (a CloudWatch alarm the operator named) in state ``ALARM`` stops the rollout as a failure of
+  the new nodes: the role then holds the group or rolls it back (``rolling_update_on_failure``);
+- a **pause request**, the tag ``nodeops.rollout/pause`` with a true value on the group (set by an operator or another
+  tool; not part of the rollout's state), stops it cleanly: the group is held, and the next run resumes it once the
+  tag is gone;
+- a **maintenance window** that closes before the next step could finish (its predicted duration) stops it cleanly
+  too, until the next run inside a window.
+
+Nothing stops a rollout that is done but an alarm: the scale down only gives back.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import TAG_PAUSE
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import truthy
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import closing, local_text, start_refusal as window_refusal
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import window_state
+
+PAUSE_TAG = TAG_PAUSE
+ALARM = "ALARM"
+# what a stopped rollout's result says
+PAUSED_REQUESTED = "requested"
+PAUSED_WINDOW = "window closed"
+
+ON_FAILURE = ("hold", "rollback")
+# failures that say the new nodes are bad, so that rolling back helps (see failure_cause)
+NODE_CREATION = "NodeCreationFailure"
+
+
+def pause_requested(tags):
+    """Whether the group's tags (``{key: value}``) ask the rollout to pause."""
+    return truthy((tags or {}).get(PAUSE_TAG))
+
+
+def firing(alarms):
+    """The alarms (``[{"name", "state", "reason"}]``, as ``clients.aws.alarm_states`` returns them) in state ALARM."""
+    return [alarm for alarm in alarms or () if alarm.get("state") == ALARM]
+
+
+def alarm_message(alarms):
+    """``abort alarm 'api-5xx' is in ALARM (Threshold Crossed: ...)`` for the alarms firing."""
+    return "; ".join("abort alarm '%s' is in ALARM%s" % (alarm["name"], " (%s)" % alarm["reason"] if alarm.get("reason") else "")
+                     for alarm in alarms)
+
+
+def stop_before(step, now, alarms=(), pause=False, windows=(), step_seconds=0):
+    """Whether the rollout stops before ``step`` (``rollout.steps.next_step``'s): None, or ``{"stop", "reason",
+    "message", "alarms"}`` - ``stop`` is ``abort`` (an alarm is firing; a failure) or ``pause`` (``reason``
+    ``requested`` or ``window closed``; a clean stop)."""
+    fired = firing(alarms)
+    if fired:
+        return {"stop": "abort", "reason": "abort alarm", "alarms": [alarm["name"] for alarm in fired],
+                "message": alarm_message(fired)}
+    if step.get("action") == "done":
+        return None
+    if pause:
+        return {"stop": "pause", "reason": PAUSED_REQUESTED, "alarms": [],
+                "message": "a pause was requested: the group is tagged %s=true; remove the tag (or set it to false) and run "
+                           "again to resume" % PAUSE_TAG}
+    why = closing(windows, now, step_seconds)
+    if why:
+        return {"stop": "pause", "reason": PAUSED_WINDOW, "alarms": [], "message": why + "; run again inside it to resume"}
+    return None
+
+
+def start_refusal(now, alarms=(), windows=(), step_seconds=0):
+    """Why a rollout may not start now, before any change: an abort alarm firing, or outside the maintenance window (or
+    too close to its end for one step); None when it may."""
+    fired = firing(alarms)
+    if fired:
+        return "rolling_update_abort_alarms: %s; the rollout does not start. Nothing was changed" % alarm_message(fired)
+    return window_refusal(windows, now, step_seconds)
+
+
+def window_report(windows, now):
+    """The windows as a plan shows them: ``{"windows": [texts], "open", "closes_at", "next_start"}`` (times as a window's
+    zone and UTC), or None without windows."""
+    state = window_state(windows, now)
+    if state is None:
+        return None
+    return {"windows": [window["text"] for window in windows], "open": state["open"],
+            "closes_at": local_text(state["closes_at"], state["next_window"]) if state["open"] else None,
+            "next_start": local_text(state["next_start"], state["next_window"]) if state["next_start"] else None}
+
+
+def failure_cause(action, result, hook=None):
+    """Why a rollout failed, and whether rolling it back is the remedy: ``{"kind", "rollback", "reason"}``.
+
+    ``action`` is the failed task's module, ``result`` its result, ``hook`` what a failed hook recorded (``{"event",
+    "file", "message"}``) or nothing. Only failures of the new nodes are rolled back - an abort alarm, a hook (the
+    operator's own check), new instances that never became Ready nodes (``NodeCreationFailure``), the validation of new
+    nodes; anything else (a drain a budget holds, an API outage, the lock) would fail again on the way back, so the
+    group is held for a rerun whatever ``rolling_update_on_failure`` says.
+    """
+    result = result or {}
+    message = str(result.get("msg") or "").strip()
+    if hook:
+        return {"kind": "hook", "rollback": True,
+                "reason": "the %s hook %s failed: %s" % (hook.get("event"), hook.get("file"), hook.get("message"))}
+    if result.get("alarms"):
+        return {"kind": "alarm", "rollback": True, "reason": message}
+    if message.startswith(NODE_CREATION):
+        return {"kind": "node creation", "rollback": True, "reason": message}
+    if str(action or "").endswith("cluster_validate"):
+        return {"kind": "validation", "rollback": True, "reason": "the new nodes failed validation: %s" % message}
+    return {"kind": "other", "rollback": False, "reason": message}

@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""rollout/control.py: what stops a rollout before a step (an abort alarm, a pause request, a closing window), what keeps
+it from starting, and which failures a rollback remedies - as tables."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import control
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import parse_windows
+
+NOW = datetime(2026, 12, 1, 3, 0, tzinfo=timezone.utc)          # a Tuesday
+OPEN = parse_windows("Tue 02:00 3h UTC", "w")                   # closes at 05:00, two hours from NOW
+FIRING = [{"name": "shop-5xx", "state": "ALARM", "reason": "Threshold Crossed"}, {"name": "p99", "state": "OK"}]
+QUIET = [{"name": "shop-5xx", "state": "OK"}, {"name": "p99", "state": "INSUFFICIENT_DATA"}]
+
+
+@pytest.mark.parametrize("action, alarms, pause, step_seconds, stop, reason", [
+    ("run", QUIET, False, 600, None, None),
+    ("run", FIRING, False, 600, "abort", "abort alarm"),
+    ("done", FIRING, False, 600, "abort", "abort alarm"),         # the last bake is watched too
+    ("run", FIRING, True, 600, "abort", "abort alarm"),           # an alarm wins over a pause
+    ("run", QUIET, True, 600, "pause", "requested"),
+    ("wait", QUIET, True, 600, "pause", "requested"),             # also while a step waits
+    ("run", QUIET, False, 7200, None, None),                      # exactly fits
+    ("run", QUIET, False, 7201, "pause", "window closed"),
+    ("done", QUIET, True, 9999, None, None),                      # nothing holds the scale down but an alarm
+])
+def test_stop_before(action, alarms, pause, step_seconds, stop, reason):
+    found = control.stop_before({"action": action}, NOW, alarms, pause=pause, windows=OPEN, step_seconds=step_seconds)
+    if stop is None:
+        assert found is None
+    else:
+        assert (found["stop"], found["reason"]) == (stop, reason)
+
+
+def test_an_alarm_stop_names_the_alarm_and_its_reason():
+    found = control.stop_before({"action": "wait"}, NOW, FIRING)
+    assert found["alarms"] == ["shop-5xx"]
+    assert found["message"] == "abort alarm 'shop-5xx' is in ALARM (Threshold Crossed)"
+
+
+def test_a_pause_says_how_to_resume():
+    assert "remove the tag (or set it to false) and run again" in control.stop_before({"action": "run"}, NOW, pause=True)["message"]
+    closing = control.stop_before({"action": "run"}, NOW, windows=OPEN, step_seconds=7201)["message"]
+    assert closing.startswith("the maintenance window closes Tue 2026-12-01 05:00 UTC") and closing.endswith("run again inside it to resume")
+
+
+@pytest.mark.parametrize("tags, requested", [
+    ({"nodeops.rollout/pause": "true"}, True), ({"nodeops.rollout/pause": "yes"}, True), ({"nodeops.rollout/pause": "1"}, True),
+    ({"nodeops.rollout/pause": "false"}, False), ({"nodeops.rollout/pause": ""}, False), ({}, False), (None, False),
+])
+def test_pause_requested(tags, requested):
+    assert control.pause_requested(tags) is requested
+
+
+def test_start_refusal():
+    assert control.start_refusal(NOW, QUIET, OPEN, 600) is None
+    assert control.start_refusal(NOW, FIRING, OPEN, 600).startswith(
+        "rolling_update_abort_alarms: abort alarm 'shop-5xx' is in ALARM (Threshold Crossed); the rollout does not start")
+    assert "is outside the maintenance window" in control.start_refusal(datetime(2026, 12, 2, tzinfo=timezone.utc), QUIET, OPEN, 600)
+    assert control.start_refusal(NOW) is None
+
+
+def test_window_report():
+    assert control.window_report([], NOW) is None
+    report = control.window_report(OPEN, NOW)
+    assert report == {"windows": ["Tue 02:00 3h UTC"], "open": True, "closes_at": "Tue 2026-12-01 05:00 UTC", "next_start": None}
+    closed = control.window_report(OPEN, datetime(2026, 12, 2, tzinfo=timezone.utc))
+    assert closed["open"] is False and closed["next_start"] == "Tue 2026-12-08 02:00 UTC"
+
+
+@pytest.mark.parametrize("action, result, hook, kind, rollback", [
+    ("nodeops.rollout.rollout_step", {"msg": "abort alarm 'x' is in ALARM", "alarms": ["x"]}, None, "alarm", True),
+    ("nodeops.rollout.rollout_step", {"msg": "NodeCreationFailure: 2 new instance(s) did not become Ready nodes"}, None,
+     "node creation", True),
+    ("nodeops.rollout.cluster_validate", {"msg": "NodeCreationFailure: 1 of 2 instance(s) did not become Ready"}, None,
+     "node creation", True),
+    ("nodeops.rollout.cluster_validate", {"msg": "critical pod kube-system/coredns-1 not Ready"}, None, "validation", True),
+    ("ansible.builtin.fail", {"msg": "The after_batch hook /h.yml failed"}, {"event": "after_batch", "file": "/h.yml",
+                                                                             "message": "smoke test failed"}, "hook", True),
+    ("nodeops.rollout.node_drain", {"msg": "node n1 not drained after 900s (timeout)"}, None, "other", False),
+    ("nodeops.rollout.rollout_lock", {"msg": "held by awx-job-7"}, None, "other", False),
+    ("nodeops.rollout.rollout_step", {"msg": "outdated node(s) are left to drain, but the group has 2 Ready"}, {}, "other", False),
+    (None, None, None, "other", False),
+])
+def test_failure_cause(action, result, hook, kind, rollback):
+    cause = control.failure_cause(action, result, hook)
+    assert (cause["kind"], cause["rollback"]) == (kind, rollback)
+
+
+def test_a_hook_failure_names_the_event_and_the_file():
+    hook = {"event": "after_drain", "file": "/srv/smoke.yml", "message": "HTTP 502"}
+    cause = control.failure_cause("ansible.builtin.fail", {"msg": "x"}, hook)
+    assert cause["reason"] == "the after_drain hook /srv/smoke.yml failed: HTTP 502"
