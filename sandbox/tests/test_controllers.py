@@ -231,9 +231,8 @@ def test_the_budgets_of_a_pod_follow_budgets_that_come_go_and_change_their_selec
     def budget(name, selector):
         store.create("poddisruptionbudgets", {"metadata": {"name": name, "namespace": NS},
                                               "spec": {"maxUnavailable": 1, "selector": selector}}, client="test")
-    pod = store.create("pods", dict(naked_pod("web-1", nodeName="n1"), metadata={"name": "web-1", "namespace": NS,
-                                                                             "labels": {"app": "web", "tier": "front"}}),
-                       client="test")
+    metadata = {"name": "web-1", "namespace": NS, "labels": {"app": "web", "tier": "front"}}
+    pod = store.create("pods", dict(naked_pod("web-1", nodeName="n1"), metadata=metadata), client="test")
 
     def names():
         return [p["metadata"]["name"] for p in pdbs_for_pod(store, pod)]

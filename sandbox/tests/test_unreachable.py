@@ -23,8 +23,12 @@ def test_an_unreachable_node_goes_unknown_its_pods_unready_and_its_terminating_p
     assert on_lost
     started = cluster.clock.now()
     cluster.ctl.nodes.lose_kubelet(lost)
-    node = cluster.wait(lambda: (lambda n: n if (condition(n, "Ready") or {}).get("status") == "Unknown" else None)(
-        cluster.store.get("nodes", None, lost)), "the node Unknown")
+
+    def unknown():
+        found = cluster.store.get("nodes", None, lost)
+        return found if (condition(found, "Ready") or {}).get("status") == "Unknown" else None
+
+    node = cluster.wait(unknown, "the node Unknown")
     assert cluster.clock.now() - started >= NODE_MONITOR_GRACE - 1
     taints = {(t["key"], t["effect"]) for t in node["spec"].get("taints") or []}
     assert {("node.kubernetes.io/unreachable", "NoSchedule"), ("node.kubernetes.io/unreachable", "NoExecute")} <= taints
