@@ -186,6 +186,7 @@ class _Surge:
             "suspended_processes": self.to_suspend,
             "started_at": format_time(now),
             "restore_sizes": None,
+            "paying": None,
         }
         self.write = state_tags(self.state)
 
