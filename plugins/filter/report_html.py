@@ -15,8 +15,10 @@ description:
   - At the top, for a node group that did not finish (failed, paused, rolled back), what stopped it and what to do
     next. Per node group - a timeline (phases, each step as a bar with its wait hatched, each node from its cordon to
     its termination, its replacement from launch to Ready), the plan beside what happened (predicted and measured
-    durations, the plan's drain waves, the steps run) and the node table (old node and instance, replacement, AZ,
-    drain seconds, pods evicted, restarted and deleted, the pods that blocked with their PodDisruptionBudget).
+    durations, the plan's drain waves with the hold after each when one holds, the steps run), in the plan of a
+    rollout or rollback the drain pre-flight's blockers and warnings grouped by kind (pod, node,
+    PodDisruptionBudget, message), and the node table (old node and instance, replacement, AZ, drain seconds, pods
+    evicted, restarted and deleted, the pods that blocked with their PodDisruptionBudget).
   - Last, the sections given in O(sections), each a JSON document shown as tables (the role fills them from
     C(rolling_update_report_sections), for example a test environment's invariant report).
 options:

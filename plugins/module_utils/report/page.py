@@ -7,10 +7,11 @@
 The page needs nothing from the network: its style is inline CSS, its timelines inline SVG (hover titles, no
 script). At the top it says what stopped a run that did not finish and what to do next; then, per node group, a
 timeline (phases, each step as a bar with its wait shown as a wait, each node from its cordon to its termination and
-its replacement's boot), the plan beside what happened (predicted and measured durations, the plan's waves, the steps
-run) and the node table (old instance and its replacement, AZ, drain seconds, pods evicted, restarted and
-force-deleted, what blocked, with the PodDisruptionBudget named); last, the sections the operator added (a JSON
-document each, such as a test environment's invariant report).
+its replacement's boot), the plan beside what happened (predicted and measured durations, the plan's waves with the
+hold after each, the steps run), a plan's drain pre-flight (its blockers and warnings grouped by kind, with the pod,
+its node and its PodDisruptionBudget) and the node table (old instance and its replacement, AZ, drain seconds, pods
+evicted, restarted and force-deleted, what blocked, with the PodDisruptionBudget named); last, the sections the
+operator added (a JSON document each, such as a test environment's invariant report).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import html
 import json
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import node_rows, time_of
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration, target_text, wave_rows
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import found_by_kind, human_duration, target_text, wave_rows
 
 # Statuses of a group that ended the way it was asked to.
 FINISHED = ("replaced", "up to date", "planned", "cancelled", "no rollout")
@@ -252,11 +253,26 @@ def _measured_vs_predicted(group):
 
 
 def _plan_waves(group):
-    plan = group.get("plan") or {}
-    rows = wave_rows(plan)
+    headers, rows = wave_rows(group.get("plan") or {})
     if not rows:
         return '<p class="muted">The plan has no waves (nothing was outdated when it was made).</p>'
-    return _table(["wave", "nodes", "AZs", "node names"], [[text(cell) for cell in row] for row in rows], numeric=(0, 1))
+    return _table(headers, [[text(cell) for cell in row] for row in rows], numeric=(0, 1))
+
+
+def _plan_found(plan):
+    """The drain pre-flight's blockers, then its warnings, each grouped by kind; None when the plan has no pre-flight
+    (a rollout's plan: what blocked its drains is in the node table)."""
+    if "preflight" not in plan:
+        return None
+    rows = []
+    for severity, found in (("error", "blocker"), ("warning", "warning")):
+        grouped = found_by_kind(plan["preflight"], severity)
+        for kind in sorted(grouped):
+            rows.extend([text(found), text(kind), text(item["pod"]), text(item["node"]), text(item["pdb"]), text(item["message"])]
+                        for item in grouped[kind])
+    if not rows:
+        return '<p class="muted">The drain pre-flight found no blocker and no warning.</p>'
+    return _table(["found", "kind", "pod", "node", "PodDisruptionBudget", "message"], rows)
 
 
 def _steps_table(group):
@@ -414,6 +430,12 @@ def _group(group):
         out.append(_timeline(group, rows))
     out.append('<div class="columns"><div><h3>Plan and what happened</h3>%s</div><div><h3>The plan\'s drain waves</h3>%s</div></div>'
                % (_measured_vs_predicted(group), _plan_waves(group)))
+    found = _plan_found(group.get("plan") or {})
+    if found is not None:
+        out.append("<h3>Blockers and warnings</h3>")
+        out.append('<p class="muted">What the drain pre-flight found on the outdated nodes: a blocker stops the drain '
+                   'under the run\'s options, a warning lets it finish at a cost.</p>')
+        out.append(found)
     if not group.get("plan_only"):
         out.append("<h3>Steps</h3>")
         out.append(_steps_table(group))

@@ -59,10 +59,19 @@ def _names(nodes):
 
 
 def wave_rows(plan):
-    """The plan's drain waves as rows: ``[wave, node count, "AZ count, ...", "node names"]``."""
-    return [[batch.get("index", index + 1), len(batch.get("nodes") or batch.get("instance_ids") or []),
+    """The plan's drain waves as a table: ``(headers, rows)``, each row ``[wave, node count, "AZ count, ...", "node
+    names"]``; when a wave holds (its ``hold_seconds``, the bake time or checkpoint wait after it), a ``then`` column
+    before the names says the hold after each wave (``hold 30m 00s`` or ``-``)."""
+    batches = (plan or {}).get("batches") or []
+    headers = ["wave", "nodes", "AZs", "node names"]
+    rows = [[batch.get("index", index + 1), len(batch.get("nodes") or batch.get("instance_ids") or []),
              _az_counts(batch.get("azs") or []), _names(batch.get("nodes") or [])]
-            for index, batch in enumerate((plan or {}).get("batches") or [])]
+            for index, batch in enumerate(batches)]
+    if any(batch.get("hold_seconds") for batch in batches):
+        headers.insert(3, "then")
+        for row, batch in zip(rows, batches):
+            row.insert(3, "hold %s" % human_duration(batch["hold_seconds"]) if batch.get("hold_seconds") else "-")
+    return headers, rows
 
 
 def _table(rows, headers):
@@ -70,18 +79,17 @@ def _table(rows, headers):
     return ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers] + rows]
 
 
-def _found(preflight, severity):
-    """The pre-flight's blockers of ``severity`` grouped by kind: ``{kind: ["pod on node (PDB x): reason"]}``."""
+def found_by_kind(preflight, severity):
+    """The blockers of ``severity`` (``error`` or ``warning``) in the drain pre-flight's nodes (``preflight``: per node
+    ``blocking``), grouped by kind: ``{kind: [{"pod", "node", "pdb", "message"}]}``, the nodes in name order."""
     grouped = {}
     for node in sorted(preflight or {}):
         for blocker in (preflight[node] or {}).get("blocking") or []:
             if (blocker.get("severity") or "error") != severity:
                 continue
-            message = blocker.get("message") or blocker.get("reason") or ""
-            # the budget named once: most pre-flight messages already name it
-            budget = " (PodDisruptionBudget %s)" % blocker["pdb"] if blocker.get("pdb") and blocker["pdb"] not in message else ""
             grouped.setdefault(blocker.get("kind") or "other", []).append(
-                "%s on %s%s: %s" % (blocker.get("pod"), node, budget, message))
+                {"pod": blocker.get("pod"), "node": node, "pdb": blocker.get("pdb"),
+                 "message": blocker.get("message") or blocker.get("reason") or ""})
     return grouped
 
 
@@ -92,7 +100,10 @@ def _found_lines(title, grouped):
     lines = ["%s (%d):" % (title, count)]
     for kind in sorted(grouped):
         lines.append("  %s (%d)" % (kind, len(grouped[kind])))
-        lines.extend("    " + item for item in grouped[kind])
+        for item in grouped[kind]:
+            # the budget named once: most pre-flight messages already name it
+            budget = " (PodDisruptionBudget %s)" % item["pdb"] if item["pdb"] and item["pdb"] not in item["message"] else ""
+            lines.append("    %s on %s%s: %s" % (item["pod"], item["node"], budget, item["message"]))
     return lines
 
 
@@ -199,16 +210,11 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None, con
                  % (plan.get("surge"), plan.get("batch_size", plan.get("max_unavailable")), canary,
                     plan.get("taint_effect", "NoSchedule"), len(batches), human_duration(plan.get("eta_seconds"))))
     lines.extend(control_lines(controls, plan))
-    rows = wave_rows(plan)
-    headers = ["wave", "nodes", "AZs", "node names"]
-    if any(batch.get("hold_seconds") for batch in batches):
-        headers.insert(3, "then")
-        for row, batch in zip(rows, batches):
-            row.insert(3, "hold %s" % human_duration(batch["hold_seconds"]) if batch.get("hold_seconds") else "-")
+    headers, rows = wave_rows(plan)
     lines.extend(_table(rows, headers))
     if plan.get("target_groups"):
         lines.append(target_groups_line(plan["target_groups"]))
     if preflight is not None:
-        lines.extend(_found_lines("blockers", _found(preflight, "error")))
-        lines.extend(_found_lines("warnings", _found(preflight, "warning")))
+        lines.extend(_found_lines("blockers", found_by_kind(preflight, "error")))
+        lines.extend(_found_lines("warnings", found_by_kind(preflight, "warning")))
     return lines

@@ -171,3 +171,36 @@ def test_a_paused_or_rolled_back_group_says_why_and_a_cancelled_one_is_finished(
     assert "Why: <b>window closed</b>" in page and "stopped cleanly between steps" in page
     cancelled = {"name": "workers", "status": "cancelled", "reason": "cancelled", "plan": {}, "steps": [], "new_nodes": []}
     assert "Every node group finished." in report_html({"node_groups": [cancelled]}, "prod-eu")
+
+
+def test_a_plan_only_page_shows_the_pre_flight_s_blockers_and_warnings_grouped_by_kind_with_their_budget():
+    preflight = {
+        "ip-10-0-0-1.ec2.internal": {"blocking": [
+            {"pod": "shop/api-1", "kind": "pdb_zero", "severity": "error", "pdb": "shop/api",
+             "reason": "PodDisruptionBudget shop/api allows 0 disruptions: it needs 2 healthy pods and has 2"},
+            {"pod": "shop/cache-0", "kind": "single_replica", "severity": "warning", "pdb": None,
+             "reason": "single replica: down while its pod moves"}]},
+        "ip-10-0-1-1.ec2.internal": {"blocking": []},
+    }
+    group = dict(rollout_group(), status="planned", plan_only=True, steps=[], timeline={})
+    group["plan"] = dict(group["plan"], preflight=preflight)
+    page = report_html({"node_groups": [group]})
+    text = " ".join(parse(page).text)
+    assert "Blockers and warnings" in text
+    assert "pdb_zero" in text and "<td>shop/api</td>" in page and "PodDisruptionBudget shop/api" in text
+    assert page.index("pdb_zero") < page.index("single_replica")          # the blockers, then the warnings
+    assert "shop/cache-0" in text and "ip-10-0-0-1.ec2.internal" in text
+    # a plan whose pre-flight found nothing says so; a rollout's plan has no pre-flight, its node table shows what blocked
+    group["plan"]["preflight"] = {}
+    assert "found no blocker and no warning" in report_html({"node_groups": [group]})
+    assert "Blockers and warnings" not in report_html({"node_groups": [rollout_group()]})
+
+
+def test_the_waves_table_says_the_hold_after_a_wave_only_when_a_wave_holds():
+    group = rollout_group()
+    assert "<th>then</th>" not in report_html({"node_groups": [group]})
+    group["plan"] = dict(group["plan"], batches=[dict(batch, hold_seconds=1800 if batch["index"] == 1 else 0)
+                                                 for batch in group["plan"]["batches"]])
+    page = report_html({"node_groups": [group]})
+    parse(page)
+    assert "<th>then</th>" in page and "hold 30m 00s" in page and "<td>-</td>" in page
