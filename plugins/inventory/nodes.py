@@ -80,7 +80,7 @@ node_groups:
   - prod-eu1-batch
 
 # ansible-inventory -i prod-eu1.nodes.yml --graph outdated
-# ansible-playbook -i prod-eu1.nodes.yml nodeops.rollout.upgrade_serial -e max_unavailable=2
+# ansible-playbook -i prod-eu1.nodes.yml nodeops.rollout.upgrade_serial -e rolling_update_max_unavailable=2
 # ansible-playbook -i prod-eu1.nodes.yml nodeops.rollout.upgrade_serial --limit az_eu_west_1a
 """
 
