@@ -37,6 +37,8 @@ from moto.ec2.models import subnets as ec2_subnets
 from moto.ec2.responses import launch_templates as lt_responses
 from moto.ec2.utils import parse_user_data
 
+from .patching import once
+
 ASG_NAME_TAG = "aws:autoscaling:groupName"
 PROCESS_NAMES = (
     "Launch",
@@ -50,8 +52,6 @@ PROCESS_NAMES = (
     "ScheduledActions",
 )
 
-_INSTALL_LOCK = threading.Lock()
-_INSTALLED = False
 _CTX = None
 _LOCAL = threading.local()
 _SEQ = itertools.count(1)
@@ -827,22 +827,18 @@ def _patch_instance_pages():
     asg_responses.AutoScalingResponse.describe_auto_scaling_instances = describe_auto_scaling_instances
 
 
+@once
 def install():
     """Apply every patch once per process (idempotent)."""
-    global _INSTALLED  # pylint: disable=global-statement
-    with _INSTALL_LOCK:
-        if _INSTALLED:
-            return
-        _patch_run_instances()
-        _patch_terminate()
-        _patch_subnet_ips()
-        _patch_launch_template_versions()
-        _patch_instance_state()
-        _patch_group()
-        _patch_backend()
-        _patch_instance_pages()
-        from . import lifecycle, targets, warm_pools  # pylint: disable=import-outside-toplevel
-        targets.install()
-        lifecycle.install()
-        warm_pools.install()
-        _INSTALLED = True
+    _patch_run_instances()
+    _patch_terminate()
+    _patch_subnet_ips()
+    _patch_launch_template_versions()
+    _patch_instance_state()
+    _patch_group()
+    _patch_backend()
+    _patch_instance_pages()
+    from . import lifecycle, targets, warm_pools  # pylint: disable=import-outside-toplevel
+    targets.install()
+    lifecycle.install()
+    warm_pools.install()

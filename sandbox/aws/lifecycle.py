@@ -21,7 +21,6 @@ Events: ``instance.lifecycle_wait`` {instance_id, group, hooks, until} when a ho
 it go. Launch hooks (``Pending:Wait``) are stored but not run: no scenario of the sandbox needs them.
 """
 
-import threading
 import uuid
 
 from moto.autoscaling import models as asg_models
@@ -30,15 +29,13 @@ from moto.autoscaling.exceptions import ValidationError
 from moto.core.responses import EmptyResult
 
 from . import fidelity
+from .patching import once
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"
 RESULTS = ("CONTINUE", "ABANDON")
 GLOBAL_TIMEOUT_CAP = 172800.0
 _WAIT = "_sb_lifecycle_wait"   # on a held InstanceState: {"hooks": {name: deadline}, "started", "reason", "token", "group"}
-
-_INSTALL_LOCK = threading.Lock()
-_INSTALLED = False
 
 
 def _now():
@@ -155,18 +152,14 @@ def _heartbeat_response(self):
     return EmptyResult()
 
 
+@once
 def install():
     """Apply the lifecycle hook patches once per process (idempotent; after :func:`fidelity.install`)."""
-    global _INSTALLED  # pylint: disable=global-statement
-    with _INSTALL_LOCK:
-        if _INSTALLED:
-            return
-        backend = asg_models.AutoScalingBackend
-        backend.complete_lifecycle_action = complete_lifecycle_action
-        backend.record_lifecycle_action_heartbeat = record_lifecycle_action_heartbeat
-        fidelity._wrap(backend, "create_lifecycle_hook", before=_before_put_hook)  # pylint: disable=protected-access
-        asg_responses.AutoScalingResponse.complete_lifecycle_action = _complete_response
-        asg_responses.AutoScalingResponse.record_lifecycle_action_heartbeat = _heartbeat_response
-        fidelity.TERMINATION_HOLDS.append(hold)
-        fidelity.RECONCILE_HOOKS.append(tick)
-        _INSTALLED = True
+    backend = asg_models.AutoScalingBackend
+    backend.complete_lifecycle_action = complete_lifecycle_action
+    backend.record_lifecycle_action_heartbeat = record_lifecycle_action_heartbeat
+    fidelity._wrap(backend, "create_lifecycle_hook", before=_before_put_hook)  # pylint: disable=protected-access
+    asg_responses.AutoScalingResponse.complete_lifecycle_action = _complete_response
+    asg_responses.AutoScalingResponse.record_lifecycle_action_heartbeat = _heartbeat_response
+    fidelity.TERMINATION_HOLDS.append(hold)
+    fidelity.RECONCILE_HOOKS.append(tick)

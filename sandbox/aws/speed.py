@@ -9,13 +9,10 @@ it does it, and each says which moto code path was linear in something that grow
   tags are kept per resource id already: read that resource's entry. Same list, same order, same fields.
 """
 
-import threading
-
 from moto.ec2.models.core import TaggedEC2Resource
 from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
 
-_INSTALLED = False
-_INSTALL_LOCK = threading.Lock()
+from .patching import once
 
 
 def _get_tags(self):
@@ -30,11 +27,7 @@ def _get_tags(self):
             for key, value in list(tags.items())]
 
 
+@once
 def install():
     """Apply every patch once per process (idempotent)."""
-    global _INSTALLED  # pylint: disable=global-statement
-    with _INSTALL_LOCK:
-        if _INSTALLED:
-            return
-        TaggedEC2Resource.get_tags = _get_tags
-        _INSTALLED = True
+    TaggedEC2Resource.get_tags = _get_tags

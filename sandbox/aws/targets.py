@@ -39,9 +39,8 @@ from moto.ec2.models import instances as ec2_instances
 from moto.elbv2 import models as elbv2_models
 
 from . import fidelity
+from .patching import once
 
-_INSTALL_LOCK = threading.Lock()
-_INSTALLED = False
 _MARK = "_sb_target_groups"   # on an Auto Scaling InstanceState: the target group ARNs the group registered it with
 _DRAINING = "_sb_draining"    # on a FakeTargetGroup: {target id: (target, simulated time its deregistration ends)}
 _EXCLUDED = "_sb_excluded"    # on a FakeTargetGroup: instance ids the load balancer controller took out
@@ -269,26 +268,22 @@ def exclude(elbv2_backend, excluded, included):
                 target_group.register(back)
 
 
+@once
 def install():
     """Apply the target group patches once per process (idempotent; after :func:`fidelity.install`)."""
-    global _INSTALLED  # pylint: disable=global-statement
-    with _INSTALL_LOCK:
-        if _INSTALLED:
-            return
-        target_group = elbv2_models.FakeTargetGroup
-        _ORIGINAL.update(register=target_group.register, terminate=ec2_instances.Instance.terminate,
-                         describe_target_health=elbv2_models.ELBv2Backend.describe_target_health)
-        target_group.register = target_group_register
-        target_group.deregister = target_group_deregister
-        # the load balancers learn of a termination from Instance.terminate, whichever API terminated it
-        target_group.deregister_terminated_instances = lambda self, instance_ids: None
-        ec2_instances.Instance.terminate = terminate
-        target_group.health_for = health_for
-        elbv2_models.ELBv2Backend.describe_target_health = describe_target_health
-        backend = asg_models.AutoScalingBackend
-        backend.update_attached_target_groups = register_in_service
-        backend.detach_load_balancer_target_groups = detach_load_balancer_target_groups
-        fidelity._wrap(backend, "enter_standby_instances", after=_after_enter_standby)  # pylint: disable=protected-access
-        fidelity._wrap(backend, "detach_instances", before=_before_detach)  # pylint: disable=protected-access
-        fidelity.RUNNING_HOOKS.append(on_running)
-        _INSTALLED = True
+    target_group = elbv2_models.FakeTargetGroup
+    _ORIGINAL.update(register=target_group.register, terminate=ec2_instances.Instance.terminate,
+                     describe_target_health=elbv2_models.ELBv2Backend.describe_target_health)
+    target_group.register = target_group_register
+    target_group.deregister = target_group_deregister
+    # the load balancers learn of a termination from Instance.terminate, whichever API terminated it
+    target_group.deregister_terminated_instances = lambda self, instance_ids: None
+    ec2_instances.Instance.terminate = terminate
+    target_group.health_for = health_for
+    elbv2_models.ELBv2Backend.describe_target_health = describe_target_health
+    backend = asg_models.AutoScalingBackend
+    backend.update_attached_target_groups = register_in_service
+    backend.detach_load_balancer_target_groups = detach_load_balancer_target_groups
+    fidelity._wrap(backend, "enter_standby_instances", after=_after_enter_standby)  # pylint: disable=protected-access
+    fidelity._wrap(backend, "detach_instances", before=_before_detach)  # pylint: disable=protected-access
+    fidelity.RUNNING_HOOKS.append(on_running)

@@ -24,20 +24,16 @@ Events: ``warm_pool.launched`` {group, instance_id, lt_version}, ``warm_pool.use
 ``warm_pool.terminated`` {group, instance_id}.
 """
 
-import threading
-
 from moto.autoscaling import models as asg_models
 from moto.autoscaling import responses as asg_responses
 from moto.autoscaling.exceptions import ValidationError
 from moto.core.responses import ActionResult
 
 from . import fidelity
+from .patching import once
 
 READY_STATES = {"Stopped": "Warmed:Stopped", "Running": "Warmed:Running", "Hibernated": "Warmed:Hibernated"}
 _POOL = "_sb_warm_pool"   # on a FakeAutoScalingGroup: the InstanceStates of its warm pool, oldest first
-
-_INSTALL_LOCK = threading.Lock()
-_INSTALLED = False
 
 
 def pool_of(group):
@@ -184,22 +180,18 @@ def _after_size(backend, a):
         refill(group)
 
 
+@once
 def install():
     """Apply the warm pool patches once per process (idempotent; after :func:`fidelity.install`)."""
-    global _INSTALLED  # pylint: disable=global-statement
-    with _INSTALL_LOCK:
-        if _INSTALLED:
-            return
-        backend = asg_models.AutoScalingBackend
-        backend.terminate_instance = _terminate_wrapper(backend.terminate_instance)
-        fidelity._wrap(backend, "put_warm_pool", before=_before_put, after=_after_put)  # pylint: disable=protected-access
-        fidelity._wrap(backend, "delete_warm_pool", before=_before_delete)  # pylint: disable=protected-access
-        fidelity._wrap(backend, "update_auto_scaling_group", after=_after_size)  # pylint: disable=protected-access
-        fidelity._wrap(backend, "set_desired_capacity", after=_after_size)  # pylint: disable=protected-access
-        asg_responses.AutoScalingResponse.describe_warm_pool = describe_warm_pool
-        # DescribeAutoScalingGroups: WarmPoolSize, with WarmPoolConfiguration
-        asg_models.FakeAutoScalingGroup.warm_pool_size = property(lambda self: len(pool_of(self)) if self.warm_pool else None)
-        fidelity.RUNNING_HOOKS.append(on_running)
-        fidelity.LAUNCH_SOURCES.append(supply)
-        fidelity.RECONCILE_HOOKS.append(tick)
-        _INSTALLED = True
+    backend = asg_models.AutoScalingBackend
+    backend.terminate_instance = _terminate_wrapper(backend.terminate_instance)
+    fidelity._wrap(backend, "put_warm_pool", before=_before_put, after=_after_put)  # pylint: disable=protected-access
+    fidelity._wrap(backend, "delete_warm_pool", before=_before_delete)  # pylint: disable=protected-access
+    fidelity._wrap(backend, "update_auto_scaling_group", after=_after_size)  # pylint: disable=protected-access
+    fidelity._wrap(backend, "set_desired_capacity", after=_after_size)  # pylint: disable=protected-access
+    asg_responses.AutoScalingResponse.describe_warm_pool = describe_warm_pool
+    # DescribeAutoScalingGroups: WarmPoolSize, with WarmPoolConfiguration
+    asg_models.FakeAutoScalingGroup.warm_pool_size = property(lambda self: len(pool_of(self)) if self.warm_pool else None)
+    fidelity.RUNNING_HOOKS.append(on_running)
+    fidelity.LAUNCH_SOURCES.append(supply)
+    fidelity.RECONCILE_HOOKS.append(tick)
