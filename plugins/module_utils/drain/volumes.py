@@ -68,9 +68,11 @@ def _requirement_matches(requirement, labels):
     return False
 
 
-def _term_matches(term, labels, name):
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
+def term_matches(term, labels, name):
+    """Whether a node selector term (``matchExpressions``, ``matchFields`` on ``metadata.name``) holds for a node with
+    ``labels`` and ``name``, as the scheduler reads it: both lists, every requirement."""
+    expressions = (term or {}).get("matchExpressions") or []
+    fields = (term or {}).get("matchFields") or []
     if not expressions and not fields:
         return False   # an empty term selects nothing, as the scheduler reads it
     if not all(_requirement_matches(requirement, labels) for requirement in expressions):
@@ -81,7 +83,7 @@ def _term_matches(term, labels, name):
 def fits(volume, labels, name=None):
     """Whether a node with ``labels`` (and ``name``) may use the volume."""
     terms = volume_terms(volume)
-    return terms is None or any(_term_matches(term, labels or {}, name) for term in terms)
+    return terms is None or any(term_matches(term, labels or {}, name) for term in terms)
 
 
 def zone_labels(zone):

@@ -31,6 +31,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import 
     pod_is_finished,
     pod_is_terminating,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import term_matches
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import node_ready
 
 try:
@@ -103,35 +104,6 @@ def tolerates(tolerations, taint):
     return False
 
 
-def _expression_holds(expression, labels):
-    key, operator = expression.get("key"), expression.get("operator")
-    values = expression.get("values") or []
-    if operator == "In":
-        return key in labels and labels[key] in values
-    if operator == "NotIn":
-        return key not in labels or labels[key] not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    if operator in ("Gt", "Lt") and key in labels and values:
-        try:
-            have, bound = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > bound if operator == "Gt" else have < bound
-    return False
-
-
-def _term_holds(term, labels, name):
-    expressions = (term or {}).get("matchExpressions") or []
-    fields = (term or {}).get("matchFields") or []
-    if not expressions and not fields:
-        return False  # an empty term matches nothing
-    return (all(_expression_holds(expression, labels) for expression in expressions)
-            and all(_expression_holds(field, {"metadata.name": name}) for field in fields))
-
-
 def node_selected(pod, labels, name):
     """The pod's ``nodeSelector`` and required node affinity hold for a node with ``labels`` and ``name``."""
     spec = pod.get("spec") or {}
@@ -143,7 +115,7 @@ def node_selected(pod, labels, name):
     terms = required.get("nodeSelectorTerms")
     if terms is None:
         return True
-    return any(_term_holds(term, labels, name) for term in terms)
+    return any(term_matches(term, labels, name) for term in terms)
 
 
 class _Receiver:
