@@ -102,7 +102,8 @@ def _start_draining(target_group, target, **fields):
         _emit(target_group, target["Id"], "unused", **fields)
         return
     _draining(target_group)[target["Id"]] = (target, until)
-    _emit(target_group, target["Id"], "draining", until=round(until, 3), **fields)
+    # the event's time is the reading the delay was counted from, so ``until - t`` is the delay itself
+    _emit(target_group, target["Id"], "draining", t=round(now, 3), until=round(until, 3), **fields)
 
 
 def target_group_register(self, targets):
