@@ -135,8 +135,9 @@ def group_refusals(group, records, outdated, target, surge_method="scale", stran
 def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups=(), volumes=None, hooks=(), pool=None):
     """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None; ``raw_nodes``:
     the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster;
-    ``target_groups``: the group's, as ``clients.aws.group_target_groups`` reads them; ``volumes``: ``{"attached":
-    drain.volumes.attachments_by_node, "volumes": name -> PersistentVolume}`` of the cluster, or None; ``hooks``: its
+    ``target_groups``: the group's, as ``clients.aws.group_target_groups`` reads them; ``volumes``: a function
+    returning ``{"attached": drain.volumes.attachments_by_node, "volumes": name -> PersistentVolume}`` of the cluster
+    (called only when an outdated instance has a node), or None; ``hooks``: its
     termination lifecycle hooks, ``clients.aws.termination_hooks``; ``pool``: its warm pool, ``clients.aws.warm_pool``)."""
     name = group["AutoScalingGroupName"]
     target = group_target(ec2, group)
@@ -213,10 +214,14 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
 
 
 def _stranded(outdated, volumes, raw_nodes, group):
-    """drain.volumes.stranded_volumes for the group's outdated nodes (none when the volumes were not read)."""
-    if not volumes or raw_nodes is None:
-        return []
+    """drain.volumes.stranded_volumes for the group's outdated nodes (none when the volumes are not read, or no outdated
+    instance has a node: a group replaced already reads no VolumeAttachments)."""
     leaving = [entry["node"] for entry in outdated if entry.get("node")]
+    if volumes is None or raw_nodes is None or not leaving:
+        return []
+    volumes = volumes()
+    if not volumes["attached"]:
+        return []
     nodes = [node_summary(raw, INSTANCE_NODE_FIELDS) for raw in raw_nodes]
     return stranded_volumes(leaving, volumes["attached"], volumes["volumes"], nodes, group_azs(group))
 
@@ -254,7 +259,12 @@ def run_node_group_info(module):
         with kube_errors("list", "nodes", params):
             raw_nodes = api.list_nodes()
         nodes = nodes_by_instance(raw_nodes)
-        volumes = read_volumes(api, params)
+        read = []   # the volumes, read once for every group that needs them
+
+        def volumes():
+            if not read:
+                read.append(read_volumes(api, params))
+            return read[0]
     with aws_errors("DescribeTargetGroups", where, params):
         target_groups = {group["AutoScalingGroupName"]: group_target_groups(elbv2, group) for group in groups}
     with aws_errors("DescribeLifecycleHooks", where, params):

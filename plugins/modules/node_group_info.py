@@ -185,8 +185,8 @@ notes:
   - The plan is data for the C(nodeops.rollout.rolling_update) role and for review in check mode; the estimated duration
     follows the rollout's pipeline with the timings of O(timings).
   - A group with target groups costs one DescribeTargetGroups and one DescribeTargetGroupAttributes per target group.
-  - With O(include_nodes), the cluster's VolumeAttachments are listed (and its PersistentVolumes, when a volume is
-    attached) to find the volumes a rollout would strand (RV(node_groups[].refusals)).
+  - With O(include_nodes), when an outdated instance has a node, the cluster's VolumeAttachments are listed (and its
+    PersistentVolumes, when a volume is attached) to find the volumes a rollout would strand (RV(node_groups[].refusals)).
 seealso:
   - module: nodeops.rollout.asg_surge
   - module: nodeops.rollout.launch_template_version

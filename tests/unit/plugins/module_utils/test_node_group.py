@@ -77,8 +77,15 @@ def _info_sees_nodes(monkeypatch, items, attachments=(), volumes=()):
         def list_persistent_volumes():
             return list(volumes)
 
+    Nodes.reads = []
+    for method in ("list_volume_attachments", "list_persistent_volumes"):
+        def counted(method=method, original=getattr(Nodes, method)):
+            Nodes.reads.append(method)
+            return original()
+        setattr(Nodes, method, staticmethod(counted))
     monkeypatch.setattr(node_group_utils, "KubeApi", lambda api_client: Nodes())
     monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: object())
+    return Nodes.reads
 
 
 def test_info_joins_nodes_by_provider_id_and_honours_needs_update(world, run, monkeypatch):
@@ -131,6 +138,23 @@ def test_a_volume_on_an_outdated_node_pinned_where_no_node_would_be_left_refuses
     items.append({"metadata": {"name": "other-d", "labels": {"topology.kubernetes.io/zone": "us-east-1d"}}, "spec": {},
                   "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
     assert run("node_group_info", name="workers", target={"launch_template_id": world.lt_id, "version": 2})["node_groups"][0]["refusals"] == []
+
+
+def test_a_group_with_no_outdated_node_reads_no_volume_attachments(world, run, monkeypatch):
+    ids = world.member_ids()
+    items = [{"metadata": {"name": "node-%d" % index}, "spec": {"providerID": "aws:///%s/%s" % (AZS[index], instance_id)},
+              "status": {"conditions": [{"type": "Ready", "status": "True"}]}} for index, instance_id in enumerate(ids)]
+    attachment = {"metadata": {"name": "csi-1"}, "status": {"attached": True},
+                  "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "node-0", "source": {"persistentVolumeName": "pv-d"}}}
+    reads = _info_sees_nodes(monkeypatch, items, [attachment], [pinned_volume("pv-d", "us-east-1d")])
+    # every node runs the group's version: nothing would leave a node, so nothing could be stranded
+    group = run("node_group_info", name="workers")["node_groups"][0]
+    assert group["outdated"] == [] and group["refusals"] == [] and reads == []
+    # once a node is outdated, its volumes are read (once), and the one pinned where no node would be left is named
+    world.new_version()
+    group = run("node_group_info", name="workers")["node_groups"][0]
+    assert reads == ["list_volume_attachments", "list_persistent_volumes"]
+    assert [refusal.split(" on ")[0] for refusal in group["refusals"]] == ["volume pv-d (claim shop/data)"]
 
 
 def test_info_reports_the_recorded_state_and_detached_instances(world, run):
