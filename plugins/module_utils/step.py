@@ -45,12 +45,12 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import join_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import node_summary, ready_since
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import autoscaler_unprotected
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, autoscaler_unprotected, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances, up_to_date_instances
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, stop_before
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state, tags_to_dict
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import BLOCKED, WAIT, drained_at, next_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import BLOCKED, DONE, WAIT, drained_at, next_step
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import holding, instance_target_groups, parse_deregistration_timeout
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
     PlanError,
@@ -291,6 +291,10 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         # while the rollout runs, its new nodes are kept from the cluster-autoscaler's scale down
         fresh = [entry["instance_id"] for entry in up_to_date_instances(records, self.target)]
         step["protect"] = autoscaler_unprotected(records, fresh) if state else []
+        # the last step names what the rollout left on its up-to-date nodes: the scale down gives it back before its
+        # one read of the end
+        step["marked"] = (marked_up_to_date(records, fresh, self.params.get("taint_key") or DEFAULT_TAINT_KEY)
+                          if step["action"] == DONE else [])
         if step["hooked"] and self.hooks is None:
             with aws_errors("DescribeLifecycleHooks", "Auto Scaling group '%s'" % name, self.params):
                 self.hooks = termination_hooks(self.autoscaling, name)

@@ -189,6 +189,11 @@ options:
       - The predicted duration of one step, for O(windows), as seconds or a duration.
     type: raw
     default: 0
+  taint_key:
+    description:
+      - The key of the rollout's taint on outdated nodes, to tell the rollout's marks on up-to-date nodes (RV(step.marked)).
+    type: str
+    default: nodeops.rollout/outdated
 notes:
   - Each read is one DescribeAutoScalingGroups, one DescribeInstances and one list of nodes; while waiting for new
     instances only the nodes are listed, and the group is read again when a node changes.
@@ -337,6 +342,13 @@ step:
           cluster-autoscaler does not scale the surge in under the rollout.
       type: list
       elements: str
+    marked:
+      description:
+        - When the step is V(done), the up-to-date instances whose node carries a mark of the rollout (its taints, its
+          cordon with the drain's annotations and label, the cluster-autoscaler annotation it put), each with
+          C(instance_id), C(node) and C(marks) (as node_group_info's C(marked)); empty otherwise.
+      type: list
+      elements: dict
     waiting_for:
       description: What the step waited for (or, with O(wait=false), waits for).
       type: list
@@ -412,6 +424,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.step import run_rollout_step
 
@@ -443,6 +456,7 @@ def argument_spec():
         respect_pause=dict(type="bool", default=True),
         windows=dict(type="raw"),
         step_seconds=dict(type="raw", default=0),
+        taint_key=dict(type="str", default=DEFAULT_TAINT_KEY, no_log=False),
     )
     return spec
 

@@ -275,6 +275,26 @@ def test_the_reader_reads_target_groups_only_for_drained_instances_and_records_e
     assert [call[1] for call in api_calls if call[0] == "elbv2"] == ["DescribeTargetHealth"]
 
 
+def test_the_last_step_names_the_marks_left_on_up_to_date_nodes_and_no_other_step_does(world):
+    ids = world.member_ids()
+    nodes = [make_node("n%d" % n, instance_id=instance_id) for n, instance_id in enumerate(ids)]
+    nodes[0]["metadata"]["annotations"] = {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true",
+                                           "nodeops.rollout/scale-down-disabled": "true"}
+    nodes[1]["spec"]["taints"] = [{"key": "team/outdated", "effect": "NoSchedule"}]
+    nodes[2]["metadata"]["annotations"] = {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}   # not ours
+    api = NodesApi(nodes)
+    params = {"name": "workers", "max_unavailable": None, "canary": True, "skip": [], "deregistration_timeout": None,
+              "volume_detach_timeout": "6m", "taint_key": "team/outdated"}
+    current = {"launch_template_id": world.lt_id, "version": 1}
+    done = StepReader(params, world.asg, world.ec2, api, "us-east-1", current, 0, now=Now()).decide()
+    assert done["action"] == "done"
+    assert sorted(done["marked"], key=lambda entry: entry["node"]) == [
+        {"instance_id": ids[0], "node": "n0", "marks": ["autoscaler"]}, {"instance_id": ids[1], "node": "n1", "marks": ["taint"]}]
+    newer = {"launch_template_id": world.lt_id, "version": world.new_version()}
+    running = StepReader(params, world.asg, world.ec2, api, "us-east-1", newer, 0, now=Now()).decide()
+    assert running["action"] == "run" and running["marked"] == []
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Holds and the operator's controls while a step waits
 # ---------------------------------------------------------------------------------------------------------
