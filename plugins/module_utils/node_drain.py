@@ -26,6 +26,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube impor
     KubeApi,
     error_status,
     kube_errors,
+    node_pods,
     with_pool_size,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error
@@ -188,11 +189,10 @@ class Drain:
             # a drain's cordon reads every node before it writes any (a missing one fails before a change): the check
             # mode, which does not cordon, reads them here
             survey.nodes = dict(zip(self.names, read_nodes(self.api, self.names)))
-        for name in self.names:
-            if self.watch and not full:
-                survey.pods_by_node[name], survey.versions[name] = self.api.list_node_pods(name, label_selector=self.opts.pod_selector)
-            else:
-                survey.pods_by_node[name] = self.api.list_pods(node=name, label_selector=self.opts.pod_selector)
+        pods, versions = node_pods(self.api, self.names, label_selector=self.opts.pod_selector)
+        survey.pods_by_node.update(pods)
+        if self.watch and not full:
+            survey.versions.update(versions)
         if self.watch and not full:
             survey.pdbs, survey.pdbs_version = self.api.list_pdbs_versioned()
         else:

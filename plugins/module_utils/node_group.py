@@ -259,12 +259,13 @@ def run_node_group_info(module):
         with kube_errors("list", "nodes", params):
             raw_nodes = api.list_nodes()
         nodes = nodes_by_instance(raw_nodes)
-        read = []   # the volumes, read once for every group that needs them
+        if params.get("check_volumes", True):
+            read = []   # the volumes, read once for every group that needs them
 
-        def volumes():
-            if not read:
-                read.append(read_volumes(api, params))
-            return read[0]
+            def volumes():
+                if not read:
+                    read.append(read_volumes(api, params))
+                return read[0]
     with aws_errors("DescribeTargetGroups", where, params):
         target_groups = {group["AutoScalingGroupName"]: group_target_groups(elbv2, group) for group in groups}
     with aws_errors("DescribeLifecycleHooks", where, params):

@@ -36,7 +36,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     warm_pool,
     write_state,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, node_pods, nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_STATES
@@ -131,9 +131,8 @@ class _Termination:
         nodes = api.list_nodes()
         index = node_index(nodes)
         names = [node["metadata"]["name"] for node in (node_of(record, index) for record in self.records) if node is not None]
-        # one pod list per node (field selector spec.nodeName), several at once: a step terminates up to hundreds
-        with ThreadPoolExecutor(max_workers=max(1, min(GATE_WORKERS, len(names)))) as pool:
-            pods_by_node = dict(zip(names, pool.map(lambda name: api.list_pods(node=name), names)))
+        # one consistent read of the pods (the cluster's, in pages), or one list per node when that is fewer requests
+        pods_by_node = node_pods(api, names, workers=GATE_WORKERS)[0]
         group_ids = [instance["InstanceId"] for instance in self.group.get("Instances") or []] + self.detached
         known = describe_instances(ec2, group_ids) if group_ids else {}
         group_records = [{"instance_id": instance_id, "private_dns_name": (known.get(instance_id) or {}).get("PrivateDnsName") or None}

@@ -12,9 +12,10 @@ version_added: 0.1.0
 author: nodeops.rollout maintainers (@nodeops)
 description:
   - Cordons every node in O(nodes), then moves every pod off them, all nodes at the same time.
-  - Pods are listed per node. DaemonSet pods and mirror pods are left alone. Finished pods (Succeeded, Failed) are
-    deleted. Every other pod is evicted through the C(policy/v1) Eviction API, which enforces the pods'
-    PodDisruptionBudgets.
+  - Pods are listed once for all the nodes (the cluster's pods, in pages of 500, when that takes fewer requests than a
+    list per node; without O(pod_selector)), then followed per node. DaemonSet pods and mirror pods are left alone.
+    Finished pods (Succeeded, Failed) are deleted. Every other pod is evicted through the C(policy/v1) Eviction API,
+    which enforces the pods' PodDisruptionBudgets.
   - An eviction refused with 429 (a budget with no disruption left) is retried with capped exponential backoff
     and jitter, honouring C(Retry-After). A refusal is never retried at once.
   - Evictions are paced by budget rather than refused pod by pod. A refusal closes the budget for every pod it

@@ -153,6 +153,13 @@ options:
       - With V(false) no Kubernetes API is called; the node annotation C(nodeops.rollout/needs-update) is then not seen.
     type: bool
     default: true
+  check_volumes:
+    description:
+      - With O(include_nodes), list the cluster's VolumeAttachments (and PersistentVolumes) to name, among
+        RV(node_groups[].refusals), the volumes a rollout would strand. The C(nodeops.rollout.rolling_update) role checks
+        them before it changes a group, and reads the group without them afterwards.
+    type: bool
+    default: true
   taint_key:
     description:
       - The key of the taint the rollout puts on outdated nodes, to find up-to-date nodes that still carry it (RV(node_groups[].marked)).
@@ -185,8 +192,9 @@ notes:
   - The plan is data for the C(nodeops.rollout.rolling_update) role and for review in check mode; the estimated duration
     follows the rollout's pipeline with the timings of O(timings).
   - A group with target groups costs one DescribeTargetGroups and one DescribeTargetGroupAttributes per target group.
-  - With O(include_nodes), when an outdated instance has a node, the cluster's VolumeAttachments are listed (and its
-    PersistentVolumes, when a volume is attached) to find the volumes a rollout would strand (RV(node_groups[].refusals)).
+  - With O(include_nodes) and O(check_volumes), when an outdated instance has a node, the cluster's VolumeAttachments are
+    listed (and its PersistentVolumes, when a volume is attached) to find the volumes a rollout would strand
+    (RV(node_groups[].refusals)).
 seealso:
   - module: nodeops.rollout.asg_surge
   - module: nodeops.rollout.launch_template_version
@@ -563,6 +571,7 @@ def argument_spec():
         max_unavailable=dict(type="raw"),
         max_surge=dict(type="raw"),
         include_nodes=dict(type="bool", default=True),
+        check_volumes=dict(type="bool", default=True),
         taint_key=dict(type="str", default="nodeops.rollout/outdated", no_log=False),
         taint_effect=dict(type="str", choices=list(OUTDATED_TAINT_EFFECTS), default="NoSchedule"),
         surge_method=dict(type="str", choices=["scale", "detach"], default="scale"),

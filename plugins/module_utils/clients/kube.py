@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
@@ -53,6 +54,8 @@ K8S_ERRORS = (ApiException,) + TRANSPORT_ERRORS
 
 # Seconds before one API request is abandoned (connect, read).
 REQUEST_TIMEOUT = (10, 60)
+# pods per page when the cluster's pods are listed in pages (node_pods); kubectl's chunk size
+PODS_PAGE = 500
 # Attempts of a read or an idempotent write answered 429 or 5xx before its error is reported.
 READ_ATTEMPTS = 5
 # Seconds a read or an idempotent write keeps trying while the API server cannot be reached at all (connection refused
@@ -188,6 +191,15 @@ class KubeApi:
         answer = self._call(self.core.list_pod_for_all_namespaces, **kwargs)
         return answer.get("items") or [], (answer.get("metadata") or {}).get("resourceVersion")
 
+    def list_pods_page(self, limit, token=None):
+        """One page of the cluster's pods (``limit`` of them, from the ``continue`` ``token`` of the page before): the
+        items and the list's metadata (``resourceVersion``, ``continue``, ``remainingItemCount``)."""
+        kwargs = {"limit": limit}
+        if token:
+            kwargs["_continue"] = token
+        answer = self._call(self.core.list_pod_for_all_namespaces, **kwargs)
+        return answer.get("items") or [], answer.get("metadata") or {}
+
     def open_pod_watch(self, node, resource_version, timeout_seconds, label_selector=None):
         """Start a watch of the node's pods from ``resource_version`` (one request, which the server ends after
         ``timeout_seconds``); returns the open response, read with :func:`watch_events` and closed by the caller."""
@@ -300,6 +312,53 @@ def nodes_by_instance(nodes):
         if instance_id:
             found[instance_id] = summary
     return found
+
+
+def node_pods(api, names, label_selector=None, workers=1):
+    """The pods of each node of ``names``, in as few requests as it takes: ``({name: [pods]}, {name: resourceVersion})``.
+
+    One list per node (field selector ``spec.nodeName``, ``workers`` at a time), or, for several nodes, the cluster's
+    pods in pages of ``PODS_PAGE`` when that takes fewer requests: the first page says how many pods there are, and
+    the pages are one snapshot, so every node has the first page's resourceVersion, from which a watch of it starts.
+    A list filtered by node is, on an API server that does not serve it from its cache, a read of every pod of the
+    cluster: a group of many nodes costs one such read instead of one per node. With a label selector (the server
+    then does not count the pods left) or an expired snapshot (410), one list per node."""
+    names = list(dict.fromkeys(names))
+    if len(names) > 1 and not label_selector:
+        found = _paged_node_pods(api, names)
+        if found is not None:
+            return found
+    if workers > 1 and len(names) > 1:
+        with ThreadPoolExecutor(max_workers=min(workers, len(names))) as pool:
+            answers = list(pool.map(lambda name: api.list_node_pods(name, label_selector=label_selector), names))
+    else:
+        answers = [api.list_node_pods(name, label_selector=label_selector) for name in names]
+    return ({name: answer[0] for name, answer in zip(names, answers)},
+            {name: answer[1] for name, answer in zip(names, answers)})
+
+
+def _paged_node_pods(api, names):
+    """node_pods from pages of the cluster's pods, or None when that would take more requests than one per node."""
+    items, meta = api.list_pods_page(PODS_PAGE)
+    remaining = meta.get("remainingItemCount")
+    if meta.get("continue") and (remaining is None or 1 + -(-int(remaining) // PODS_PAGE) > len(names)):
+        return None
+    version = meta.get("resourceVersion")
+    found = {name: [] for name in names}
+    while True:
+        for pod in items:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node in found:
+                found[node].append(pod)
+        token = meta.get("continue")
+        if not token:
+            return found, {name: version for name in names}
+        try:
+            items, meta = api.list_pods_page(PODS_PAGE, token)
+        except ApiException as exc:
+            if exc.status == 410:   # the snapshot was compacted away while paging
+                return None
+            raise
 
 
 @contextmanager

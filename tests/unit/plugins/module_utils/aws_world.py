@@ -148,6 +148,13 @@ class Cluster:
     def list_pods(self, node=None):
         return list(self.pods.get(node, []))
 
+    def list_node_pods(self, node, label_selector=None):  # pylint: disable=unused-argument
+        return self.list_pods(node), "1"
+
+    def list_pods_page(self, limit, token=None):  # pylint: disable=unused-argument
+        return ([dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node)) for node, pods in self.pods.items() for pod in pods],
+                {"resourceVersion": "1"})
+
 
 @pytest.fixture(autouse=True)
 def cluster(request, monkeypatch):

@@ -189,6 +189,10 @@ class FakeKube:
                 pods = [p for p in pods if (p["metadata"].get("labels") or {}).get(key) == value]
             return copy.deepcopy(pods)
 
+    def list_pods_page(self, limit, token=None):  # pylint: disable=unused-argument
+        """Every pod in one page, with no resourceVersion (as list_node_pods)."""
+        return self.list_pods(), {}
+
     def list_node_pods(self, node, label_selector=None):
         """No resourceVersion: the drain cannot watch this fake, and lists the node's pods every poll interval."""
         return self.list_pods(node=node, label_selector=label_selector), None

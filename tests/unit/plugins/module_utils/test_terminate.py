@@ -155,8 +155,12 @@ class _FakeNodes:
                 for name, instance_id in self.nodes.items()]
 
     @staticmethod
-    def list_pods(node=None):  # pylint: disable=unused-argument
-        return []
+    def list_node_pods(node, label_selector=None):  # pylint: disable=unused-argument
+        return [], "1"
+
+    @staticmethod
+    def list_pods_page(limit, token=None):  # pylint: disable=unused-argument
+        return [], {"resourceVersion": "1"}
 
     def delete_node(self, name):
         """As KubeApi.delete_node: True when deleted, False when already gone."""
