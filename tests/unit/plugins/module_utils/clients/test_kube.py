@@ -126,7 +126,7 @@ def test_one_node_a_label_selector_or_an_expired_snapshot_list_node_by_node(case
     nodes = ["n%d" % n for n in range(40)]
     cluster = Pods(per_node=30, nodes=nodes, expire_after=500 if case == "expired" else None)
     names = ["n0"] if case == "one node" else nodes[:10]
-    pods, _ = node_pods(cluster, names, label_selector="app=web" if case == "label selector" else None, workers=4)
+    pods = node_pods(cluster, names, label_selector="app=web" if case == "label selector" else None, workers=4)[0]
     assert sorted(request for request in cluster.requests if request != "page") == sorted("node " + name for name in names)
     assert cluster.requests.count("page") == {"one node": 0, "label selector": 0, "expired": 2}[case]
     assert all(len(pods[name]) == 30 for name in names)
