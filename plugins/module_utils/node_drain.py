@@ -193,7 +193,6 @@ class Drain:
         survey.pods_by_node.update(pods)
         if self.watch and not full:
             survey.versions.update(versions)
-        if self.watch and not full:
             survey.pdbs, survey.pdbs_version = self.api.list_pdbs_versioned()
         else:
             survey.pdbs = self.api.list_pdbs()

@@ -14,6 +14,7 @@ means is the drain's decision (``drain.rules.eviction_answer``).
 from __future__ import annotations
 
 import json
+import math
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -340,9 +341,11 @@ def node_pods(api, names, label_selector=None, workers=1):
 def _paged_node_pods(api, names):
     """node_pods from pages of the cluster's pods, or None when that would take more requests than one per node."""
     items, meta = api.list_pods_page(PODS_PAGE)
-    remaining = meta.get("remainingItemCount")
-    if meta.get("continue") and (remaining is None or 1 + -(-int(remaining) // PODS_PAGE) > len(names)):
-        return None
+    if meta.get("continue"):
+        remaining = meta.get("remainingItemCount")
+        pages = None if remaining is None else 1 + math.ceil(int(remaining) / PODS_PAGE)
+        if pages is None or pages > len(names):
+            return None
     version = meta.get("resourceVersion")
     found = {name: [] for name in names}
     while True:
