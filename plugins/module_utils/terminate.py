@@ -133,10 +133,14 @@ class _Termination:
         names = [node["metadata"]["name"] for node in (node_of(record, index) for record in self.records) if node is not None]
         # one consistent read of the pods (the cluster's, in pages), or one list per node when that is fewer requests
         pods_by_node = node_pods(api, names, workers=GATE_WORKERS)[0]
-        group_ids = [instance["InstanceId"] for instance in self.group.get("Instances") or []] + self.detached
-        known = describe_instances(ec2, group_ids) if group_ids else {}
-        group_records = [{"instance_id": instance_id, "private_dns_name": (known.get(instance_id) or {}).get("PrivateDnsName") or None}
-                         for instance_id in group_ids]
+        # Whether the cluster is the group's: a listed instance (a member, or detached from the group) with a node says
+        # so; only when none has one are the group's other instances described to tell a new one from another cluster.
+        group_records = self.records
+        if not names:
+            group_ids = [instance["InstanceId"] for instance in self.group.get("Instances") or []] + self.detached
+            known = describe_instances(ec2, group_ids) if group_ids else {}
+            group_records = [{"instance_id": instance_id, "private_dns_name": (known.get(instance_id) or {}).get("PrivateDnsName") or None}
+                             for instance_id in group_ids]
         self.refusals = termination_refusals(self.records, group_records, nodes, pods_by_node, self.name)
 
     @property
