@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
@@ -34,6 +35,9 @@ LEAVING_STATES = ("Terminating", "Terminating:Wait", "Terminating:Proceed", "Ter
 GONE_EC2_STATES = ("shutting-down", "terminated")
 ALIVE_EC2_STATES = ("pending", "running", "stopping", "stopped")
 _FILTER_CHUNK = 199
+# DescribeInstances calls at once for a group of more than one chunk (EC2's Describe* calls share a bucket of 100
+# requests refilled at 20 a second: four at once leave the rest of the account room).
+DESCRIBE_WORKERS = 4
 _DETACH_CHUNK = 20   # DetachInstances takes at most 20 instances a call
 _EC2_TERMINATE_CHUNK = 1000
 _TARGET_GROUP_CHUNK = 20
@@ -154,16 +158,21 @@ def hold_seconds(hooks):
 
 def describe_instances(ec2, instance_ids):
     """``{instance id: EC2 instance}`` for the ids that EC2 knows (unknown ids are simply absent)."""
-    found = {}
     ids = list(dict.fromkeys(instance_ids))
-    paginator = ec2.get_paginator("describe_instances")
-    for start in range(0, len(ids), _FILTER_CHUNK):
-        chunk = ids[start:start + _FILTER_CHUNK]
-        for page in paginator.paginate(Filters=[{"Name": "instance-id", "Values": chunk}]):
-            for reservation in page["Reservations"]:
-                for instance in reservation["Instances"]:
-                    found[instance["InstanceId"]] = instance
-    return found
+    chunks = [ids[start:start + _FILTER_CHUNK] for start in range(0, len(ids), _FILTER_CHUNK)]
+
+    def describe(chunk):
+        paginator = ec2.get_paginator("describe_instances")
+        return [instance for page in paginator.paginate(Filters=[{"Name": "instance-id", "Values": chunk}])
+                for reservation in page["Reservations"] for instance in reservation["Instances"]]
+
+    if len(chunks) <= 1:
+        described = [describe(chunk) for chunk in chunks]
+    else:
+        # a large group's chunks at once: each answer takes the service a moment to build and botocore one to parse
+        with ThreadPoolExecutor(max_workers=min(DESCRIBE_WORKERS, len(chunks))) as pool:
+            described = list(pool.map(describe, chunks))
+    return {instance["InstanceId"]: instance for instances in described for instance in instances}
 
 
 def detached_instances(ec2, group_name):

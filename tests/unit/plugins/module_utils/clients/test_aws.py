@@ -164,3 +164,32 @@ def test_abort_alarms_are_read_in_the_order_asked_and_a_missing_one_is_named(iso
         with pytest.raises(RolloutError) as error:
             aws.read_alarms(cloudwatch, ["shop-5xx", "gone", "lost"])
         assert error.value.msg.startswith("abort_alarms: CloudWatch alarm(s) gone, lost not found")
+
+
+class _Ec2:
+    """DescribeInstances by an instance-id filter over ``known`` ids, answered in pages of ``page`` instances."""
+
+    def __init__(self, known, page=150):
+        self.known, self.page, self.filters = set(known), page, []
+
+    def get_paginator(self, name):
+        assert name == "describe_instances"
+        return self
+
+    def paginate(self, Filters):  # noqa: N803 pylint: disable=invalid-name
+        (only,) = Filters
+        assert only["Name"] == "instance-id" and len(only["Values"]) <= 199   # EC2 takes at most 200 filter values
+        self.filters.append(list(only["Values"]))
+        found = [{"InstanceId": instance_id} for instance_id in only["Values"] if instance_id in self.known]
+        for start in range(0, len(found), self.page):
+            yield {"Reservations": [{"Instances": found[start:start + self.page]}]}
+
+
+def test_a_large_group_is_described_in_chunks_of_at_most_199_ids_each_id_once():
+    ids = ["i-%08x" % number for number in range(450)]
+    ec2 = _Ec2(ids[:-5])
+    found = aws.describe_instances(ec2, ids + ids[:10])
+    assert sorted(found) == sorted(ids[:-5])   # unknown ids are simply absent, repeated ids asked once
+    assert sorted(len(values) for values in ec2.filters) == [52, 199, 199]
+    assert sorted(instance_id for values in ec2.filters for instance_id in values) == sorted(ids)
+    assert aws.describe_instances(_Ec2(ids), ids[:3]) == {instance_id: {"InstanceId": instance_id} for instance_id in ids[:3]}
