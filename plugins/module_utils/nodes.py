@@ -12,9 +12,9 @@ controller added between our read and our write. The resourceVersion in the patc
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits
+from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map_at_once
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
@@ -99,8 +99,7 @@ def update_nodes(api, names, decide, check_mode=False, workers=NODE_WORKERS):
     nothing changed.
     """
     nodes = read_nodes(api, names)
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(names)))) as pool:
-        return list(pool.map(lambda pair: update_node(api, pair[0], decide, check_mode, node=pair[1]), zip(names, nodes)))
+    return map_at_once(lambda pair: update_node(api, pair[0], decide, check_mode, node=pair[1]), zip(names, nodes), workers)
 
 
 def _cordon(node, labels=None):

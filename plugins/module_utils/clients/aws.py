@@ -13,10 +13,10 @@ from __future__ import annotations
 import copy
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map_at_once
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ERRORS, aws_connection, describe_aws_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
@@ -166,12 +166,8 @@ def describe_instances(ec2, instance_ids):
         return [instance for page in paginator.paginate(Filters=[{"Name": "instance-id", "Values": chunk}])
                 for reservation in page["Reservations"] for instance in reservation["Instances"]]
 
-    if len(chunks) <= 1:
-        described = [describe(chunk) for chunk in chunks]
-    else:
-        # a large group's chunks at once: each answer takes the service a moment to build and botocore one to parse
-        with ThreadPoolExecutor(max_workers=min(DESCRIBE_WORKERS, len(chunks))) as pool:
-            described = list(pool.map(describe, chunks))
+    # a large group's chunks at once: each answer takes the service a moment to build and botocore one to parse
+    described = map_at_once(describe, chunks, DESCRIBE_WORKERS)
     return {instance["InstanceId"]: instance for instances in described for instance in instances}
 
 

@@ -17,9 +17,9 @@ import json
 import math
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map_at_once
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
@@ -329,11 +329,7 @@ def node_pods(api, names, label_selector=None, workers=1):
         found = _paged_node_pods(api, names)
         if found is not None:
             return found
-    if workers > 1 and len(names) > 1:
-        with ThreadPoolExecutor(max_workers=min(workers, len(names))) as pool:
-            answers = list(pool.map(lambda name: api.list_node_pods(name, label_selector=label_selector), names))
-    else:
-        answers = [api.list_node_pods(name, label_selector=label_selector) for name in names]
+    answers = map_at_once(lambda name: api.list_node_pods(name, label_selector=label_selector), names, workers)
     return ({name: answer[0] for name, answer in zip(names, answers)},
             {name: answer[1] for name, answer in zip(names, answers)})
 
