@@ -60,6 +60,16 @@ COALESCE_SECONDS = 5
 
 RUN, WAIT, DONE, BLOCKED = "run", "wait", "done", "blocked"
 
+# What a rollout_step is for: replace the outdated instances (the upgrade, the rollback), or cancel the rollout (give
+# its surge back, leave the outdated nodes in place).
+REPLACE, CANCEL = "replace", "cancel"
+GOALS = (REPLACE, CANCEL)
+
+# The order in which a cancel gives instances back: those that hold no pods first (never a node, still launching, a
+# node that is not Ready), then those drained already, then the nodes it drains at no cost to the floor (cordoned, a
+# drain interrupted), then serving nodes, outdated ones first (their pods move once, to up-to-date nodes).
+_NO_NODE, _NOT_READY, _DRAINED, _DRAINING, _CORDONED, _OUTDATED, _UP_TO_DATE = range(7)
+
 # Where a termination lifecycle hook holds an instance the group is terminating, until its owner completes the action or
 # its heartbeat timeout passes: leaving, no capacity, still running.
 HELD_STATE = "Terminating:Wait"
@@ -298,6 +308,34 @@ def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canar
     return sizes
 
 
+def _waits(step, state, held=0):
+    """Fill in what the step waits for (post-drain delays, holds, booting instances, lifecycle hooks, Standby) and
+    make it a ``wait`` when there is any; True then."""
+    timed = state["delayed"] + state["held"]
+    if timed:
+        first = min(entry["until"] for entry in timed)
+        soonest = max(entry["until"] for entry in timed if entry["until"] <= first + COALESCE_SECONDS)
+        step["wait_seconds"] = soonest if step["wait_seconds"] is None else min(step["wait_seconds"], soonest)
+    if state["delayed"]:
+        step["waiting_for"].append("the post-drain delay of %d node(s)" % len(state["delayed"]))
+    step["waiting_for"].extend(_waiting_text(state["held"]))
+    if step["booting"]:
+        step["waiting_for"].append("%d new instance(s) to become Ready nodes%s" % (
+            step["booting"], ", for room for the pods of %d outdated node(s)" % held if held else ""))
+    if step["hooked"]:
+        step["waiting_for"].append("%d terminated instance(s) held in %s by a termination lifecycle hook: %s"
+                                   % (len(step["hooked"]), HELD_STATE, ", ".join(step["hooked"])))
+    if step["standby"]:
+        step["waiting_for"].append("%d outdated instance(s) in Standby to return to service (ExitStandby): %s; or set standby_instances "
+                                   "to terminate or ignore" % (len(step["standby"]), ", ".join(step["standby"])))
+    if step.get("leaving"):
+        step["waiting_for"].append("%d instance(s) given back to leave the group" % len(step["leaving"]))
+    if step["waiting_for"]:
+        step["action"] = WAIT
+        return True
+    return False
+
+
 def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
               post_drain_delay=0, canary=True, skip=(), holds=None, pinned=None, room=None, limit=None, standby="ignore",
               bake_seconds=0, checkpoints=()):
@@ -430,25 +468,7 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     if step["hold"] is not None and step["hold"]["seconds"] is not None:
         step["wait_seconds"] = step["hold"]["seconds"]
         step["waiting_for"].append(step["hold"]["reason"])
-    timed = state["delayed"] + state["held"]
-    if timed:
-        first = min(entry["until"] for entry in timed)
-        soonest = max(entry["until"] for entry in timed if entry["until"] <= first + COALESCE_SECONDS)
-        step["wait_seconds"] = soonest if step["wait_seconds"] is None else min(step["wait_seconds"], soonest)
-    if state["delayed"]:
-        step["waiting_for"].append("the post-drain delay of %d node(s)" % len(state["delayed"]))
-    step["waiting_for"].extend(_waiting_text(state["held"]))
-    if step["booting"]:
-        step["waiting_for"].append("%d new instance(s) to become Ready nodes%s" % (
-            step["booting"], ", for room for the pods of %d outdated node(s)" % held if held else ""))
-    if step["hooked"]:
-        step["waiting_for"].append("%d terminated instance(s) held in %s by a termination lifecycle hook: %s"
-                                   % (len(step["hooked"]), HELD_STATE, ", ".join(step["hooked"])))
-    if step["standby"]:
-        step["waiting_for"].append("%d outdated instance(s) in Standby to return to service (ExitStandby): %s; or set standby_instances "
-                                   "to terminate or ignore" % (len(step["standby"]), ", ".join(step["standby"])))
-    if step["waiting_for"]:
-        step["action"] = WAIT
+    if _waits(step, state, held):
         return step
     step["action"] = BLOCKED
     step["message"] = (
@@ -456,4 +476,126 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
         "(original size %d - max_unavailable %d), and no new instance is on its way: draining one more would leave the "
         "pods less room than promised. Bring the group's nodes back to Ready (or raise max_unavailable) and run again"
         % (len(candidates), state["capacity"], floor, original_size, max_unavailable))
+    return step
+
+
+def _cancel_order(state, instances, outdated_ids, pinned):
+    """Every instance a cancel may give back, ``(rank, entry)`` in the order it gives them back; skipped nodes are
+    not among them. A serving node with a volume pinned to a zone where no other serving node is goes after the
+    others of its rank."""
+    by_id = dict((instance["instance_id"], instance) for instance in instances)
+    ranked = [(_NO_NODE, entry) for entry in state["no_node"]]
+    ranked.extend((_NO_NODE, _entry(by_id[instance_id], member=not instance_is_detached(by_id[instance_id])))
+                  for instance_id in state["booting"])
+    ranked.extend((_NOT_READY if not _node(by_id[entry["instance_id"]]).get("ready") else _CORDONED, entry)
+                  for entry in state["out"])
+    ranked.extend((_DRAINED, entry) for entry in state["drained"])
+    ranked.extend((_DRAINING, entry) for entry in state["delayed"] + state["held"])
+    outdated = set(outdated_ids)
+    zones = {}
+    for entry in state["serving"]:
+        zones.setdefault(entry["az"], set()).add(entry["node"])
+    for rank, wanted in ((_OUTDATED, True), (_UP_TO_DATE, False)):
+        serving = [entry for entry in state["serving"] if (entry["instance_id"] in outdated) == wanted]
+        homeless = set(entry["node"] for entry in serving
+                       if any(not zones.get(zone, set()) - set([entry["node"]]) for zone in (pinned or {}).get(entry["node"]) or []))
+        for group in ([entry for entry in serving if entry["node"] not in homeless],
+                      [entry for entry in serving if entry["node"] in homeless]):
+            ranked.extend((rank, entry) for entry in (next_batch(group, 1, len(group)) if group else []))
+    return sorted(ranked, key=lambda item: item[0])
+
+
+def cancel_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
+                post_drain_delay=0, skip=(), holds=None, pinned=None, room=None):
+    """What cancelling the rollout of one group does next: give back the surge its state tags record (``surge_owed``
+    members, each termination decrementing desired) and every instance detached for surge, and leave the outdated
+    nodes in place (the role then takes the rollout's marks off every node left).
+
+    The arguments are :func:`next_step`'s (``outdated_ids``: the instances the rollout was replacing, which go before
+    the up-to-date ones among serving nodes). The rules are the upgrade's, on the same reads:
+
+    - the instances that hold no pods are given back first: never a node (``no_node``), still launching, a node that is
+      not Ready; then the nodes drained already, then the nodes out of service, then serving nodes (outdated first);
+    - **the capacity floor**: a serving node is drained only while the group keeps ``original_size - max_unavailable``
+      Ready, schedulable nodes without it, and only as many as the nodes left have room for (``rollout.room``); while
+      the group still has to launch instances (desired above its members), their launch is waited for, as they hold no
+      pods. What the floor or the room does not allow is ``blocked``, with a ``message`` that says why: nothing is
+      cordoned that will not be drained, and the group stays held for the next run;
+    - a drained instance is terminated once its post-drain delay has passed and nothing holds it (target groups,
+      volumes: ``holds``), as in the upgrade; the ``no_node`` ones at once (the termination gate lets go what never
+      registered);
+    - drained nodes the surge does not need are left, for the role to give back to service.
+
+    Returns :func:`next_step`'s fields (``validate``, ``outside``, ``deferred``, ``hold`` empty) and ``leaving``
+    (instances given back that still leave the group); ``done`` once nothing is owed, no detached instance runs and
+    none given back is still leaving.
+    """
+    original_size = int_at_least(original_size, "original_size", 0)
+    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
+    surge_owed = int_at_least(surge_owed, "surge_owed", 0)
+    desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
+    delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
+    live = [instance["instance_id"] for instance in instances if not instance_in_standby(instance)]
+    state = classify(instances, live, now, delay, skip, holds)
+    floor = max(0, original_size - max_unavailable)
+    budget = state["capacity"] - floor
+    pending_launches = max(0, desired_capacity - state["members"])
+
+    ranked = _cancel_order(state, instances, outdated_ids, pinned)
+    members = [item for item in ranked if item[1]["member"]][:surge_owed]
+    chosen = members + [item for item in ranked if not item[1]["member"]]
+    terminate = [entry["instance_id"] for rank, entry in chosen if rank in (_NO_NODE, _DRAINED)]
+    decrement = sum(1 for rank, entry in chosen if rank in (_NO_NODE, _DRAINED) and entry["member"])
+    drain = [entry for rank, entry in chosen if rank in (_NOT_READY, _CORDONED)]
+    serving = [entry for rank, entry in chosen if rank in (_OUTDATED, _UP_TO_DATE)]
+    waiting = set(entry["instance_id"] for rank, entry in chosen if rank == _DRAINING)
+
+    # while the group still launches instances, they are what is given back: their launch is waited for
+    allowed = take = 0 if pending_launches else max(0, min(budget, len(serving)))
+    if take and room is not None:
+        names = set(entry["node"] for _rank, entry in chosen if entry["node"])
+        take = nodes_with_room([entry["node"] for entry in serving[:take]], room["nodes"], room["pods"], excluded=names,
+                               draining=[entry["node"] for entry in drain])
+    drain.extend(serving[:take])
+    left = serving[take:]
+    leaving = [instance["instance_id"] for instance in instances
+               if _leaving(instance) and instance.get("lifecycle_state") != HELD_STATE]
+
+    step = {"terminate": terminate, "decrement": decrement,
+            "drain": [{key: entry[key] for key in ("instance_id", "az", "node")} for entry in drain],
+            "validate": [], "wait_seconds": None, "waiting_for": [], "message": "",
+            "outdated_left": len(chosen), "capacity": state["capacity"], "floor": floor, "budget": budget,
+            "booting": pending_launches if left else 0, "booting_ids": [],
+            "delayed": [entry["node"] for entry in state["delayed"] if entry["instance_id"] in waiting],
+            "held": [{key: entry[key] for key in ("instance_id", "node", "held", "until")}
+                     for entry in state["held"] if entry["instance_id"] in waiting],
+            "hold_timed_out": [{key: entry[key] for key in ("instance_id", "node", "held")}
+                               for entry in state["drained"] if entry.get("timed_out") and entry["instance_id"] in terminate],
+            "deferred": [], "drained_without_zone": [],
+            "skipped": [entry["node"] for entry in state["skipped"]], "outside": [],
+            "needs_room": bool(take) and room is None, "held_for_room": allowed - take,
+            "standby": [], "hooked": list(state["hooked"]), "leaving": leaving, "taken": 0, "hold": None}
+    if terminate or drain:
+        step["action"] = RUN
+        return step
+    if not chosen and not state["hooked"] and not leaving:
+        step["action"] = DONE
+        return step
+    timed = {"delayed": [entry for entry in state["delayed"] if entry["instance_id"] in waiting],
+             "held": [entry for entry in state["held"] if entry["instance_id"] in waiting]}
+    if _waits(step, timed):
+        return step
+    step["action"] = BLOCKED
+    if allowed < len(serving):
+        why = ("the group has %d Ready schedulable node(s) against its floor of %d (original size %d - max_unavailable %d): "
+               "draining %s would take it below" % (state["capacity"], floor, original_size, max_unavailable,
+                                                   ", ".join(entry["node"] for entry in left)))
+        remedy = "bring its nodes back to Ready or raise max_unavailable"
+    else:
+        why = "the pods of %s would find no room on the nodes left" % ", ".join(entry["node"] for entry in left)
+        remedy = "make room for those pods"
+    step["message"] = (
+        "%d instance(s) of surge are left to give back, but %s. The cancel stops with the group held (its state tags and "
+        "surge kept for the next run, no node cordoned that is not drained): %s, and run the cancel again"
+        % (len(left), why, remedy))
     return step

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import checkpoint_counts, decrement_for, next_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_step, checkpoint_counts, decrement_for, next_step
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import make_node, make_pod
 
 NOW = datetime(2026, 11, 25, 7, 0, 0, tzinfo=timezone.utc)
@@ -497,3 +497,91 @@ def test_the_bake_counts_from_the_newest_drain_while_its_node_is_still_listed():
 ])
 def test_checkpoint_counts(checkpoints, size, expected):
     assert checkpoint_counts(checkpoints, size) == expected
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cancel_step: the surge given back by the same rules
+# ---------------------------------------------------------------------------------------------------------
+
+def cancel(instances, outdated, size, unavailable=1, owed=0, desired=None, delay=0, skip=(), holds=None, room=None):
+    desired = len([i for i in instances if i["lifecycle_state"] in ("InService", "Pending")]) if desired is None else desired
+    return cancel_step(instances, outdated, size, unavailable, owed, desired, NOW, post_drain_delay=delay, skip=skip,
+                       holds=holds, room=room)
+
+
+def test_cancel_after_a_failed_boot_gives_back_the_nodes_that_never_became_ready_and_no_ready_node():
+    group = old(6) + new(6, ready=False)
+    first = cancel(group, ids_of(group[:6]), size=6, unavailable=1, owed=6)
+    # the NotReady nodes are drained (cordoned, nothing to evict) at no cost to the floor; not one Ready old node
+    assert first["action"] == "run" and first["terminate"] == [] and first["validate"] == []
+    assert sorted(entry["node"] for entry in first["drain"]) == ["n-u%d" % n for n in range(6)]
+    assert first["capacity"] == 6 and first["floor"] == 5 and not first["needs_room"]
+    drained = old(6) + new(6, ready=False, cordoned=True, drained=30)
+    second = cancel(drained, ids_of(drained[:6]), size=6, unavailable=1, owed=6, delay=10)
+    assert second["action"] == "run" and sorted(second["terminate"]) == ["u%d" % n for n in range(6)] and second["decrement"] == 6
+    assert second["drain"] == []
+    assert cancel(old(6), ids_of(old(6)), size=6, unavailable=1, owed=0)["action"] == "done"
+
+
+def test_cancel_gives_back_a_replacement_still_launching_before_any_serving_node():
+    # surge 1, max_unavailable 1: the surge node and four old nodes serve, step 1's two replacements launch
+    group = old(4) + new(1) + [inst("r0", node=None, lifecycle="Pending"), inst("r1", node=None, lifecycle="Pending")]
+    result = cancel(group, ids_of(group[:4]), size=6, unavailable=1, owed=1, desired=7)
+    assert result["action"] == "run" and result["terminate"] == ["r0"] and result["decrement"] == 1 and result["drain"] == []
+
+
+def test_cancel_drains_serving_nodes_outdated_first_only_as_far_as_the_floor_and_the_room_allow():
+    group = old(4) + new(2)
+    blind = cancel(group, ids_of(group[:4]), size=4, unavailable=1, owed=2)
+    assert blind["needs_room"] and [entry["instance_id"][0] for entry in blind["drain"]] == ["o", "o"]
+    roomy = cancel(group, ids_of(group[:4]), size=4, unavailable=1, owed=2, room=room_of(group, allocatable="8"))
+    assert roomy["action"] == "run" and len(roomy["drain"]) == 2 and not roomy["needs_room"]
+    # six Ready over a floor of three would allow three; two are owed: never more than the surge
+    assert roomy["budget"] == 3
+    tight = old(2) + new(1)
+    floor = cancel(tight, ["o0", "o1"], size=3, unavailable=1, owed=2, desired=3)
+    assert floor["budget"] == 1 and len(floor["drain"]) == 1 and floor["action"] == "run"
+
+
+def test_cancel_stops_at_the_floor_saying_why_and_cordons_nothing_it_will_not_drain():
+    group = new(1)
+    result = cancel(group, [], size=2, unavailable=1, owed=1, desired=1)
+    assert result["action"] == "blocked" and result["drain"] == [] and result["terminate"] == []
+    assert "1 Ready schedulable node(s) against its floor of 1 (original size 2 - max_unavailable 1)" in result["message"]
+    assert "draining n-u0 would take it below" in result["message"] and "held" in result["message"]
+
+
+def test_cancel_stops_when_the_pods_would_find_no_room():
+    group = old(2) + new(1)
+    full = room_of(group, allocatable="1")
+    result = cancel(group, ["o0", "o1"], size=2, unavailable=2, owed=1, room=full)
+    assert result["action"] == "blocked" and result["held_for_room"] == 1
+    assert "would find no room on the nodes left" in result["message"]
+
+
+def test_cancel_waits_for_the_target_groups_before_terminating_what_it_drained():
+    group = old(4) + [inst("u0", cordoned=True, drained=100), inst("u1", cordoned=True, drained=100)]
+    waiting = cancel(group, ids_of(group[:4]), size=4, owed=2, delay=60, holds={"u0": held_by(), "u1": held_by()})
+    assert waiting["action"] == "wait" and waiting["terminate"] == [] and waiting["wait_seconds"] == 230.0
+    assert waiting["waiting_for"] == ["2 drained instance(s) to leave their target groups"]
+    let_go = cancel(group, ids_of(group[:4]), size=4, owed=2, delay=60, holds={"u0": held_by()})
+    assert let_go["action"] == "run" and let_go["terminate"] == ["u1"] and let_go["decrement"] == 1
+
+
+def test_cancel_leaves_drained_nodes_the_surge_does_not_need_and_gives_back_every_detached_instance():
+    group = [inst("o0", cordoned=True, drained=100), inst("o1", cordoned=True, drained=100)] + old(2, prefix="p") + new(1)
+    detached = inst("d0")
+    detached["tags"] = {"nodeops.rollout/detached": "true"}
+    result = cancel(group + [detached], ["o0", "o1", "p0", "p1", "d0"], size=4, unavailable=1, owed=1, desired=5)
+    assert result["terminate"] == ["o0"] and result["decrement"] == 1
+    # the detached instance serves: drained first, never a decrement
+    assert [entry["instance_id"] for entry in result["drain"]] == ["d0"] and result["needs_room"]
+
+
+def test_cancel_waits_for_launches_rather_than_drain_a_serving_node_and_is_done_once_nothing_leaves():
+    group = old(3) + new(1)
+    launching = cancel(group, ids_of(group[:3]), size=3, unavailable=1, owed=1, desired=5)
+    assert launching["action"] == "wait" and launching["drain"] == [] and launching["booting"] == 1
+    leaving = cancel(old(3) + [inst("u9", lifecycle="Terminating")], ids_of(old(3)), size=3, owed=0, desired=3)
+    assert leaving["action"] == "wait" and leaving["leaving"] == ["u9"]
+    assert leaving["waiting_for"] == ["1 instance(s) given back to leave the group"]
