@@ -50,7 +50,16 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, stop_before
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state, tags_to_dict
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import BLOCKED, DONE, WAIT, drained_at, next_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import (
+    BLOCKED,
+    CANCEL,
+    DONE,
+    GOALS,
+    WAIT,
+    cancel_step,
+    drained_at,
+    next_step,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import holding, instance_target_groups, parse_deregistration_timeout
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
     PlanError,
@@ -88,6 +97,8 @@ def check_options(params):
         if not isinstance(instance_id, str) or not instance_id.strip().startswith("i-"):
             raise PlanError("limit[%d]: %r is not allowed; use an instance id (i-...)" % (index, instance_id))
     parse_deregistration_timeout(params.get("deregistration_timeout"))
+    if params.get("goal", "replace") not in GOALS:
+        raise PlanError("goal: %r is not allowed; use one of %s" % (params.get("goal"), ", ".join(GOALS)))
     parse_duration(DEFAULT_VOLUME_DETACH_TIMEOUT if params.get("volume_detach_timeout") in (None, "") else params["volume_detach_timeout"],
                    "volume_detach_timeout")
     for index, name in enumerate(params.get("abort_alarms") or []):
@@ -245,7 +256,9 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         standby = self.params.get("standby_instances")
         outdated = [entry["instance_id"] for entry in outdated_instances(records, self.target, standby=standby)]
         now = self.now()
-        wanted = set(outdated)
+        cancel = self.params.get("goal") == CANCEL
+        # a cancel may give back any instance of the group: every one of them is read as the upgrade reads outdated ones
+        wanted = set(record["instance_id"] for record in records) if cancel else set(outdated)
         nodes_of = {record["instance_id"]: record["node"]["name"] for record in records
                     if record["instance_id"] in wanted and isinstance(record.get("node"), dict)}
         # what holds an instance back matters only once it could be terminated: drained, past the post-drain delay
@@ -267,13 +280,18 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         original = state["original_desired_capacity"] if state else sizes["desired_capacity"]
         unavailable = max_unavailable_count(self.params.get("max_unavailable"), original)
         owed = surge_owed_now(state, sizes)
-        decide = functools.partial(next_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
-                                   now, post_drain_delay=self.delay, canary=self.params["canary"],
-                                   skip=[name.strip() for name in self.params.get("skip") or []],
-                                   limit=None if self.params.get("limit") is None else [iid.strip() for iid in self.params["limit"]],
-                                   holds=holds, pinned=pinned, standby=standby,
-                                   bake_seconds=self.params.get("bake_time") or 0,
-                                   checkpoints=self.params.get("checkpoints") or ())
+        if cancel:
+            decide = functools.partial(cancel_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
+                                       now, post_drain_delay=self.delay,
+                                       skip=[name.strip() for name in self.params.get("skip") or []], holds=holds, pinned=pinned)
+        else:
+            decide = functools.partial(next_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
+                                       now, post_drain_delay=self.delay, canary=self.params["canary"],
+                                       skip=[name.strip() for name in self.params.get("skip") or []],
+                                       limit=None if self.params.get("limit") is None else [iid.strip() for iid in self.params["limit"]],
+                                       holds=holds, pinned=pinned, standby=standby,
+                                       bake_seconds=self.params.get("bake_time") or 0,
+                                       checkpoints=self.params.get("checkpoints") or ())
         step = decide()
         if step["needs_room"]:
             # only a step that would drain serving nodes reads the pods: one list, from the API server's cache
@@ -290,7 +308,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         step["new_nodes"] = new_nodes(records, set(outdated), raw_nodes, state.get("started_at") if state else None)
         # while the rollout runs, its new nodes are kept from the cluster-autoscaler's scale down
         fresh = [entry["instance_id"] for entry in up_to_date_instances(records, self.target)]
-        step["protect"] = autoscaler_unprotected(records, fresh) if state else []
+        step["protect"] = autoscaler_unprotected(records, fresh) if state and not cancel else []
         # the last step names what the rollout left on its up-to-date nodes: the scale down gives it back before its
         # one read of the end
         step["marked"] = (marked_up_to_date(records, fresh, self.params.get("taint_key") or DEFAULT_TAINT_KEY)
@@ -301,9 +319,11 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
                          "max_unavailable": unavailable, "surge_owed": owed,
                          "rollout_id": state["rollout_id"] if state else None}
-        names = self.params.get("abort_alarms") or []
+        step["goal"] = self.params.get("goal") or "replace"
+        names = [] if cancel else self.params.get("abort_alarms") or []
         step["alarms"] = read_alarms(self.cloudwatch, names, self.params) if names else []
-        step["stop"] = stop_before(step, now, step["alarms"],
+        # a cancel is what an operator does instead of a rollout: no pause, window or alarm stops it
+        step["stop"] = None if cancel else stop_before(step, now, step["alarms"],
                                    pause=self.params.get("respect_pause", True) and pause_requested(tags_to_dict(group.get("Tags"))),
                                    windows=self.params.get("windows") or (), step_seconds=self.params.get("step_seconds") or 0)
         if step["stop"] is not None and step["stop"]["stop"] == PAUSE:
@@ -351,7 +371,7 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
         # new instances and outdated instances in Standby are waited for at most ``timeout``; instances a termination
         # lifecycle hook holds, when nothing else is, at most as long as the hooks may hold them; a post-drain delay and a
         # deregistration timeout end by themselves
-        bounded = bool(step["booting"] or step.get("standby") or step.get("hooked"))
+        bounded = bool(step["booting"] or step.get("standby") or step.get("hooked") or step.get("leaving"))
         limit = timeout if (step["booting"] or step.get("standby")) else max(timeout, reader.hold_seconds)
         deadline = started + limit
         if now >= deadline and bounded:
@@ -365,7 +385,7 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
         while clock() < wake:
             sleep(max(0.0, min(poll_interval, wake - clock())))
             # a new node turning Ready, or the node of an instance a lifecycle hook held going away with it
-            if (step["booting"] or step.get("hooked")) and _fingerprint(reader.list_nodes()) != seen:
+            if (step["booting"] or step.get("hooked") or step.get("leaving")) and _fingerprint(reader.list_nodes()) != seen:
                 break
             if step["held"] and reader.released_any(step):
                 break

@@ -194,6 +194,17 @@ options:
       - The key of the rollout's taint on outdated nodes, to tell the rollout's marks on up-to-date nodes (RV(step.marked)).
     type: str
     default: nodeops.rollout/outdated
+  goal:
+    description:
+      - V(replace) replaces the outdated instances (the upgrade, the rollback).
+      - V(cancel) gives back the surge the group's state tags record, and every instance detached for surge, leaving the
+        outdated nodes in place - first the instances that hold no pods (never a node, still launching, a node that is
+        not Ready), then drained ones, then serving nodes, never below the capacity floor nor beyond the room the other
+        nodes have for their pods; what the floor does not allow fails the module with RV(step) and the reason, the group
+        left held. No pause request, maintenance window or abort alarm stops a cancel, and RV(step.protect) is empty.
+    type: str
+    choices: [replace, cancel]
+    default: replace
 notes:
   - Each read is one DescribeAutoScalingGroups, one DescribeInstances and one list of nodes; while waiting for new
     instances only the nodes are listed, and the group is read again when a node changes.
@@ -232,7 +243,8 @@ step:
       description:
         - V(run) - terminate RV(step.terminate), then validate RV(step.validate), then drain RV(step.drain).
         - V(wait) - only with O(wait=false) - nothing can be done before RV(step.waiting_for).
-        - V(done) - no outdated instance is left but the RV(step.skipped) nodes and the RV(step.outside) instances.
+        - V(done) - no outdated instance is left but the RV(step.skipped) nodes and the RV(step.outside) instances; with
+          O(goal=cancel), no surge is owed, no instance detached for surge runs and none given back still leaves the group.
         - V(blocked) - the module fails - the group is at its capacity floor and nothing in flight can lift it.
         - V(pause) - a pause was requested or the maintenance window closes; RV(step.stop) says which.
       type: str
@@ -335,6 +347,13 @@ step:
       description: Instances leaving the group that a termination lifecycle hook holds in C(Terminating:Wait).
       type: list
       elements: str
+    leaving:
+      description: With O(goal=cancel), the instances still leaving the group, waited for before the cancel is done.
+      type: list
+      elements: str
+    goal:
+      description: O(goal), as decided.
+      type: str
     protect:
       description:
         - While a rollout is recorded on the group, the nodes of its up-to-date instances that carry no
@@ -426,6 +445,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import GOALS
 from ansible_collections.nodeops.rollout.plugins.module_utils.step import run_rollout_step
 
 
@@ -457,6 +477,7 @@ def argument_spec():
         windows=dict(type="raw"),
         step_seconds=dict(type="raw", default=0),
         taint_key=dict(type="str", default=DEFAULT_TAINT_KEY, no_log=False),
+        goal=dict(type="str", choices=list(GOALS), default="replace"),
     )
     return spec
 

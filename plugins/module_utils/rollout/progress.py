@@ -82,8 +82,9 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
         left = model_left * pace
     if step.get("action") == "done":
         left, model_left = 0.0, 0.0
-    line = "%sstep %d: %d of %d nodes replaced%s, %s elapsed, %s" % (
-        ("%s: " % name) if name else "", number, replaced, total,
+    # a cancel's steps give instances back (rollout_step's goal)
+    line = "%sstep %d: %d of %d nodes %s%s, %s elapsed, %s" % (
+        ("%s: " % name) if name else "", number, replaced, total, "given back" if step.get("goal") == "cancel" else "replaced",
         ", draining %d" % draining if draining else "", human_duration(elapsed),
         "done" if step.get("action") == "done" else "about %s left" % human_duration(left))
     if pace is not None and step.get("action") != "done" and model_left:
