@@ -40,7 +40,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks impo
     marked_up_to_date,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import cancel_payback, payback_choice, sizes_of, surge_owed_now
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
     PlanError,
@@ -201,7 +202,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "marked": marked,
         "unprotected": autoscaler_unprotected(records, plan["up_to_date"]) if nodes is not None else [],
         "marked_outdated": marked_old,
-        "cancel_payback": cancel_payback(records, list(outdated), plan["up_to_date"], owed) if nodes is not None and state else [],
+        "cancel_payback": cancel_payback(records, list(outdated), owed, datetime.now(timezone.utc)) if nodes is not None and state else [],
         "pause_requested": pause_requested(group_tags(group)),
         "failed_to_join": (failed_to_join(records, plan["up_to_date"], datetime.now(timezone.utc),
                                           parse_duration(params["join_timeout"], "join_timeout"))

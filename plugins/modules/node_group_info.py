@@ -469,8 +469,11 @@ node_groups:
     cancel_payback:
       description:
         - While a rollout is recorded, what cancelling it drains and terminates to give the surge back, each C(instance_id),
-          C(az), C(node) (a name) and C(drained) - every instance detached for surge, then as many members as the surge still
-          owed, drained outdated nodes first, then outdated nodes (spread across AZs, oldest first), then up-to-date ones.
+          C(az), C(node) (a name, or null for an instance that is no node) and C(drained) - as many members as the surge
+          still owed, in the order the cancel's steps take them (rollout_step with O(goal=cancel)): instances that hold no
+          pods (no node, still launching, a node that is not Ready), drained nodes, cordoned ones, then serving nodes,
+          outdated first (spread across AZs); then every instance detached for surge. The cancel's steps drain serving
+          nodes only as far as the capacity floor allows.
       type: list
       elements: dict
     pause_requested:

@@ -16,8 +16,6 @@ from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_T
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_detached
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
     PlanError,
     ceil_percent,
@@ -239,35 +237,6 @@ def payback_choice(instances, up_to_date_ids, owed):
         az = max(sorted(queues), key=lambda zone: len(queues[zone]))
         instance = queues[az].pop()
         chosen.append({"instance_id": instance["instance_id"], "az": instance.get("az"), "node": instance["node"]["name"]})
-    return chosen
-
-
-def _drained(node):
-    return not node.get("schedulable", True) and bool((node.get("annotations") or {}).get(ANNOTATION_DRAINED_AT))
-
-
-def cancel_payback(instances, outdated_ids, up_to_date_ids, owed):
-    """What a cancelled rollout drains and terminates to give its surge back: ``owed`` members - drained outdated nodes
-    first (they hold no pod), then outdated nodes (spread across AZs, oldest first: their pods move to new nodes, once),
-    then up-to-date nodes (:func:`payback_choice`) - and, listed last, every instance detached for surge (outside the
-    group, so never left running). Returns ``[{"instance_id", "az", "node", "drained"}]``; only instances with a node."""
-    owed = _whole(owed, "owed")
-    wanted = set(outdated_ids)
-    outdated = [instance for instance in instances if instance["instance_id"] in wanted and isinstance(instance.get("node"), dict)
-                and not str(instance.get("lifecycle_state") or "").startswith("Terminat")]
-    detached = [instance for instance in outdated if instance_is_detached(instance)]
-    members = [instance for instance in outdated if not instance_is_detached(instance)]
-    drained = [instance for instance in members if _drained(instance["node"])][:owed]
-    rest = [instance for instance in members if not _drained(instance["node"])]
-    picked = next_batch(rest, 1, owed - len(drained)) if rest and owed > len(drained) else []
-    chosen = [{"instance_id": instance["instance_id"], "az": instance.get("az"), "node": instance["node"]["name"],
-               "drained": _drained(instance["node"])} for instance in drained + picked]
-    left = owed - len(drained) - len(picked)
-    if left > 0:
-        chosen.extend(dict(item, drained=False) for item in payback_choice(instances, up_to_date_ids, left))
-    # the members first: instance_terminate decrements for the first ones listed
-    chosen.extend({"instance_id": instance["instance_id"], "az": instance.get("az"), "node": instance["node"]["name"],
-                   "drained": _drained(instance["node"])} for instance in detached)
     return chosen
 
 

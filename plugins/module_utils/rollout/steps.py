@@ -505,6 +505,23 @@ def _cancel_order(state, instances, outdated_ids, pinned):
     return sorted(ranked, key=lambda item: item[0])
 
 
+def _cancel_choice(state, instances, outdated_ids, owed, pinned=None):
+    """What a cancel gives back, ``(rank, entry)`` each: the first ``owed`` members in :func:`_cancel_order`, then every
+    instance detached for surge (outside the group, so never left running)."""
+    ranked = _cancel_order(state, instances, outdated_ids, pinned)
+    return [item for item in ranked if item[1]["member"]][:owed] + [item for item in ranked if not item[1]["member"]]
+
+
+def cancel_payback(instances, outdated_ids, owed, now):
+    """What cancelling the rollout would give back, as :func:`cancel_step` picks it (the floor aside): ``[{"instance_id",
+    "az", "node", "drained"}]`` (``node`` None for an instance that is no node; ``drained``: node_drain finished it)."""
+    owed = int_at_least(owed, "owed", 0)
+    live = [instance["instance_id"] for instance in instances if not instance_in_standby(instance)]
+    state = classify(instances, live, now, 0)
+    return [dict({key: entry[key] for key in ("instance_id", "az", "node")}, drained=rank in (_DRAINED, _DRAINING))
+            for rank, entry in _cancel_choice(state, instances, outdated_ids, owed)]
+
+
 def cancel_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
                 post_drain_delay=0, skip=(), holds=None, pinned=None, room=None):
     """What cancelling the rollout of one group does next: give back the surge its state tags record (``surge_owed``
@@ -541,9 +558,7 @@ def cancel_step(instances, outdated_ids, original_size, max_unavailable, surge_o
     budget = state["capacity"] - floor
     pending_launches = max(0, desired_capacity - state["members"])
 
-    ranked = _cancel_order(state, instances, outdated_ids, pinned)
-    members = [item for item in ranked if item[1]["member"]][:surge_owed]
-    chosen = members + [item for item in ranked if not item[1]["member"]]
+    chosen = _cancel_choice(state, instances, outdated_ids, surge_owed, pinned)
     terminate = [entry["instance_id"] for rank, entry in chosen if rank in (_NO_NODE, _DRAINED)]
     decrement = sum(1 for rank, entry in chosen if rank in (_NO_NODE, _DRAINED) and entry["member"])
     drain = [entry for rank, entry in chosen if rank in (_NOT_READY, _CORDONED)]

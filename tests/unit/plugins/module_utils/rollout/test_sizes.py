@@ -358,25 +358,3 @@ def test_surged_sizes_properties(original_max, desired, surge, limit):
         assert sizes["max_size"] <= max(limit, original_max)
 
 
-def _old_node(instance_id, az, launch_time, drained=False, detached=False):
-    entry = _instance(instance_id, az, launch_time)
-    entry["node"].update(schedulable=not drained, annotations={"nodeops.rollout/drained-at": "2024-01-02T00:00:00Z"} if drained else {})
-    entry["tags"] = {"nodeops.rollout/detached": "r-1"} if detached else {}
-    if detached:
-        entry["lifecycle_state"] = "Detached"
-    return entry
-
-
-def test_a_cancel_gives_back_drained_nodes_first_then_outdated_then_new_and_every_detached_instance_last():
-    old = [_old_node("o-1", "a", "2024-01-01T00:00:01Z", drained=True), _old_node("o-2", "b", "2024-01-01T00:00:02Z"),
-           _old_node("o-3", "a", "2024-01-01T00:00:03Z"), _old_node("o-4", "b", "2024-01-01T00:00:04Z", drained=True)]
-    new = [_instance("u-1", "a", "2024-01-03T00:00:01Z"), _instance("u-2", "b", "2024-01-03T00:00:02Z")]
-    outdated, up_to_date = [i["instance_id"] for i in old], [i["instance_id"] for i in new]
-    assert [e["instance_id"] for e in gs.cancel_payback(old + new, outdated, up_to_date, 1)] == ["o-1"]
-    chosen = gs.cancel_payback(old + new, outdated, up_to_date, 3)
-    # the drained ones, then an outdated node in service (spread as a drain wave: AZ a first on a tie)
-    assert [(e["instance_id"], e["drained"]) for e in chosen] == [("o-1", True), ("o-4", True), ("o-3", False)]
-    assert [e["instance_id"] for e in gs.cancel_payback(old + new, outdated, up_to_date, 5)][-1] == "u-1"   # then a new node
-    detached = _old_node("d-1", "a", "2024-01-01T00:00:00Z", detached=True)
-    assert [e["instance_id"] for e in gs.cancel_payback(old + new + [detached], outdated + ["d-1"], up_to_date, 1)] == ["o-1", "d-1"]
-    assert gs.cancel_payback(old + new, outdated, up_to_date, 0) == []

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_step, checkpoint_counts, decrement_for, next_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback, cancel_step, checkpoint_counts, decrement_for, next_step
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import make_node, make_pod
 
 NOW = datetime(2026, 11, 25, 7, 0, 0, tzinfo=timezone.utc)
@@ -585,3 +585,20 @@ def test_cancel_waits_for_launches_rather_than_drain_a_serving_node_and_is_done_
     leaving = cancel(old(3) + [inst("u9", lifecycle="Terminating")], ids_of(old(3)), size=3, owed=0, desired=3)
     assert leaving["action"] == "wait" and leaving["leaving"] == ["u9"]
     assert leaving["waiting_for"] == ["1 instance(s) given back to leave the group"]
+
+
+def test_the_cancel_payback_is_the_order_of_the_cancel_steps_and_every_detached_instance_last():
+    old_nodes = [inst("o1", az="a", cordoned=True, drained=100), inst("o2", az="b"), inst("o3", az="a"),
+                 inst("o4", az="b", cordoned=True, drained=100), inst("o5", az="b", ready=False)]
+    group = old_nodes + new(2)
+    outdated = ids_of(old_nodes)
+    # the node that is not Ready first, then the drained ones, then an outdated node in service, then a new node
+    assert [e["instance_id"] for e in cancel_payback(group, outdated, 1, NOW)] == ["o5"]
+    chosen = cancel_payback(group, outdated, 4, NOW)
+    assert [(e["instance_id"], e["drained"]) for e in chosen[:3]] == [("o5", False), ("o1", True), ("o4", True)]
+    assert chosen[3]["instance_id"] in ("o2", "o3") and not chosen[3]["drained"]
+    assert [e["instance_id"] for e in cancel_payback(group, outdated, 7, NOW)][-1].startswith("u")
+    detached = inst("d1")
+    detached.update(tags={"nodeops.rollout/detached": "r-1"}, lifecycle_state="Detached")
+    assert [e["instance_id"] for e in cancel_payback(group + [detached], outdated + ["d1"], 1, NOW)] == ["o5", "d1"]
+    assert cancel_payback(group, outdated, 0, NOW) == []
