@@ -275,6 +275,22 @@ def test_the_reader_reads_target_groups_only_for_drained_instances_and_records_e
     assert [call[1] for call in api_calls if call[0] == "elbv2"] == ["DescribeTargetHealth"]
 
 
+def test_a_cancel_is_decided_by_cancel_step_whatever_the_pause_tag_and_protects_no_node(world):
+    ids = world.member_ids()
+    api = NodesApi([make_node("n%d" % n, instance_id=instance_id) for n, instance_id in enumerate(ids)])
+    world.asg.create_or_update_tags(Tags=[{"ResourceId": "workers", "ResourceType": "auto-scaling-group",
+                                           "Key": "nodeops.rollout/pause", "Value": "true", "PropagateAtLaunch": False}])
+    params = {"name": "workers", "max_unavailable": None, "canary": True, "skip": [], "deregistration_timeout": None,
+              "volume_detach_timeout": "6m", "goal": "cancel"}
+    newer = {"launch_template_id": world.lt_id, "version": world.new_version()}
+    cancel = StepReader(params, world.asg, world.ec2, api, "us-east-1", newer, 0, now=Now()).decide()
+    # no surge recorded: nothing to give back, every outdated node left in place, and the pause tag stops no cancel
+    assert cancel["action"] == "done" and cancel["goal"] == "cancel" and cancel["stop"] is None
+    assert cancel["drain"] == [] and cancel["terminate"] == [] and cancel["protect"] == []
+    paused = StepReader(dict(params, goal="replace"), world.asg, world.ec2, api, "us-east-1", newer, 0, now=Now()).decide()
+    assert paused["action"] == "pause"
+
+
 def test_the_last_step_names_the_marks_left_on_up_to_date_nodes_and_no_other_step_does(world):
     ids = world.member_ids()
     nodes = [make_node("n%d" % n, instance_id=instance_id) for n, instance_id in enumerate(ids)]
@@ -327,6 +343,7 @@ def test_while_abort_alarms_are_watched_the_group_is_read_every_ten_seconds_and_
     ({"bake_time": "49h"}, "bake_time"),
     ({"checkpoints": ["50%"]}, "checkpoints[0]"),
     ({"step_seconds": "x"}, "step_seconds"),
+    ({"goal": "finish"}, "goal"),
 ])
 def test_bad_controls_are_refused_by_name_before_any_call(params, field):
     base = dict(OPTIONS, **params)
