@@ -42,9 +42,12 @@ def lock_holder(sandbox, group=GROUP):
     return lease.spec.holder_identity or None
 
 
+def evicted(event):
+    return event["kind"] == "pod.terminating" and event.get("how") == "evicted" and str(event.get("client") or "").startswith("nodeops.rollout")
+
+
 def evicted_by_us(sandbox, since):
-    return [e for e in sandbox.events() if e["t"] >= since and e["kind"] == "pod.terminating" and e.get("how") == "evicted"
-            and str(e.get("client") or "").startswith("nodeops.rollout")]
+    return [e for e in sandbox.events() if e["t"] >= since and evicted(e)]
 
 
 def assert_cancelled(sandbox, original, result):
@@ -82,6 +85,38 @@ def test_cancel_after_a_failed_boot_gives_back_the_nodes_that_never_became_ready
     print("invariants", assert_invariants(sandbox.report(), 6, 1))
 
 
+def test_cancel_while_replacements_boot_gives_one_of_them_back_not_a_ready_old_node(start_sandbox, tmp_path):
+    sandbox = start_sandbox(nodes=6, azs=3, speed=20, workloads=[DEMO])
+    original = group_view(sandbox)
+
+    def pause_while_they_boot(event):
+        # the replacements of step 1 never become Ready: the cancel finds them booting, however long it takes to start
+        sandbox.fault(nodes_never_ready=True)
+        set_tag(sandbox, PAUSE_TAG, "true")
+
+    watcher = Watcher(sandbox, sandbox.now(), terminated_by_rollout, pause_while_they_boot)
+    watcher.start()
+    report = tmp_path / "result.json"
+    try:
+        rc, out = sandbox.run_role_playbook(tmp_path, report=report, extra=QUICK + [
+            "rolling_update_max_surge=1", "rolling_update_max_unavailable=1"])
+    finally:
+        watcher.stop()
+    assert watcher.fired is not None and rc == 0 and result_of(report)["status"] == "paused", out[-3000:]
+    held = group_view(sandbox)
+
+    since = sandbox.now()
+    rc, out = sandbox.run_role_playbook(tmp_path, playbook="cancel.yml", report=report)
+    assert rc == 0, out[-4000:]
+    after = assert_cancelled(sandbox, original, result_of(report))
+    # the surge given back was a replacement that held no pods: every old node still there serves, none was drained
+    assert set(held["members"]) - set(after["members"]) <= set(held["members"]) - set(original["members"]), (held, after)
+    assert evicted_by_us(sandbox, since) == []
+    sandbox.fault(nodes_never_ready=False)
+    delete_tag(sandbox, PAUSE_TAG)
+    print("invariants", assert_invariants(sandbox.report(), 6, 1))
+
+
 def test_cancel_waits_for_the_target_groups_before_terminating_and_keeps_the_floor(start_sandbox, tmp_path):
     sandbox = start_sandbox(nodes=4, azs=2, speed=20, workloads=[DEMO])
     elbv2, autoscaling = sandbox.aws("elbv2"), sandbox.aws("autoscaling")
@@ -92,8 +127,9 @@ def test_cancel_waits_for_the_target_groups_before_terminating_and_keeps_the_flo
     autoscaling.attach_load_balancer_target_groups(AutoScalingGroupName=GROUP, TargetGroupARNs=[arn])
     original = group_view(sandbox)
 
-    # the upgrade, surge 2, paused by the tag once it terminated its first instance
-    watcher = Watcher(sandbox, sandbox.now(), terminated_by_rollout, lambda event: set_tag(sandbox, PAUSE_TAG, "true"))
+    # the upgrade, surge 2, paused by the tag while it drains its first nodes: they stop in their target group's
+    # deregistration delay, drained, when the cancel starts
+    watcher = Watcher(sandbox, sandbox.now(), evicted, lambda event: set_tag(sandbox, PAUSE_TAG, "true"))
     watcher.start()
     report = tmp_path / "result.json"
     try:
@@ -108,14 +144,14 @@ def test_cancel_waits_for_the_target_groups_before_terminating_and_keeps_the_flo
     assert rc == 0, out[-4000:]
     result = result_of(report)
     assert_cancelled(sandbox, original, result)
-    # every instance the cancel terminated had left the target group first
-    events = [e for e in sandbox.events() if e["t"] >= since]
-    terminated = [e for e in events if e["kind"] == "instance.terminated"]
+    # every instance the cancel terminated that was a target had left the target group first
+    events = sandbox.events()
+    terminated = [e for e in events if e["t"] >= since and e["kind"] == "instance.terminated"]
     assert terminated, events[-20:]
     for event in terminated:
-        left = [e for e in sandbox.events() if e["kind"] == "lb.target" and e["instance_id"] == event["instance_id"]
-                and e["state"] == "draining"]
-        assert left and event["t"] >= left[-1]["until"], (event, left)
+        seen = [e for e in events if e["kind"] == "lb.target" and e["instance_id"] == event["instance_id"] and e["t"] <= event["t"]]
+        left = [e for e in seen if e["state"] == "draining"]
+        assert not seen or (left and event["t"] >= left[-1]["until"]), (event, seen)
     assert result["termination_waits"], result
     balancers = sandbox.report()["load_balancers"]
     assert balancers["targets_cut"] == 0, balancers["targets_cut_details"]
