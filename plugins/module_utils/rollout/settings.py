@@ -13,6 +13,7 @@ error of the read-only pre-pass (``tasks/check_group.yml``).
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 
@@ -63,6 +64,13 @@ _ALARM_NAME_LIMIT = 255
 GROUP_TARGETS = ("image_id", "ssm_parameter", "launch_template_version")
 # the module option behind each role field, where the names differ
 _MODULE_OPTION = {"launch_template_version": "version"}
+# the fields of an item of rolling_update_node_groups
+GROUP_FIELDS = ("name",) + GROUP_TARGETS + ("max_unavailable", "max_surge")
+# Variables named rolling_update_* that are not options of the role (meta/argument_specs.yml) and still belong to it: the
+# playbooks' own (the hosts pattern, the serial waves; the argument spec's "Playbook variables") and the role's outputs a
+# later run sees (the fact, the AWX artifact a workflow passes on, a hook's input).
+PLAYBOOK_VARIABLES = ("rolling_update_clusters", "rolling_update_serial", "rolling_update_nodes")
+ROLE_OUTPUTS = ("rolling_update_result", "rolling_update_results", "rolling_update_hook")
 AWS_OPTIONS = ("region", "profile", "access_key", "secret_key", "session_token", "endpoint_url", "retry_mode", "max_attempts")
 K8S_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "eks_cluster")
 # A lock must outlast the longest step between two renewals: one batch, plus this margin.
@@ -79,6 +87,26 @@ class SettingsError(PlanError):
 
 def _empty(value):
     return value is None or (isinstance(value, str) and not value.strip())
+
+
+def nearest(name, allowed):
+    """`` (did you mean X?)`` for the allowed name closest to a misspelt ``name``, or "" when none is close."""
+    close = difflib.get_close_matches(str(name), list(allowed), n=1, cutoff=0.55)
+    return " (did you mean %s?)" % close[0] if close else ""
+
+
+def check_variable_names(names, options):
+    """Refuse, in one line, every variable of ``names`` (those named ``rolling_update_*`` that a run sees) that is neither
+    one of the role's ``options`` nor one of PLAYBOOK_VARIABLES and ROLE_OUTPUTS, naming the nearest known name: a
+    misspelt variable would otherwise be ignored and its default used. The role's own facts (``rolling_update__*``) are
+    not the user's and are let be."""
+    known = set(options) | set(PLAYBOOK_VARIABLES) | set(ROLE_OUTPUTS)
+    unknown = sorted(set(name for name in names or () if str(name).startswith(VARIABLE_PREFIX)
+                         and not str(name).startswith(VARIABLE_PREFIX + "_") and name not in known))
+    if unknown:
+        raise SettingsError("%s: not a variable of the role nodeops.rollout.rolling_update, so it would be ignored; the role's "
+                            "variables are listed by 'ansible-doc -t role nodeops.rollout.rolling_update'"
+                            % "; ".join(name + nearest(name, known) for name in unknown))
 
 
 def _renamed(exc, option, field):
@@ -109,6 +137,9 @@ def _count(value, field, allow_zero):
 
 def _check_group(index, item, seen, defaults):
     field = "%snode_groups[%d]" % (VARIABLE_PREFIX, index)
+    for key in item:
+        if key not in GROUP_FIELDS:
+            raise SettingsError("%s.%s: not a field of a node group%s; use %s" % (field, key, nearest(key, GROUP_FIELDS), ", ".join(GROUP_FIELDS)))
     name = item.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SettingsError("%s: %r has no name; give each node group the name of its Auto Scaling group" % (field, item))

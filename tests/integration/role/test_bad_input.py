@@ -37,6 +37,8 @@ def group(**fields):
     return [dict({"name": GROUP}, **fields)]
 
 
+# the cases whose whole failure must be one short line (a misspelt name: no argument spec dumped with it)
+ONE_LINE = ("variable_typo", "ami_id_typo")
 # case id -> (host vars that differ from a good cluster, the strings its message must hold)
 CASES = {
     # numbers and percentages
@@ -63,6 +65,9 @@ CASES = {
     "taint_key_spaces": ({"rolling_update_taint_key": "not a key"}, ["rolling_update_taint_key", "label key"]),
     "lock_namespace": ({"rolling_update_lock_namespace": "Kube_System"}, ["rolling_update_lock_namespace", "DNS label"]),
     "report_relative": ({"rolling_update_report_file": "out/result.json"}, ["rolling_update_report_file", "absolute path"]),
+    # a misspelt variable would be ignored, its default used
+    "variable_typo": ({"rolling_update_max_unavailble": "3"},
+                      ["rolling_update_max_unavailble", "did you mean rolling_update_max_unavailable?"]),
     # durations
     "grace_period_word": ({"rolling_update_grace_period": "abc"}, ["rolling_update_grace_period", DURATION]),
     "grace_period_negative": ({"rolling_update_grace_period": "-1"}, ["rolling_update_grace_period", DURATION]),
@@ -79,7 +84,7 @@ CASES = {
     "group_without_name": ({"rolling_update_node_groups": [{"image_id": "ami-0123456789abcdef0"}]},
                            ["rolling_update_node_groups", "name"]),
     "ami_id_typo": ({"rolling_update_node_groups": group(ami_id="ami-0123456789abcdef0")},
-                    ["rolling_update_node_groups", "ami_id", "image_id"]),
+                    ["rolling_update_node_groups[0].ami_id", "did you mean image_id?", "name, image_id, ssm_parameter"]),
     "two_targets": ({"rolling_update_node_groups": group(image_id="ami-0123456789abcdef0", ssm_parameter="/sandbox/ami/new")},
                     ["rolling_update_node_groups[0]", "at most one of image_id, ssm_parameter, launch_template_version"]),
     "duplicate_group": ({"rolling_update_node_groups": group() + group()}, ["rolling_update_node_groups[1]", "twice"]),
@@ -198,9 +203,26 @@ def test_every_bad_input_is_refused_by_name_with_zero_mutating_requests(sandbox,
         if message is None or not all(needle in message for needle in needles):
             wrong[case] = (needles, message)
     assert not wrong, json.dumps(wrong, indent=1) + "\n" + proc.stdout[-3000:]
+    # a misspelt name: the message is one line, and nothing else (the argument spec) is printed with it
+    long_failures = {case: len(line) for line in proc.stdout.splitlines() for case in ONE_LINE
+                     if line.startswith("fatal: [%s]: FAILED!" % case) and len(line) > 1000}
+    assert not long_failures and not [case for case in ONE_LINE if "\n" in failures.get(case, "")], long_failures
     # one message per case: no traceback, no second error stacked on the first
     assert not [case for case, message in failures.items() if "Traceback" in message]
     assert_safe(sandbox.report())
+
+
+def test_a_misspelt_extra_variable_is_refused_in_one_line_with_zero_mutating_requests(sandbox, tmp_path):
+    """``-e rolling_update_max_unavailble=3`` (issue 30): refused before any change, naming the variable meant, not run
+    with the default."""
+    since = sandbox.now()
+    rc, out = sandbox.run_role_playbook(tmp_path, extra=["rolling_update_max_unavailble=3"])
+    assert rc != 0, out[-3000:]
+    message = _last_failures(out).get("cluster")
+    assert message == ("rolling_update_max_unavailble (did you mean rolling_update_max_unavailable?): not a variable of the role "
+                       "nodeops.rollout.rolling_update, so it would be ignored; the role's variables are listed by "
+                       "'ansible-doc -t role nodeops.rollout.rolling_update'"), out[-3000:]
+    assert sandbox.mutating_requests(since=since) == []
 
 
 # module -> (options, the option its message must name); a node and an instance of the sandbox fill @NODE@/@INSTANCE@

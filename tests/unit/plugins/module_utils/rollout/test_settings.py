@@ -3,7 +3,7 @@ settled (a group's own counts over the role's, durations in seconds, the lock's 
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_role_settings, role_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_role_settings, check_variable_names, role_error
 
 DEFAULTS = {
     "rolling_update_node_groups": [{"name": "workers", "image_id": "ami-0123456789abcdef0"}],
@@ -163,3 +163,32 @@ def test_without_controls_nothing_is_added():
 def test_a_missing_alarm_in_the_pre_pass_is_named_by_the_role_variable():
     assert role_error("abort_alarms: CloudWatch alarm(s) api-5xx not found; name existing alarms", 0, "workers") == \
         "rolling_update_abort_alarms: CloudWatch alarm(s) api-5xx not found; name existing alarms"
+
+
+def test_a_misspelt_variable_is_refused_in_one_line_naming_the_nearest_known_name():
+    with pytest.raises(SettingsError) as err:
+        check_variable_names(["rolling_update_max_unavailble", "rolling_update_drain_timeout", "rolling_update__settings"],
+                             ["rolling_update_max_unavailable", "rolling_update_drain_timeout"])
+    message = str(err.value)
+    assert message.startswith("rolling_update_max_unavailble (did you mean rolling_update_max_unavailable?): not a variable "
+                              "of the role nodeops.rollout.rolling_update"), message
+    assert "\n" not in message and "rolling_update_drain_timeout" not in message and "rolling_update__settings" not in message
+
+
+def test_the_playbooks_variables_the_role_s_outputs_and_its_own_facts_are_known():
+    check_variable_names(["rolling_update_clusters", "rolling_update_serial", "rolling_update_nodes", "rolling_update_result",
+                          "rolling_update_results", "rolling_update_hook", "rolling_update__info", "rolling_update_plan"],
+                         ["rolling_update_plan"])
+
+
+def test_a_misspelt_field_of_a_node_group_is_refused_in_one_line_naming_the_nearest_field():
+    with pytest.raises(SettingsError) as err:
+        settle(node_groups=[{"name": "workers", "ami_id": "ami-0123456789abcdef0"}])
+    assert str(err.value) == ("rolling_update_node_groups[0].ami_id: not a field of a node group (did you mean image_id?); use name, "
+                              "image_id, ssm_parameter, launch_template_version, max_unavailable, max_surge")
+    with pytest.raises(SettingsError, match=r"^rolling_update_node_groups\[1\]\.maxSurge: not a field of a node group \(did you mean max_surge\?\)"):
+        settle(node_groups=[{"name": "a"}, {"name": "b", "maxSurge": 2}])
+    # nothing close: the fields allowed alone
+    with pytest.raises(SettingsError, match=r"^rolling_update_node_groups\[0\]\.zone: not a field of a node group; use name,"):
+        settle(node_groups=[{"name": "a", "zone": "us-east-1a"}])
+
