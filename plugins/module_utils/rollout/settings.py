@@ -241,7 +241,8 @@ def check_hooks(value, field, base_dir=None):
 def check_role_settings(values, base_dir=None):
     """Every value of the role's variables (``{"rolling_update_max_unavailable": ..., ...}``), settled.
 
-    Returns ``{"seconds": {duration: int or None}, "lock_duration": int, "node_groups": [...], "windows", "bake_seconds",
+    Returns ``{"seconds": {duration: int or None}, "lock_duration": int, "node_groups": [...], "report_file" (``~``
+    expanded), "report_html", "windows", "bake_seconds",
     "checkpoints", "abort_alarms", "hooks", "step_seconds", ...}``, each node group with its own ``max_unavailable`` and
     ``max_surge`` (``""``: the default surge) and at most one target; raises SettingsError naming the first variable
     that is not allowed. ``base_dir`` is where relative hook paths are found (the playbook's directory)."""
@@ -263,10 +264,12 @@ def check_role_settings(values, base_dir=None):
     if not isinstance(namespace, str) or not _DNS_LABEL_RE.match(namespace):
         raise SettingsError("%slock_namespace: %r is not allowed; use a namespace name, a DNS label (lowercase letters, "
                             "digits and '-', 1-63 characters) such as kube-system" % (VARIABLE_PREFIX, namespace))
-    report = var("report_file")
-    if not _empty(report) and not os.path.isabs(str(report)):
+    given = var("report_file")
+    # the path as the result is written to it: ~ is the controller user's home
+    report = "" if _empty(given) else os.path.expanduser(str(given).strip())
+    if report and not os.path.isabs(report):
         raise SettingsError("%sreport_file: %r is not allowed; use an absolute path (several clusters and the installed "
-                            "collection's own directory make a relative one ambiguous)" % (VARIABLE_PREFIX, report))
+                            "collection's own directory make a relative one ambiguous)" % (VARIABLE_PREFIX, given))
     sections = _check_report_sections(var("report_sections"))
     passes = var("validate_passes")
     if isinstance(passes, bool) or not re.match(r"^\s*[0-9]+\s*$", str(passes)) or int(passes) < 1:
@@ -306,7 +309,7 @@ def check_role_settings(values, base_dir=None):
                 "post_drain_delay": seconds["post_drain_delay"], "validate_seconds": (int(passes) - 1) * seconds["validate_interval"],
                 "task_seconds": seconds["estimate_task"]}
     return {"seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
-            "estimate": estimate, "report_html": report_html_file(report), "report_sections": sections,
+            "estimate": estimate, "report_file": report, "report_html": report_html_file(report), "report_sections": sections,
             "on_failure": var("on_failure"),
             # the windows as their canonical texts, which the modules read again
             "windows": [window["text"] for window in windows],

@@ -120,6 +120,10 @@ CASES = {
                              ["rolling_update_k8s.eks_cluster", "kubeconfig"]),
     "k8s_unknown_option": ({"rolling_update_k8s": {"kubeconfig": "@KUBECONFIG@", "token": "a-token"}},
                            ["rolling_update_k8s", "token", "api_key"]),
+    # the kubeconfig from $KUBECONFIG (the sweep sets it), a context it does not have: the context is named, not the kubeconfig
+    "k8s_context_from_kubeconfig_variable": ({"rolling_update_k8s": {"context": "prod-eu1"}},
+                                             ["rolling_update_k8s.context", "'prod-eu1' is not a context", "$KUBECONFIG",
+                                              "use one of its contexts: sandbox"]),
     "aws_unknown_option": ({"rolling_update_aws": {"region": "@REGION@", "endpoint_url": "@AWS_URL@", "secret": "x"}},
                            ["rolling_update_aws", "secret", "secret_key"]),
     "aws_unreachable": ({"rolling_update_aws": {"region": "@REGION@", "endpoint_url": "http://127.0.0.1:9"}},
@@ -182,7 +186,7 @@ def test_every_bad_input_is_refused_by_name_with_zero_mutating_requests(sandbox,
     inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
     playbook = tmp_path / "sweep.yml"
     playbook.write_text(PLAYBOOK)
-    env = sandbox.ansible_env({"ANSIBLE_FORKS": "8"})
+    env = sandbox.ansible_env({"ANSIBLE_FORKS": "8", "KUBECONFIG": sandbox.state["kubeconfig"]})
     env.pop("K8S_AUTH_KUBECONFIG", None)
     since = sandbox.now()
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), str(playbook)], cwd=ROOT, env=env,
@@ -222,6 +226,22 @@ def test_a_misspelt_extra_variable_is_refused_in_one_line_with_zero_mutating_req
     assert message == ("rolling_update_max_unavailble (did you mean rolling_update_max_unavailable?): not a variable of the role "
                        "nodeops.rollout.rolling_update, so it would be ignored; the role's variables are listed by "
                        "'ansible-doc -t role nodeops.rollout.rolling_update'"), out[-3000:]
+    assert sandbox.mutating_requests(since=since) == []
+
+
+def test_a_report_file_in_the_home_directory_is_written_there(sandbox, tmp_path):
+    """``rolling_update_report_file: ~/plan.json`` is an absolute path once ``~`` is expanded, as the shell would: the plan
+    is written there (and its HTML page beside it), not refused as relative."""
+    home = tmp_path / "home"
+    home.mkdir()
+    since = sandbox.now()
+    cmd, env = sandbox.role_playbook_command(tmp_path, playbook="plan.yml", report="~/plan.json")
+    env["HOME"] = str(home)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert json.loads((home / "plan.json").read_text())["node_groups"][0]["status"] == "planned"
+    assert (home / "plan.html").is_file()
     assert sandbox.mutating_requests(since=since) == []
 
 

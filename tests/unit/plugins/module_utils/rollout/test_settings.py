@@ -192,3 +192,11 @@ def test_a_misspelt_field_of_a_node_group_is_refused_in_one_line_naming_the_near
     with pytest.raises(SettingsError, match=r"^rolling_update_node_groups\[0\]\.zone: not a field of a node group; use name,"):
         settle(node_groups=[{"name": "a", "zone": "us-east-1a"}])
 
+
+def test_a_report_file_in_the_home_directory_is_expanded_and_taken(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/operator")
+    settings = settle(report_file="~/plan.json")
+    assert settings["report_file"] == "/home/operator/plan.json" and settings["report_html"] == "/home/operator/plan.html"
+    assert settle()["report_file"] == ""
+    with pytest.raises(SettingsError, match=r"^rolling_update_report_file: 'plan.json' is not allowed; use an absolute path"):
+        settle(report_file="plan.json")
