@@ -18,7 +18,7 @@ options:
         (counted from O(lock.held_until), then from its own renewals); a module that ends sooner makes no request for it.
       - The module stops, failing with a message that says why, when the Lease is no longer this run's (another run took
         it over), when its hold expires while renewals fail, or when the run that started it is gone (its controller
-        process ended): without the lock it must not change the group, and a dead run's lock must expire.
+        process ended), since without the lock it must not change the group, and a dead run's lock must expire.
       - Not used in check mode.
     type: dict
     suboptions:
