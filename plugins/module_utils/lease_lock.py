@@ -242,8 +242,8 @@ def _held_since(state):
 
 def refusal_message(group, namespace, name, state, now):
     """Why this run may not roll ``group``: who holds its Lease, since when, when it frees itself, and what to do."""
-    head = "node group %s is locked by another run: Lease %s/%s is held by %s%s" % (group, namespace, name, state["holder"],
-                                                                                 _held_since(state))
+    head = "node group %s is locked by another run: Lease %s/%s is held by %s%s" % (
+        group, namespace, name, state["holder"], _held_since(state))
     if state["unreadable"]:
         frees = "If that run is gone, release its lock"
     else:

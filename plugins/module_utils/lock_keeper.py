@@ -5,13 +5,15 @@
 """Keep a node group's lock while a module that may wait for long runs: the ``lock`` option of the modules that wait.
 
 A run holds its group's Lease for a short duration (``rolling_update_lock_duration``, 2 minutes by default) and keeps it
-alive while it lives, as Kubernetes' own leader election does: the role renews it between tasks, and each module that
-waits (a drain, the validation, a step's waits for boots, deregistration, volume detach, bake time and checkpoints, the
-surge's and the terminations' waits) renews it from its own process while it runs. A run that dies stops renewing, so
+alive while it lives, as Kubernetes' own leader election does: the role renews it at every step, and each module of the
+rollout (a drain, the validation, a step's waits for boots, deregistration, volume detach, bake time and checkpoints,
+the surge's and the terminations' waits, and the reads and taints between them) renews it from its own process while
+it runs. A run that dies stops renewing, so
 its lock expires within one duration and the next run takes it over with no human step.
 
 :class:`LockKeeper` is a daemon thread. It renews when less than half the duration is left of what this process knows
-(the role's ``held_until``, then its own renewals), so a module that ends quickly makes no request at all. It stops
+(the role's ``held_until``, then its own renewals), so a module that ends quickly makes no request at all; a renewal
+reads the Lease first and writes only when another module of the run has not renewed it meanwhile. It stops
 renewing, and stops the module, when
 
 - the Lease is no longer ours (another run holds it: ours expired, and it was taken over), or our hold expires while
@@ -217,7 +219,8 @@ def keeper_for(module, make_client):
 
     def renew():
         with kube_errors("renew", "the lock of node group %s" % group):
-            result = locks.hold(api, group, namespace, holder, duration, now=utc_now, renew_only=True)
+            # one read, and no write when another module of this run renewed it meanwhile
+            result = locks.hold(api, group, namespace, holder, duration, now=utc_now, renew_only=True, fresh_for=duration / 2.0)
         return lease_lock.parse_time(result["lease"]["expires_at"])
 
     return LockKeeper(what, renew, duration, held_until, refused=(locks.LockHeld, locks.LockGone))

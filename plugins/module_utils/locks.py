@@ -90,8 +90,10 @@ def _outcome(action, namespace, name, written, decision, now):
 
 
 def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now, attempts=CONFLICT_ATTEMPTS, sleep=None,
-         renew_only=False):
-    """Acquire, take over or renew the Lease of ``group`` for ``duration`` seconds (only renew it, ``renew_only``).
+         renew_only=False, fresh_for=None):
+    """Acquire, take over or renew the Lease of ``group`` for ``duration`` seconds (only renew it, ``renew_only``; and
+    with ``fresh_for``, not while the Lease read stays ours for that many seconds more: another process of this run
+    renewed it, and ``action`` is ``keep``).
 
     Returns the module's result (``changed``, ``action``, ``lease``, ``previous_holder``). Raises LockHeld when
     another run holds it, LockGone when ``renew_only`` finds it no longer ours, LockContended after ``attempts`` lost
@@ -105,6 +107,9 @@ def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now,
         if decision["action"] == "refuse":
             raise LockHeld(lease_lock.refusal_message(group, namespace, name, decision["state"], moment), decision["state"],
                            namespace, name)
+        if fresh_for is not None and decision["action"] == "renew" and decision["state"]["expires"] is not None \
+                and (decision["state"]["expires"] - moment).total_seconds() >= fresh_for:
+            return _outcome("keep", namespace, name, lease, decision, moment)
         if renew_only and decision["action"] != "renew":
             raise LockGone("Lease %s/%s of node group %s is no longer held by %s (%s)"
                            % (namespace, name, group, holder, "it is gone" if lease is None

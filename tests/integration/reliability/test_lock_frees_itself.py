@@ -18,7 +18,7 @@ from tests.integration.kill import LEASE, ROLE_VARS, kill_tree, run_until_held
 from tests.integration.modules.conftest import assert_safe
 
 NAMESPACE = "kube-system"
-LOCK = 15
+LOCK = 20
 
 
 def lease_of(sandbox):
@@ -52,10 +52,10 @@ def others(events, since):
 
 def test_a_step_that_waits_longer_than_the_lock_keeps_it_and_a_second_run_is_refused(sandbox, tmp_path):
     original = sizes(sandbox)
-    extra = list(ROLE_VARS) + ["rolling_update_lock_duration=%ds" % LOCK, "rolling_update_bake_time=30s"]
+    extra = list(ROLE_VARS) + ["rolling_update_lock_duration=%ds" % LOCK, "rolling_update_bake_time=45s"]
     first = sandbox.start_role_playbook(tmp_path, str(tmp_path / "first.log"), extra=extra)
     try:
-        # the bake keeps each step's rollout_step waiting for 30 s, twice the lock's 15 s
+        # the bake keeps each step's rollout_step waiting for 45 s, over twice the lock's 20 s
         wait_until("the first run to hold the lock past its duration",
                    lambda: held(sandbox) is not None and
                    (datetime.datetime.now(datetime.timezone.utc) - held(sandbox).spec.acquire_time).total_seconds() > LOCK + 10,

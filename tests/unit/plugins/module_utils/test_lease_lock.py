@@ -79,12 +79,12 @@ def test_a_refusal_names_the_holder_since_when_until_when_and_what_to_do():
     decision = lease_lock.decide_acquire(current, US, NOW, 1800)
     message = lease_lock.refusal_message("workers", "kube-system", "nodeops-rollout-workers", decision["state"], NOW)
     assert message == ("node group workers is locked by another run: Lease kube-system/nodeops-rollout-workers "
-                              "is held by alice@laptop/9f8e7d6c since 2026-11-23T09:40:00Z, renewed 2026-11-23T09:59:00Z. "
-                              "Nothing was changed. A run renews its lock while it works: if that run is alive, wait "
-                              "for it to end. If it is gone, its lock frees itself at 2026-11-23T10:09:00Z (in 9m), and "
-                              "the next run takes the group over. To release it sooner, once that run has stopped renewing "
-                              "it: ansible-playbook nodeops.rollout.unlock "
-                              "-i <inventory> -e rolling_update_unlock_holder='alice@laptop/9f8e7d6c'")
+                       "is held by alice@laptop/9f8e7d6c since 2026-11-23T09:40:00Z, renewed 2026-11-23T09:59:00Z. "
+                       "Nothing was changed. A run renews its lock while it works: if that run is alive, wait "
+                       "for it to end. If it is gone, its lock frees itself at 2026-11-23T10:09:00Z (in 9m), and "
+                       "the next run takes the group over. To release it sooner, once that run has stopped renewing "
+                       "it: ansible-playbook nodeops.rollout.unlock "
+                       "-i <inventory> -e rolling_update_unlock_holder='alice@laptop/9f8e7d6c'")
     assert "kubectl" not in message
 
 
