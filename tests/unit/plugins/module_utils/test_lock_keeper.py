@@ -39,9 +39,9 @@ class Renewals:
     def __call__(self):
         self.calls += 1
         answer = self.answers.pop(0) if self.answers else None
-        if isinstance(answer, Exception):
-            raise answer
-        return self.clock() + datetime.timedelta(seconds=self.duration)
+        if answer is None:
+            return self.clock() + datetime.timedelta(seconds=self.duration)
+        raise answer
 
 
 def keeper(clock, renew, held_for=100, duration=120, lineage=(), alive=lambda pid: True, **kwargs):
