@@ -17,6 +17,7 @@ import difflib
 import os
 import re
 
+from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import RETRY_MODES
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options
@@ -46,7 +47,8 @@ DURATIONS = {
     "node_ready_timeout": (1, False),
     "validate_interval": (1, False),
     "validate_timeout": (1, False),
-    "lock_duration": (1, True),
+    "lock_duration": (lease_lock.MIN_SECONDS, True),
+    "hook_timeout": (1, False),
     "estimate_boot": (0, False),
     "estimate_drain": (0, False),
     "estimate_task": (0, False),
@@ -73,8 +75,6 @@ PLAYBOOK_VARIABLES = ("rolling_update_clusters", "rolling_update_serial", "rolli
 ROLE_OUTPUTS = ("rolling_update_result", "rolling_update_results", "rolling_update_hook")
 AWS_OPTIONS = ("region", "profile", "access_key", "secret_key", "session_token", "endpoint_url", "retry_mode", "max_attempts")
 K8S_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "eks_cluster")
-# A lock must outlast the longest step between two renewals: one batch, plus this margin.
-LOCK_MARGIN_SECONDS = 300
 
 _LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -293,16 +293,13 @@ def check_role_settings(values, base_dir=None):
         raise SettingsError(str(exc)) from None
     alarms = check_alarm_names(var("abort_alarms"), VARIABLE_PREFIX + "abort_alarms")
     hooks = check_hooks(var("hooks"), VARIABLE_PREFIX + "hooks", base_dir)
-    # a bake or a checkpoint is waited for inside one step: the lock outlasts the longest of them too
-    hold = max([bake] + [checkpoint["wait_seconds"] for checkpoint in checkpoints])
-    lock = seconds["lock_duration"]
-    if lock is None:
-        lock = (seconds["drain_timeout"] + seconds["post_drain_delay"]
-                + max(seconds["deregistration_timeout"] or 0, seconds["volume_detach_timeout"] or 0)
-                + 2 * seconds["node_ready_timeout"] + seconds["validate_timeout"] + hold + LOCK_MARGIN_SECONDS)
-    # a renewal is skipped while the Lease holds for this long (rollout_lock's min_valid_for): what is left then still
-    # covers the longest step, with half the margin (a tenth of a duration the operator set)
-    lock_min_valid = lock - min(LOCK_MARGIN_SECONDS // 2, lock // 10)
+    # Short, and kept alive while the run lives: the role renews it between tasks, and every module that waits renews it
+    # from its own process (lock_keeper), so no wait outlasts it, whatever it waits for; a run that dies stops renewing,
+    # and its lock frees itself within this duration.
+    lock = lease_lock.DEFAULT_SECONDS if seconds["lock_duration"] is None else seconds["lock_duration"]
+    # a renewal by the role is skipped while the Lease holds for half of it (rollout_lock's min_valid_for): the modules
+    # that wait renew it as soon as less is left, and the role's tasks between two of them take seconds
+    lock_min_valid = lock - lock // 2
     # what the plan's estimated duration assumes (rollout.plan.estimate_duration): the operator's own waits, and the
     # boot and drain times they expect
     estimate = {"boot_seconds": seconds["estimate_boot"], "drain_seconds": seconds["estimate_drain"],

@@ -77,7 +77,7 @@ CASES = {
     "node_ready_timeout_0": ({"rolling_update_node_ready_timeout": "0"}, ["rolling_update_node_ready_timeout", "at least 1 second"]),
     "validate_interval_word": ({"rolling_update_validate_interval": "often"}, ["rolling_update_validate_interval", DURATION]),
     "validate_timeout_units": ({"rolling_update_validate_timeout": "10x"}, ["rolling_update_validate_timeout", DURATION]),
-    "lock_duration_0": ({"rolling_update_lock_duration": "0"}, ["rolling_update_lock_duration", "at least 1 second"]),
+    "lock_duration_0": ({"rolling_update_lock_duration": "0"}, ["rolling_update_lock_duration", "at least 15 seconds"]),
     # the node groups
     "no_groups": ({"rolling_update_node_groups": []}, ["rolling_update_node_groups", "at least one"]),
     "groups_not_a_list": ({"rolling_update_node_groups": GROUP}, ["rolling_update_node_groups", "dict"]),

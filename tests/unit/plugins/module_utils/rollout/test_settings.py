@@ -18,6 +18,7 @@ DEFAULTS = {
     "rolling_update_lock_duration": "", "rolling_update_estimate_boot": "3m", "rolling_update_estimate_drain": "90s", "rolling_update_estimate_task": "1s",
     "rolling_update_on_failure": "hold", "rolling_update_window": "", "rolling_update_bake_time": 0,
     "rolling_update_checkpoints": [], "rolling_update_abort_alarms": [], "rolling_update_hooks": {},
+    "rolling_update_hook_timeout": "10m",
 }
 
 
@@ -25,13 +26,14 @@ def settle(**changes):
     return check_role_settings(dict(DEFAULTS, **{"rolling_update_" + key: value for key, value in changes.items()}))
 
 
-def test_the_defaults_settle_with_the_lock_covering_one_batch():
+def test_the_defaults_settle_with_a_short_lock_kept_alive():
     settings = settle()
     assert settings["seconds"]["drain_timeout"] == 900 and settings["seconds"]["grace_period"] is None
-    # a step: the drain, the post-drain delay, the longest hold (the volumes' 6 minutes), two boots, the validation
-    assert settings["lock_duration"] == 900 + 60 + 360 + 2 * 900 + 600 + 300
-    # renewals wait while the Lease still covers the longest step and half the margin
-    assert settings["lock_min_valid"] == 900 + 60 + 360 + 2 * 900 + 600 + 150
+    # two minutes, whatever the timeouts: the modules that wait renew it while they wait, and a dead run's lock frees
+    # itself within it
+    assert settings["lock_duration"] == 120 and settings["seconds"]["hook_timeout"] == 600
+    # the role's renewals wait while half of it is left, as the modules' do
+    assert settings["lock_min_valid"] == 60
     assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": ""}]
     # the plan's estimate: the boot and drain the operator expects, the waits they configured (2 passes 10 s apart), and
     # the time Ansible takes per task
@@ -43,7 +45,7 @@ def test_a_deregistration_timeout_given_is_waited_within_the_lock():
     assert settle()["seconds"]["deregistration_timeout"] is None   # each target group's delay plus the margin
     settings = settle(deregistration_timeout="8m")
     assert settings["seconds"]["deregistration_timeout"] == 480
-    assert settings["lock_duration"] == 900 + 60 + 480 + 2 * 900 + 600 + 300
+    assert settings["lock_duration"] == 120   # waited for by rollout_step, which keeps the lock alive meanwhile
     assert settle(deregistration_timeout="0")["seconds"]["deregistration_timeout"] == 0
 
 
@@ -52,8 +54,10 @@ def test_a_group_s_own_counts_win_over_the_role_s_and_survey_strings_are_read():
                       node_groups=[{"name": "a"}, {"name": "b", "max_unavailable": "25%", "launch_template_version": 7}])
     assert [(g["name"], g["max_unavailable"], g["max_surge"]) for g in settings["node_groups"]] == [("a", "2", "50%"), ("b", "25%", "50%")]
     assert settings["node_groups"][1]["launch_template_version"] == "7"
-    assert settings["validate_passes"] == 3 and settings["lock_duration"] == 2700 and settings["lock_min_valid"] == 2700 - 150
-    assert settle(lock_duration="10m")["lock_min_valid"] == 540   # a tenth of a short duration the operator set
+    assert settings["validate_passes"] == 3 and settings["lock_duration"] == 2700 and settings["lock_min_valid"] == 1350
+    assert settle(lock_duration="15s")["lock_duration"] == 15
+    with pytest.raises(SettingsError, match="^rolling_update_lock_duration: '14s' is not allowed; .*at least 15 seconds"):
+        settle(lock_duration="14s")
 
 
 def test_the_html_report_lands_beside_the_json_result_and_the_sections_are_settled():
@@ -150,8 +154,8 @@ def test_the_operator_s_controls_settle_from_a_survey_s_strings(tmp_path):
     assert settings["hooks"] == {"after_batch": [str(hook)], "on_failure": [str(hook)]}
     # one step of the window's check: a drain, the post-drain delay, a boot and a validation
     assert settings["step_seconds"] == 90 + 60 + 180 + 10 + 2 * 3 * 1  # and two steps of three one-second tasks
-    # a bake (or a checkpoint's wait) is waited for within one step: the default lock outlasts it
-    assert settings["lock_duration"] == 900 + 60 + 360 + 2 * 900 + 600 + 1800 + 300
+    # a bake (or a checkpoint's wait) is waited for within one step, by rollout_step, which keeps the lock alive
+    assert settings["lock_duration"] == 120
 
 
 def test_without_controls_nothing_is_added():
