@@ -5,8 +5,9 @@ runs ``playbooks/upgrade.yml`` with max_surge 1 (so the rollout pays the surge b
 restores), and SIGKILLs the whole ansible-playbook process tree just before the k-th request of the collection,
 k drawn at random (seeded) from a clean run's request count; every third trial arms a second random point for the
 rerun, which kills it again when the rerun gets that far (``killed`` lists each kill made).
-The sandbox holds that request until the kill (sandbox/hold.py), so the point is exact, not a race. The
-dead run's lock is deleted, as the operator's documented way out; the playbook then runs to its end, and the trial
+The sandbox holds that request until the kill (sandbox/hold.py), so the point is exact, not a race. Nobody deletes
+the dead run's lock: the rerun starts once it has freed itself, one lock duration (``--lock``, 15 s) after the dead
+run's last renewal, as an operator who just runs the job again would see it; the playbook then runs to its end, and the trial
 converges when tests/integration/convergence.problems finds nothing: every instance on the target version, the
 original sizes, no state tag, suspended process, taint, cordon, label, annotation or lock left, every Deployment at
 full Ready replicas, and the invariant report clean over all the runs.
@@ -14,7 +15,7 @@ full Ready replicas, and the invariant report clean over all the runs.
 One JSON line per trial, then a summary line and ``converged K/N``. ``--fixed`` runs the named points of
 tests/integration/kill.py instead (the test command runs those).
 
-Run from the repository root: ``.venv/bin/python -m bench.kill_rerun [--trials 20] [--seed 7] [--fixed]``.
+Run from the repository root: ``.venv/bin/python -m bench.kill_rerun [--trials 20] [--seed 7] [--lock 15] [--fixed]``.
 """
 
 import argparse
@@ -52,12 +53,13 @@ def clean_run_requests():
             sandbox.stop()
 
 
-def trial(name, point):
+def trial(name, point, lock):
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kill-rerun-") as directory:
         sandbox = sandbox_in(directory)
         try:
-            outcome = kill_and_rerun(sandbox, directory, point)
+            outcome = kill_and_rerun(sandbox, directory, point, extra=["rolling_update_lock_duration=%ds" % lock],
+                                     wait_for_lock=True)
             held = [e for e in sandbox.events() if e["kind"] == "hold.held"]
         finally:
             sandbox.stop()
@@ -71,6 +73,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--lock", type=int, default=15, help="rolling_update_lock_duration in seconds (at least 15)")
     parser.add_argument("--fixed", action="store_true", help="the named points of tests/integration/kill.py")
     args = parser.parse_args(argv)
     if args.fixed:
@@ -87,12 +90,12 @@ def main(argv=None):
             plans.append(("random-%d" % number, point))
     results = []
     for name, point in plans:
-        result = trial(name, point)
+        result = trial(name, point, args.lock)
         results.append(result)
         print(json.dumps(result, sort_keys=True), flush=True)
     converged = sum(1 for r in results if r["converged"])
     print(json.dumps({"trials": len(results), "converged": converged, "seed": None if args.fixed else args.seed,
-                      "clean_run_requests": requests, "kills": sum(sum(r["killed"]) for r in results),
+                      "clean_run_requests": requests, "lock_seconds": args.lock, "kills": sum(sum(r["killed"]) for r in results),
                       "wall_seconds_mean": round(sum(r["wall_seconds"] for r in results) / max(1, len(results)), 1)},
                      sort_keys=True))
     print("converged %d/%d" % (converged, len(results)))

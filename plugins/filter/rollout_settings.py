@@ -24,6 +24,16 @@ options:
   base_dir:
     description: Where the task files of C(rolling_update_hooks) given as relative paths are, the playbook's directory.
     type: str
+  names:
+    description:
+      - The names of the variables named C(rolling_update_*) that the run sees (the lookup C(ansible.builtin.varnames)). Each
+        must be an option of the role (its C(meta/argument_specs.yml)), a variable of the collection's playbooks
+        (C(rolling_update_clusters), C(rolling_update_serial), C(rolling_update_nodes)) or an output of the role
+        (C(rolling_update_result), C(rolling_update_results), C(rolling_update_hook)); any other, a misspelt variable
+        that would be ignored, is the error, naming the nearest known name. The role's own facts (C(rolling_update__*))
+        are let be.
+    type: list
+    elements: str
 """
 
 EXAMPLES = r"""
@@ -38,6 +48,7 @@ _value:
     - C(error) the message naming the first value not allowed, or V(None).
     - C(seconds) every duration in whole seconds (V(None) for an empty grace period or lock duration).
     - C(lock_duration) the lock's duration in seconds (the default computed when empty).
+    - C(report_file) the path of the JSON result, C(~) expanded (V("") for none); C(report_html) the HTML report's beside it.
     - C(node_groups) each node group with its name, its target and its own C(max_unavailable) and C(max_surge).
     - C(validate_passes) the number of passes as an integer.
     - C(on_failure), C(windows) (each window as its canonical text, such as V(Sat,Sun 22:00 4h Europe/Berlin)),
@@ -46,13 +57,31 @@ _value:
   type: dict
 """
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_role_settings
+import os
+
+import yaml
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_role_settings, check_variable_names
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
 
+# the role's argument spec, in this collection
+ARGUMENT_SPECS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              "roles", "rolling_update", "meta", "argument_specs.yml")
 
-def rollout_settings(values, base_dir=None):
-    """check_role_settings(values, base_dir), with its error in ``error`` instead of raised, for a clean ``fail`` task."""
+
+def role_options(path=ARGUMENT_SPECS):
+    """The names of the role's options, over all its entry points."""
+    with open(path, encoding="utf-8") as fh:
+        specs = yaml.safe_load(fh)["argument_specs"]
+    return sorted(set(name for entry in specs.values() for name in entry.get("options") or {}))
+
+
+def rollout_settings(values, base_dir=None, names=None):
+    """check_variable_names(names, role's options) then check_role_settings(values, base_dir), with the error in
+    ``error`` instead of raised, for a clean ``fail`` task."""
     try:
+        if names is not None:
+            check_variable_names(names, role_options())
         return dict(check_role_settings(dict(values), base_dir), error=None)
     except PlanError as exc:
         return {"error": str(exc)}

@@ -38,8 +38,14 @@ HASH_LENGTH = 8
 INT32_MAX = 2 ** 31 - 1
 MICRO_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
+# The rolling_update role's lock duration by default, and the shortest it allows: how long a dead run's lock keeps the next
+# run waiting, and what must outlast the longest stretch of the role's tasks between two renewals (the modules that wait
+# renew it themselves, lock_keeper).
+DEFAULT_SECONDS = 120
+MIN_SECONDS = 15
+
 ACQUIRE_ACTIONS = ("create", "acquire", "take_over", "renew", "keep", "refuse")
-RELEASE_ACTIONS = ("release", "none")
+RELEASE_ACTIONS = ("release", "none", "refuse")
 
 _DNS_LABEL_CHARS = re.compile(r"[^a-z0-9]+")
 _RFC3339 = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$")
@@ -193,12 +199,14 @@ def decide_acquire(lease, holder, now, duration):
     return {"action": "take_over", "spec": _spec(holder, now, duration, now, state["transitions"] + 1), "state": state}
 
 
-def decide_release(lease, holder, now):
-    """What to do to give the Lease up: ``{"action": "release" | "none", "spec", "state", "reason"}``.
+def decide_release(lease, holder, now, quiet_for=None):
+    """What to do to give the Lease up: ``{"action": "release" | "none" | "refuse", "spec", "state", "reason"}``.
 
-    Only our own Lease is released (client-go's ReleaseOnCancel: no holder, a duration of 1 second, the times set
+    Only ``holder``'s Lease is released (client-go's ReleaseOnCancel: no holder, a duration of 1 second, the times set
     to now, transitions kept). No Lease, a free one, or one another run holds now (ours expired and was taken over)
-    is left as it is; ``reason`` says which."""
+    is left as it is; ``reason`` says which. With ``quiet_for`` (seconds; the release of a run that is gone, by
+    another process), a Lease its holder renewed less than ``quiet_for`` seconds ago is refused: a run that is alive
+    renews it more often than that (one whose renewal cannot be read is released: the caller says that run is gone)."""
     holder = check_holder(holder)
     if lease is None:
         return {"action": "none", "spec": None, "state": None, "reason": "no lease"}
@@ -207,7 +215,9 @@ def decide_release(lease, holder, now):
         return {"action": "none", "spec": None, "state": state, "reason": "not held"}
     if state["holder"] != holder:
         return {"action": "none", "spec": None, "state": state, "reason": "held by %s" % state["holder"]}
-    return {"action": "release", "spec": _spec("", now, 1, now, state["transitions"]), "state": state}
+    if quiet_for is not None and state["renewed"] is not None and (now - state["renewed"]).total_seconds() < quiet_for:
+        return {"action": "refuse", "spec": None, "state": state, "reason": "renewed within %s" % _in_words(quiet_for)}
+    return {"action": "release", "spec": _spec("", now, 1, now, state["transitions"]), "state": state, "reason": None}
 
 
 def _in_words(seconds):
@@ -219,20 +229,39 @@ def _in_words(seconds):
     return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
 
 
-def refusal_message(group, namespace, name, state, now):
-    """Why this run may not roll ``group``: who holds its Lease, since when, until when, and what to do."""
-    where = "Lease %s/%s" % (namespace, name)
-    head = "node group %s is locked by another run: %s is held by %s" % (group, where, state["holder"])
+def unlock_command(holder):
+    """The command that releases the lock of a run that is gone, as a person types it."""
+    return "ansible-playbook nodeops.rollout.unlock -i <inventory> -e rolling_update_unlock_holder='%s'" % holder
+
+
+def _held_since(state):
     if state["unreadable"]:
-        when = "; its %s, so nobody can tell when it expires" % state["unreadable"]
+        return "; its %s, so nobody can tell when it expires" % state["unreadable"]
+    return "%s, renewed %s" % (" since %s" % short_time(state["acquired"]) if state["acquired"] else "", short_time(state["renewed"]))
+
+
+def refusal_message(group, namespace, name, state, now):
+    """Why this run may not roll ``group``: who holds its Lease, since when, when it frees itself, and what to do."""
+    head = "node group %s is locked by another run: Lease %s/%s is held by %s%s" % (
+        group, namespace, name, state["holder"], _held_since(state))
+    if state["unreadable"]:
+        frees = "If that run is gone, release its lock"
     else:
-        acquired = state["acquired"]
-        when = "%s, renewed %s, until %s (in %s)" % (
-            " since %s" % short_time(acquired) if acquired else "", short_time(state["renewed"]), short_time(state["expires"]),
-            _in_words((state["expires"] - now).total_seconds()))
-    return ("%s%s. Nothing was changed. Wait for that run to end (it releases the lease, also when it fails) or for "
-            "the lease to expire, then run again. Only if you know that run is gone: kubectl -n %s delete lease %s"
-            % (head, when, namespace, name))
+        frees = ("A run renews its lock while it works: if that run is alive, wait for it to end. If it is gone, its lock "
+                 "frees itself at %s (in %s), and the next run takes the group over. To release it sooner, once that run "
+                 "has stopped renewing it"
+                 % (short_time(state["expires"]), _in_words((state["expires"] - now).total_seconds())))
+    return "%s. Nothing was changed. %s: %s" % (head, frees, unlock_command(state["holder"]))
+
+
+def release_refusal(group, namespace, name, state, quiet_for, now):
+    """Why the lock of ``group`` is not released for a run said to be gone: its holder renewed it lately."""
+    return ("node group %s: Lease %s/%s is held by %s, which renewed it %s ago (%s), within %s: that run is alive, and "
+            "renews its lock while it works. Nothing was changed. If it is gone, its lock frees itself %s."
+            % (group, namespace, name, state["holder"], _in_words((now - state["renewed"]).total_seconds()),
+               short_time(state["renewed"]), _in_words(quiet_for),
+               "at %s (in %s)" % (short_time(state["expires"]), _in_words((state["expires"] - now).total_seconds()))
+               if state["expires"] else "once it has not renewed it for %s" % _in_words(quiet_for)))
 
 
 def lease_result(lease, now):

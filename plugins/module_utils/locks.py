@@ -35,6 +35,10 @@ class LockHeld(RolloutError):
         self.state = state
 
 
+class LockGone(RolloutError):
+    """A renewal found the Lease no longer ours: released, deleted, or free after it expired (``renew_only``)."""
+
+
 class LockContended(RolloutError):
     """Every write met a concurrent writer (409) until the attempts ran out."""
 
@@ -85,12 +89,16 @@ def _outcome(action, namespace, name, written, decision, now):
     return result
 
 
-def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now, attempts=CONFLICT_ATTEMPTS, sleep=None):
-    """Acquire, take over or renew the Lease of ``group`` for ``duration`` seconds.
+def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now, attempts=CONFLICT_ATTEMPTS, sleep=None,
+         renew_only=False, fresh_for=None):
+    """Acquire, take over or renew the Lease of ``group`` for ``duration`` seconds (only renew it, ``renew_only``; and
+    with ``fresh_for``, not while the Lease read stays ours for that many seconds more: another process of this run
+    renewed it, and ``action`` is ``keep``).
 
     Returns the module's result (``changed``, ``action``, ``lease``, ``previous_holder``). Raises LockHeld when
-    another run holds it, LockContended after ``attempts`` lost races, ApiException for other API errors. In
-    check mode the Lease is read and the decision reported; nothing is written."""
+    another run holds it, LockGone when ``renew_only`` finds it no longer ours, LockContended after ``attempts`` lost
+    races, ApiException for other API errors. In check mode the Lease is read and the decision reported; nothing is
+    written."""
     name = lease_lock.lease_name(group)
     for attempt in range(attempts):
         lease = _read(api, namespace, name)
@@ -99,6 +107,13 @@ def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now,
         if decision["action"] == "refuse":
             raise LockHeld(lease_lock.refusal_message(group, namespace, name, decision["state"], moment), decision["state"],
                            namespace, name)
+        if fresh_for is not None and decision["action"] == "renew" and decision["state"]["expires"] is not None \
+                and (decision["state"]["expires"] - moment).total_seconds() >= fresh_for:
+            return _outcome("keep", namespace, name, lease, decision, moment)
+        if renew_only and decision["action"] != "renew":
+            raise LockGone("Lease %s/%s of node group %s is no longer held by %s (%s)"
+                           % (namespace, name, group, holder, "it is gone" if lease is None
+                              else "held by %s now" % (decision["state"]["holder"] or "nobody")))
         body = _body(lease, namespace, name, group, decision["spec"])
         if check_mode:
             return _outcome(decision["action"], namespace, name, body, decision, moment)
@@ -111,13 +126,23 @@ def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now,
                         % (namespace, name, group, attempts))
 
 
-def release(api, group, namespace, holder, check_mode=False, now=utc_now, attempts=CONFLICT_ATTEMPTS, sleep=None):
-    """Clear our hold on the Lease of ``group`` (a Lease that is not ours is left alone); the module's result."""
+class LockAlive(RolloutError):
+    """The release of a run said to be gone was refused: its holder renewed the Lease lately."""
+
+
+def release(api, group, namespace, holder, check_mode=False, now=utc_now, attempts=CONFLICT_ATTEMPTS, sleep=None,
+            quiet_for=None):
+    """Clear ``holder``'s hold on the Lease of ``group`` (a Lease that is not its is left alone); the module's result.
+    With ``quiet_for`` (the release of a run that is gone), raises LockAlive when the holder renewed it within that many
+    seconds."""
     name = lease_lock.lease_name(group)
     for attempt in range(attempts):
         lease = _read(api, namespace, name)
         moment = now()
-        decision = lease_lock.decide_release(lease, holder, moment)
+        decision = lease_lock.decide_release(lease, holder, moment, quiet_for)
+        if decision["action"] == "refuse":
+            raise LockAlive(lease_lock.release_refusal(group, namespace, name, decision["state"], quiet_for, moment),
+                            action="refuse", holder=decision["state"]["holder"])
         if decision["action"] == "none":
             result = _outcome("none", namespace, name, lease, decision, moment)
             result["reason"] = decision["reason"]
@@ -143,6 +168,13 @@ def run_rollout_lock(module, make_client, now=utc_now):
     duration = None
     namespace = params["namespace"]
     min_valid_for = None if params.get("min_valid_for") is None else parse_duration(params["min_valid_for"], "min_valid_for")
+    quiet_for = None
+    if params.get("unless_renewed_within") is not None:
+        if params["state"] != "released":
+            raise lease_lock.LockError("unless_renewed_within: not allowed with state=acquired; it guards the release of a "
+                                       "run that is gone (state=released)")
+        quiet_for = (lease_lock.DEFAULT_SECONDS if str(params["unless_renewed_within"]).strip() == ""
+                     else parse_duration(params["unless_renewed_within"], "unless_renewed_within", minimum=1))
     if params["state"] == "acquired":
         duration = lease_lock.check_duration(_duration_seconds(params["duration"]))
         if lease_lock.still_held(params.get("held_until"), min_valid_for, now()):
@@ -157,7 +189,8 @@ def run_rollout_lock(module, make_client, now=utc_now):
         if params["state"] == "acquired":
             result = hold(api, params["name"], namespace, holder, duration, module.check_mode, now=now, sleep=api.sleep)
         else:
-            result = release(api, params["name"], namespace, holder, module.check_mode, now=now, sleep=api.sleep)
+            result = release(api, params["name"], namespace, holder, module.check_mode, now=now, sleep=api.sleep,
+                             quiet_for=quiet_for)
     module.exit_json(**result)
 
 

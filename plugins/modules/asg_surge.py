@@ -40,6 +40,7 @@ description:
 extends_documentation_fragment:
   - nodeops.rollout.aws
   - nodeops.rollout.k8s
+  - nodeops.rollout.lock
   - nodeops.rollout.attributes.AWS
 attributes:
   check_mode:
@@ -276,6 +277,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import METHODS
 from ansible_collections.nodeops.rollout.plugins.module_utils.surge import run_asg_surge
 
@@ -286,6 +288,7 @@ SUSPENDABLE = ["AZRebalance", "AddToLoadBalancer", "AlarmNotification", "HealthC
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC)
     spec.update(K8S_ARGUMENT_SPEC)
+    spec.update(LOCK_ARGUMENT_SPEC)
     spec.update(
         name=dict(type="str", required=True),
         state=dict(type="str", choices=["surged", "held", "restored"], default="surged"),
@@ -305,7 +308,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_asg_surge(module)
+    run_keeping_lock(module, run_asg_surge)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,7 @@ options:
 extends_documentation_fragment:
   - nodeops.rollout.k8s
   - nodeops.rollout.aws
+  - nodeops.rollout.lock
   - nodeops.rollout.attributes.K8S
 attributes:
   check_mode:
@@ -201,12 +202,14 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
+from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.validate import run_cluster_validate
 
 
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC)
     spec.update(K8S_ARGUMENT_SPEC)
+    spec.update(LOCK_ARGUMENT_SPEC)
     spec.update(
         instance_ids=dict(type="list", elements="str"),
         label_selector=dict(type="str"),
@@ -231,7 +234,7 @@ def main():
         required_by={"label_selector": "expected_count"},
         supports_check_mode=True,
     )
-    run_cluster_validate(module, k8s_client)
+    run_keeping_lock(module, run_cluster_validate, k8s_client)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ description:
 extends_documentation_fragment:
   - nodeops.rollout.aws
   - nodeops.rollout.k8s
+  - nodeops.rollout.lock
   - nodeops.rollout.attributes.AWS
 attributes:
   check_mode:
@@ -196,11 +197,13 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import run_instance_terminate
 
 
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC, **K8S_ARGUMENT_SPEC)
+    spec.update(LOCK_ARGUMENT_SPEC)
     spec.update(
         asg_name=dict(type="str", required=True),
         instance_ids=dict(type="list", elements="str", required=True),
@@ -215,7 +218,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_instance_terminate(module)
+    run_keeping_lock(module, run_instance_terminate)
 
 
 if __name__ == "__main__":

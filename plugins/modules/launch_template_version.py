@@ -35,6 +35,7 @@ description:
 extends_documentation_fragment:
   - nodeops.rollout.aws
   - nodeops.rollout.k8s
+  - nodeops.rollout.lock
   - nodeops.rollout.attributes.AWS
 attributes:
   check_mode:
@@ -175,11 +176,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import run_launch_template_version
+from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 
 
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC)
     spec.update(K8S_ARGUMENT_SPEC)
+    spec.update(LOCK_ARGUMENT_SPEC)
     spec.update(
         asg_name=dict(type="str", required=True),
         image_id=dict(type="str"),
@@ -194,7 +197,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), mutually_exclusive=[("image_id", "ssm_parameter", "version")],
                            supports_check_mode=True)
-    run_launch_template_version(module)
+    run_keeping_lock(module, run_launch_template_version)
 
 
 if __name__ == "__main__":

@@ -158,6 +158,7 @@ options:
 extends_documentation_fragment:
   - nodeops.rollout.k8s
   - nodeops.rollout.aws
+  - nodeops.rollout.lock
   - nodeops.rollout.attributes.K8S
 attributes:
   check_mode:
@@ -342,12 +343,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_drain import run_node_drain
 
 
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC)
     spec.update(K8S_ARGUMENT_SPEC)
+    spec.update(LOCK_ARGUMENT_SPEC)
     spec.update(
         nodes=dict(type="list", elements="str", required=True),
         timeout=dict(type="raw", default="15m"),
@@ -370,7 +373,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_node_drain(module, k8s_client)
+    run_keeping_lock(module, run_node_drain, k8s_client)
 
 
 if __name__ == "__main__":

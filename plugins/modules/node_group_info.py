@@ -27,6 +27,7 @@ description:
 extends_documentation_fragment:
   - nodeops.rollout.aws
   - nodeops.rollout.k8s
+  - nodeops.rollout.lock
   - nodeops.rollout.attributes.AWS
 attributes:
   check_mode:
@@ -561,6 +562,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import run_node_group_info
@@ -568,6 +570,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import 
 
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC, **K8S_ARGUMENT_SPEC)
+    spec.update(LOCK_ARGUMENT_SPEC)
     spec.update(
         name=dict(type="str"),
         tags=dict(type="dict"),
@@ -604,7 +607,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), mutually_exclusive=[("name", "tags")],
                            required_one_of=[("name", "tags")], supports_check_mode=True)
-    run_node_group_info(module)
+    run_keeping_lock(module, run_node_group_info)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,14 @@ options:
       - How long the Lease must still be valid for a renewal to be skipped (see O(held_until)) - seconds, or a duration
         such as V(40m). Give at least the longest stretch until the next renewal.
     type: raw
+  unless_renewed_within:
+    description:
+      - With O(state=released), release the lock of a run that is gone - O(holder) is that run's identity, not this
+        one's - only when that run has not renewed it for this long (seconds or a duration such as V(2m)); otherwise
+        fail, saying that the run is alive and when its lock frees itself. A run that is alive renews its lock more often
+        than its duration. The playbook C(nodeops.rollout.unlock) releases this way.
+      - An empty value means 2 minutes, the rolling_update role's default lock duration.
+    type: raw
   state:
     description:
       - V(acquired) takes or renews the lock, V(released) gives it up.
@@ -92,9 +100,9 @@ notes:
   - The AWS options are used only with O(eks_cluster).
   - Needs C(get), C(create) and C(update) on C(leases) in group C(coordination.k8s.io) in O(namespace) (see
     C(docs/rbac.md)).
-  - If a run was killed and you are sure it is gone, release its lock as that run to let the next run start before the
-    Lease expires - O(state=released) with O(holder) set to the holder the refusal names (see EXAMPLES) - or delete
-    the Lease (C(kubectl -n kube-system delete lease <name>)).
+  - A run that was killed stops renewing its lock, which then frees itself within its duration (the rolling_update role
+    holds it for 2 minutes and renews it while it runs). To release it sooner, run the playbook C(nodeops.rollout.unlock)
+    with the holder the refusal names, or O(state=released) with that O(holder) and O(unless_renewed_within) (see EXAMPLES).
 seealso:
   - name: Kubernetes Leases
     description: How Leases are used for leader election and locks.
@@ -131,11 +139,12 @@ EXAMPLES = r"""
     holder: "{{ workers_lock.lease.holder }}"
     state: released
 
-- name: Free a group whose run was killed (only if you know it is gone) - release the lock as the holder named
+- name: Free a group whose run was killed - release the lock of the holder named, unless it renewed it in the last 2 minutes
   nodeops.rollout.rollout_lock:
     name: workers
     holder: awx-job-41@awx-ee-7f9c4/0a1b2c3d
     state: released
+    unless_renewed_within: 2m
 """
 
 RETURN = r"""
@@ -146,7 +155,8 @@ action:
       hold; V(none) left the Lease as it was (O(state=released) on a Lease that is missing, free or not ours);
       V(keep) sent no request, the Lease this run holds being valid for at least O(min_valid_for) (its RV(lease) then
       has only C(name), C(namespace), C(holder) and C(expires_at)).
-    - V(refuse) comes with a failure when another run holds the Lease.
+    - V(refuse) comes with a failure when another run holds the Lease, or, with O(unless_renewed_within), when the
+      holder renewed it within that time.
   returned: success, and on a refusal
   type: str
   sample: take_over
@@ -228,6 +238,7 @@ def argument_spec():
         duration=dict(type="raw", default="30m"),
         held_until=dict(type="str"),
         min_valid_for=dict(type="raw"),
+        unless_renewed_within=dict(type="raw"),
         state=dict(type="str", choices=["acquired", "released"], default="acquired"),
     )
     return spec

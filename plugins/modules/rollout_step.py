@@ -49,6 +49,7 @@ description:
 extends_documentation_fragment:
   - nodeops.rollout.aws
   - nodeops.rollout.k8s
+  - nodeops.rollout.lock
   - nodeops.rollout.attributes.AWS
 attributes:
   check_mode:
@@ -443,6 +444,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import GOALS
@@ -451,6 +453,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.step import run_ro
 
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC, **K8S_ARGUMENT_SPEC)
+    spec.update(LOCK_ARGUMENT_SPEC)
     spec.update(
         name=dict(type="str", required=True),
         target=dict(type="dict", required=True, options=dict(
@@ -484,7 +487,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    run_rollout_step(module)
+    run_keeping_lock(module, run_rollout_step)
 
 
 if __name__ == "__main__":

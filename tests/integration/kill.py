@@ -6,9 +6,9 @@ collection before it is applied, the harness SIGKILLs the whole ``ansible-playbo
 job or a controller dying does), then lets the request go unapplied. After the last kill the same playbook runs to
 its end, and :func:`tests.integration.convergence.problems` says whether anything was lost over all the runs.
 
-A dead run leaves its lock (a Lease held until its duration passes). The operator's documented way out is to delete
-it (``kubectl -n kube-system delete lease nodeops-rollout-<group>``), which :func:`rerun` does, or to wait for it to
-expire, which it does when ``wait_for_lock`` is set."""
+A dead run leaves its lock, a Lease nothing renews any more, which frees itself within its duration: with
+``wait_for_lock`` the rerun waits for that, as an operator who just runs the job again; without, the Lease is deleted at
+once (a shortcut of the fixed points' tests, whose subject is the rest of the group's state)."""
 
 import os
 import signal

@@ -65,8 +65,10 @@ else:
     HAS_URLLIB3 = True
 
 try:
+    import yaml
     from yaml import YAMLError
 except ImportError:
+    yaml = None
     KUBECONFIG_ERRORS = (ValueError, TypeError, KeyError)
 else:
     # a kubeconfig that is not YAML, or YAML that is not a kubeconfig
@@ -203,6 +205,36 @@ def _default_kubeconfig(environ):
 
 def _existing_kubeconfig(paths):
     return any(os.path.exists(os.path.expanduser(p)) for p in paths.split(os.pathsep) if p)
+
+
+def kubeconfig_contexts(paths):
+    """The names of the contexts of the kubeconfig ``paths`` (a list separated as $KUBECONFIG's), in order; None when a
+    file cannot be read as one (loading it says what is wrong)."""
+    names = []
+    for path in (os.path.expanduser(p) for p in paths.split(os.pathsep) if p):
+        if not os.path.exists(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as fh:
+                config = yaml.safe_load(fh) if yaml else None
+        except (OSError,) + KUBECONFIG_ERRORS:
+            return None
+        if not isinstance(config, dict) or not isinstance(config.get("contexts") or [], list):
+            return None
+        names.extend(item["name"] for item in config.get("contexts") or []
+                     if isinstance(item, dict) and item.get("name") and item["name"] not in names)
+    return names
+
+
+def _check_context(path, context, sources, environ):
+    """Refuse a ``context`` the kubeconfig ``path`` does not have, naming the context (not the kubeconfig, which may
+    come from $KUBECONFIG) and the contexts it has."""
+    names = kubeconfig_contexts(path)
+    if names is not None and context not in names:
+        where = "kubeconfig %s" % path if sources.get("kubeconfig") else "the kubeconfig %s (from %s)" % (
+            path, "$KUBECONFIG" if path == environ.get("KUBECONFIG") else "its default location")
+        raise K8sConfigurationError("%s: %r is not a context of %s; use one of its contexts: %s"
+                                    % (_source_label(sources, "context"), context, where, ", ".join(names) or "(none)"))
 
 
 def _set_overrides(configuration, options, mode):
@@ -364,6 +396,8 @@ def build_configuration(params, module_name=None, module=None, environ=None):
         path = options["kubeconfig"] or _default_kubeconfig(environ)
         if not _existing_kubeconfig(path):
             raise K8sConfigurationError("%s: kubeconfig file not found: %s" % (_source_label(sources, "kubeconfig"), path))
+        if options["context"]:
+            _check_context(path, options["context"], sources, environ)
         try:
             load_kube_config(config_file=path, context=options["context"], client_configuration=configuration, persist_config=False)
         except (ConfigException,) + KUBECONFIG_ERRORS as exc:

@@ -13,9 +13,11 @@ error of the read-only pre-pass (``tasks/check_group.yml``).
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 
+from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import RETRY_MODES
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options
@@ -45,7 +47,8 @@ DURATIONS = {
     "node_ready_timeout": (1, False),
     "validate_interval": (1, False),
     "validate_timeout": (1, False),
-    "lock_duration": (1, True),
+    "lock_duration": (lease_lock.MIN_SECONDS, True),
+    "hook_timeout": (1, False),
     "estimate_boot": (0, False),
     "estimate_drain": (0, False),
     "estimate_task": (0, False),
@@ -63,10 +66,15 @@ _ALARM_NAME_LIMIT = 255
 GROUP_TARGETS = ("image_id", "ssm_parameter", "launch_template_version")
 # the module option behind each role field, where the names differ
 _MODULE_OPTION = {"launch_template_version": "version"}
+# the fields of an item of rolling_update_node_groups
+GROUP_FIELDS = ("name",) + GROUP_TARGETS + ("max_unavailable", "max_surge")
+# Variables named rolling_update_* that are not options of the role (meta/argument_specs.yml) and still belong to it: the
+# playbooks' own (the hosts pattern, the serial waves; the argument spec's "Playbook variables") and the role's outputs a
+# later run sees (the fact, the AWX artifact a workflow passes on, a hook's input).
+PLAYBOOK_VARIABLES = ("rolling_update_clusters", "rolling_update_serial", "rolling_update_nodes")
+ROLE_OUTPUTS = ("rolling_update_result", "rolling_update_results", "rolling_update_hook")
 AWS_OPTIONS = ("region", "profile", "access_key", "secret_key", "session_token", "endpoint_url", "retry_mode", "max_attempts")
 K8S_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "eks_cluster")
-# A lock must outlast the longest step between two renewals: one batch, plus this margin.
-LOCK_MARGIN_SECONDS = 300
 
 _LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -79,6 +87,26 @@ class SettingsError(PlanError):
 
 def _empty(value):
     return value is None or (isinstance(value, str) and not value.strip())
+
+
+def nearest(name, allowed):
+    """`` (did you mean X?)`` for the allowed name closest to a misspelt ``name``, or "" when none is close."""
+    close = difflib.get_close_matches(str(name), list(allowed), n=1, cutoff=0.55)
+    return " (did you mean %s?)" % close[0] if close else ""
+
+
+def check_variable_names(names, options):
+    """Refuse, in one line, every variable of ``names`` (those named ``rolling_update_*`` that a run sees) that is neither
+    one of the role's ``options`` nor one of PLAYBOOK_VARIABLES and ROLE_OUTPUTS, naming the nearest known name: a
+    misspelt variable would otherwise be ignored and its default used. The role's own facts (``rolling_update__*``) are
+    not the user's and are let be."""
+    known = set(options) | set(PLAYBOOK_VARIABLES) | set(ROLE_OUTPUTS)
+    unknown = sorted(set(name for name in names or () if str(name).startswith(VARIABLE_PREFIX)
+                         and not str(name).startswith(VARIABLE_PREFIX + "_") and name not in known))
+    if unknown:
+        raise SettingsError("%s: not a variable of the role nodeops.rollout.rolling_update, so it would be ignored; the role's "
+                            "variables are listed by 'ansible-doc -t role nodeops.rollout.rolling_update'"
+                            % "; ".join(name + nearest(name, known) for name in unknown))
 
 
 def _renamed(exc, option, field):
@@ -109,6 +137,9 @@ def _count(value, field, allow_zero):
 
 def _check_group(index, item, seen, defaults):
     field = "%snode_groups[%d]" % (VARIABLE_PREFIX, index)
+    for key in item:
+        if key not in GROUP_FIELDS:
+            raise SettingsError("%s.%s: not a field of a node group%s; use %s" % (field, key, nearest(key, GROUP_FIELDS), ", ".join(GROUP_FIELDS)))
     name = item.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SettingsError("%s: %r has no name; give each node group the name of its Auto Scaling group" % (field, item))
@@ -210,7 +241,8 @@ def check_hooks(value, field, base_dir=None):
 def check_role_settings(values, base_dir=None):
     """Every value of the role's variables (``{"rolling_update_max_unavailable": ..., ...}``), settled.
 
-    Returns ``{"seconds": {duration: int or None}, "lock_duration": int, "node_groups": [...], "windows", "bake_seconds",
+    Returns ``{"seconds": {duration: int or None}, "lock_duration": int, "node_groups": [...], "report_file" (``~``
+    expanded), "report_html", "windows", "bake_seconds",
     "checkpoints", "abort_alarms", "hooks", "step_seconds", ...}``, each node group with its own ``max_unavailable`` and
     ``max_surge`` (``""``: the default surge) and at most one target; raises SettingsError naming the first variable
     that is not allowed. ``base_dir`` is where relative hook paths are found (the playbook's directory)."""
@@ -232,10 +264,12 @@ def check_role_settings(values, base_dir=None):
     if not isinstance(namespace, str) or not _DNS_LABEL_RE.match(namespace):
         raise SettingsError("%slock_namespace: %r is not allowed; use a namespace name, a DNS label (lowercase letters, "
                             "digits and '-', 1-63 characters) such as kube-system" % (VARIABLE_PREFIX, namespace))
-    report = var("report_file")
-    if not _empty(report) and not os.path.isabs(str(report)):
+    given = var("report_file")
+    # the path as the result is written to it: ~ is the controller user's home
+    report = "" if _empty(given) else os.path.expanduser(str(given).strip())
+    if report and not os.path.isabs(report):
         raise SettingsError("%sreport_file: %r is not allowed; use an absolute path (several clusters and the installed "
-                            "collection's own directory make a relative one ambiguous)" % (VARIABLE_PREFIX, report))
+                            "collection's own directory make a relative one ambiguous)" % (VARIABLE_PREFIX, given))
     sections = _check_report_sections(var("report_sections"))
     passes = var("validate_passes")
     if isinstance(passes, bool) or not re.match(r"^\s*[0-9]+\s*$", str(passes)) or int(passes) < 1:
@@ -259,23 +293,20 @@ def check_role_settings(values, base_dir=None):
         raise SettingsError(str(exc)) from None
     alarms = check_alarm_names(var("abort_alarms"), VARIABLE_PREFIX + "abort_alarms")
     hooks = check_hooks(var("hooks"), VARIABLE_PREFIX + "hooks", base_dir)
-    # a bake or a checkpoint is waited for inside one step: the lock outlasts the longest of them too
-    hold = max([bake] + [checkpoint["wait_seconds"] for checkpoint in checkpoints])
-    lock = seconds["lock_duration"]
-    if lock is None:
-        lock = (seconds["drain_timeout"] + seconds["post_drain_delay"]
-                + max(seconds["deregistration_timeout"] or 0, seconds["volume_detach_timeout"] or 0)
-                + 2 * seconds["node_ready_timeout"] + seconds["validate_timeout"] + hold + LOCK_MARGIN_SECONDS)
-    # a renewal is skipped while the Lease holds for this long (rollout_lock's min_valid_for): what is left then still
-    # covers the longest step, with half the margin (a tenth of a duration the operator set)
-    lock_min_valid = lock - min(LOCK_MARGIN_SECONDS // 2, lock // 10)
+    # Short, and kept alive while the run lives: the role renews it between tasks, and every module that waits renews it
+    # from its own process (lock_keeper), so no wait outlasts it, whatever it waits for; a run that dies stops renewing,
+    # and its lock frees itself within this duration.
+    lock = lease_lock.DEFAULT_SECONDS if seconds["lock_duration"] is None else seconds["lock_duration"]
+    # a renewal by the role is skipped while the Lease holds for half of it (rollout_lock's min_valid_for): the modules
+    # that wait renew it as soon as less is left, and the role's tasks between two of them take seconds
+    lock_min_valid = lock - lock // 2
     # what the plan's estimated duration assumes (rollout.plan.estimate_duration): the operator's own waits, and the
     # boot and drain times they expect
     estimate = {"boot_seconds": seconds["estimate_boot"], "drain_seconds": seconds["estimate_drain"],
                 "post_drain_delay": seconds["post_drain_delay"], "validate_seconds": (int(passes) - 1) * seconds["validate_interval"],
                 "task_seconds": seconds["estimate_task"]}
     return {"seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
-            "estimate": estimate, "report_html": report_html_file(report), "report_sections": sections,
+            "estimate": estimate, "report_file": report, "report_html": report_html_file(report), "report_sections": sections,
             "on_failure": var("on_failure"),
             # the windows as their canonical texts, which the modules read again
             "windows": [window["text"] for window in windows],

@@ -37,6 +37,8 @@ def group(**fields):
     return [dict({"name": GROUP}, **fields)]
 
 
+# the cases whose whole failure must be one short line (a misspelt name: no argument spec dumped with it)
+ONE_LINE = ("variable_typo", "ami_id_typo")
 # case id -> (host vars that differ from a good cluster, the strings its message must hold)
 CASES = {
     # numbers and percentages
@@ -63,6 +65,9 @@ CASES = {
     "taint_key_spaces": ({"rolling_update_taint_key": "not a key"}, ["rolling_update_taint_key", "label key"]),
     "lock_namespace": ({"rolling_update_lock_namespace": "Kube_System"}, ["rolling_update_lock_namespace", "DNS label"]),
     "report_relative": ({"rolling_update_report_file": "out/result.json"}, ["rolling_update_report_file", "absolute path"]),
+    # a misspelt variable would be ignored, its default used
+    "variable_typo": ({"rolling_update_max_unavailble": "3"},
+                      ["rolling_update_max_unavailble", "did you mean rolling_update_max_unavailable?"]),
     # durations
     "grace_period_word": ({"rolling_update_grace_period": "abc"}, ["rolling_update_grace_period", DURATION]),
     "grace_period_negative": ({"rolling_update_grace_period": "-1"}, ["rolling_update_grace_period", DURATION]),
@@ -72,14 +77,14 @@ CASES = {
     "node_ready_timeout_0": ({"rolling_update_node_ready_timeout": "0"}, ["rolling_update_node_ready_timeout", "at least 1 second"]),
     "validate_interval_word": ({"rolling_update_validate_interval": "often"}, ["rolling_update_validate_interval", DURATION]),
     "validate_timeout_units": ({"rolling_update_validate_timeout": "10x"}, ["rolling_update_validate_timeout", DURATION]),
-    "lock_duration_0": ({"rolling_update_lock_duration": "0"}, ["rolling_update_lock_duration", "at least 1 second"]),
+    "lock_duration_0": ({"rolling_update_lock_duration": "0"}, ["rolling_update_lock_duration", "at least 15 seconds"]),
     # the node groups
     "no_groups": ({"rolling_update_node_groups": []}, ["rolling_update_node_groups", "at least one"]),
     "groups_not_a_list": ({"rolling_update_node_groups": GROUP}, ["rolling_update_node_groups", "dict"]),
     "group_without_name": ({"rolling_update_node_groups": [{"image_id": "ami-0123456789abcdef0"}]},
                            ["rolling_update_node_groups", "name"]),
     "ami_id_typo": ({"rolling_update_node_groups": group(ami_id="ami-0123456789abcdef0")},
-                    ["rolling_update_node_groups", "ami_id", "image_id"]),
+                    ["rolling_update_node_groups[0].ami_id", "did you mean image_id?", "name, image_id, ssm_parameter"]),
     "two_targets": ({"rolling_update_node_groups": group(image_id="ami-0123456789abcdef0", ssm_parameter="/sandbox/ami/new")},
                     ["rolling_update_node_groups[0]", "at most one of image_id, ssm_parameter, launch_template_version"]),
     "duplicate_group": ({"rolling_update_node_groups": group() + group()}, ["rolling_update_node_groups[1]", "twice"]),
@@ -115,6 +120,10 @@ CASES = {
                              ["rolling_update_k8s.eks_cluster", "kubeconfig"]),
     "k8s_unknown_option": ({"rolling_update_k8s": {"kubeconfig": "@KUBECONFIG@", "token": "a-token"}},
                            ["rolling_update_k8s", "token", "api_key"]),
+    # the kubeconfig from $KUBECONFIG (the sweep sets it), a context it does not have: the context is named, not the kubeconfig
+    "k8s_context_from_kubeconfig_variable": ({"rolling_update_k8s": {"context": "prod-eu1"}},
+                                             ["rolling_update_k8s.context", "'prod-eu1' is not a context", "$KUBECONFIG",
+                                              "use one of its contexts: sandbox"]),
     "aws_unknown_option": ({"rolling_update_aws": {"region": "@REGION@", "endpoint_url": "@AWS_URL@", "secret": "x"}},
                            ["rolling_update_aws", "secret", "secret_key"]),
     "aws_unreachable": ({"rolling_update_aws": {"region": "@REGION@", "endpoint_url": "http://127.0.0.1:9"}},
@@ -177,7 +186,7 @@ def test_every_bad_input_is_refused_by_name_with_zero_mutating_requests(sandbox,
     inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
     playbook = tmp_path / "sweep.yml"
     playbook.write_text(PLAYBOOK)
-    env = sandbox.ansible_env({"ANSIBLE_FORKS": "8"})
+    env = sandbox.ansible_env({"ANSIBLE_FORKS": "8", "KUBECONFIG": sandbox.state["kubeconfig"]})
     env.pop("K8S_AUTH_KUBECONFIG", None)
     since = sandbox.now()
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), str(playbook)], cwd=ROOT, env=env,
@@ -198,9 +207,42 @@ def test_every_bad_input_is_refused_by_name_with_zero_mutating_requests(sandbox,
         if message is None or not all(needle in message for needle in needles):
             wrong[case] = (needles, message)
     assert not wrong, json.dumps(wrong, indent=1) + "\n" + proc.stdout[-3000:]
+    # a misspelt name: the message is one line, and nothing else (the argument spec) is printed with it
+    long_failures = {case: len(line) for line in proc.stdout.splitlines() for case in ONE_LINE
+                     if line.startswith("fatal: [%s]: FAILED!" % case) and len(line) > 1000}
+    assert not long_failures and not [case for case in ONE_LINE if "\n" in failures.get(case, "")], long_failures
     # one message per case: no traceback, no second error stacked on the first
     assert not [case for case, message in failures.items() if "Traceback" in message]
     assert_safe(sandbox.report())
+
+
+def test_a_misspelt_extra_variable_is_refused_in_one_line_with_zero_mutating_requests(sandbox, tmp_path):
+    """``-e rolling_update_max_unavailble=3`` (issue 30): refused before any change, naming the variable meant, not run
+    with the default."""
+    since = sandbox.now()
+    rc, out = sandbox.run_role_playbook(tmp_path, extra=["rolling_update_max_unavailble=3"])
+    assert rc != 0, out[-3000:]
+    message = _last_failures(out).get("cluster")
+    assert message == ("rolling_update_max_unavailble (did you mean rolling_update_max_unavailable?): not a variable of the role "
+                       "nodeops.rollout.rolling_update, so it would be ignored; the role's variables are listed by "
+                       "'ansible-doc -t role nodeops.rollout.rolling_update'"), out[-3000:]
+    assert sandbox.mutating_requests(since=since) == []
+
+
+def test_a_report_file_in_the_home_directory_is_written_there(sandbox, tmp_path):
+    """``rolling_update_report_file: ~/plan.json`` is an absolute path once ``~`` is expanded, as the shell would: the plan
+    is written there (and its HTML page beside it), not refused as relative."""
+    home = tmp_path / "home"
+    home.mkdir()
+    since = sandbox.now()
+    cmd, env = sandbox.role_playbook_command(tmp_path, playbook="plan.yml", report="~/plan.json")
+    env["HOME"] = str(home)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert json.loads((home / "plan.json").read_text())["node_groups"][0]["status"] == "planned"
+    assert (home / "plan.html").is_file()
+    assert sandbox.mutating_requests(since=since) == []
 
 
 # module -> (options, the option its message must name); a node and an instance of the sandbox fill @NODE@/@INSTANCE@

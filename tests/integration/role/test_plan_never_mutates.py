@@ -4,6 +4,7 @@ mutating requests on AWS and Kubernetes - and still print and report the plan.""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -54,6 +55,9 @@ def test_plan_mode_reports_the_plan_and_makes_no_mutating_request(sandbox, tmp_p
     rc, out = run(sandbox, tmp_path, playbook, extra + ["rolling_update_drain_timeout=1m"], report, check=check)
 
     assert rc == 0, out[-3000:]
+    # a plan changes nothing, and says so: an AWX plan job must not show as changed
+    recap = re.findall(r"^cluster\s+: ok=\d+\s+changed=(\d+)\s", out, re.MULTILINE)
+    assert recap == ["0"], out[-3000:]
     # the plan is printed ...
     assert "%s: 3 outdated of 3 instances" % GROUP in out, out[-3000:]
     # ... and reported

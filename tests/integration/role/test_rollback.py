@@ -122,3 +122,30 @@ def test_the_rollback_playbook_rolls_back_a_rollout_a_failing_hook_held(sandbox,
     assert_back_where_it_was(sandbox, before)
     figures = assert_invariants(sandbox.report(), NODES, MAX_UNAVAILABLE)
     print("invariants", figures)
+
+
+def test_the_rollback_plan_of_a_rollout_without_a_previous_version_refuses_with_zero_mutating_requests(sandbox, tmp_path):
+    """The quick start's rehearsal (docs/quick-start.md, after its upgrade): every node annotated for replacement and
+    rolled to the version it already runs, held by a failure. The rollout records no previous version (there is none),
+    so ``nodeops.rollout.rollback --check`` says there is nothing to roll back to and what to do instead - it does not
+    crash on a version option the user never set - and sends no mutating request."""
+    core = sandbox.core()
+    for node in core.list_node().items:
+        core.patch_node(node.metadata.name, {"metadata": {"annotations": {"nodeops.rollout/needs-update": "true"}}})
+    hook = tmp_path / "smoke.yml"
+    hook.write_text(FAILING_HOOK)
+    report = tmp_path / "result.json"
+    rc, out = sandbox.run_role_playbook(tmp_path, report=report, node_groups=[{"name": GROUP}],
+                                        extra=QUICK + ['{"rolling_update_hooks": {"after_drain": "%s"}}' % hook])
+    assert rc != 0, out[-3000:]
+    held = group_view(sandbox)
+    assert held["state"] and "prev" not in held["state"] and held["state"]["ver"] == held["version"], held
+
+    since = sandbox.now()
+    rc, out = sandbox.run_role_playbook(tmp_path, playbook="rollback.yml", report=report, check=True)
+    assert rc != 0, out[-3000:]
+    assert "is not allowed; use a version number" not in out, out[-3000:]
+    assert "does not record a launch template version the group launched before" in out, out[-3000:]
+    assert "nodeops.rollout.cancel" in out, out[-3000:]
+    assert sandbox.mutating_requests(since=since) == []
+    assert group_view(sandbox) == held

@@ -78,10 +78,32 @@ def test_a_refusal_names_the_holder_since_when_until_when_and_what_to_do():
     current = lease(renewed=at(minutes=-1), acquired=at(minutes=-20))
     decision = lease_lock.decide_acquire(current, US, NOW, 1800)
     message = lease_lock.refusal_message("workers", "kube-system", "nodeops-rollout-workers", decision["state"], NOW)
-    assert message.startswith("node group workers is locked by another run: Lease kube-system/nodeops-rollout-workers "
-                              "is held by alice@laptop/9f8e7d6c since 2026-11-23T09:40:00Z, renewed 2026-11-23T09:59:00Z, "
-                              "until 2026-11-23T10:09:00Z (in 9m). Nothing was changed.")
-    assert "kubectl -n kube-system delete lease nodeops-rollout-workers" in message
+    assert message == ("node group workers is locked by another run: Lease kube-system/nodeops-rollout-workers "
+                       "is held by alice@laptop/9f8e7d6c since 2026-11-23T09:40:00Z, renewed 2026-11-23T09:59:00Z. "
+                       "Nothing was changed. A run renews its lock while it works: if that run is alive, wait "
+                       "for it to end. If it is gone, its lock frees itself at 2026-11-23T10:09:00Z (in 9m), and "
+                       "the next run takes the group over. To release it sooner, once that run has stopped renewing "
+                       "it: ansible-playbook nodeops.rollout.unlock "
+                       "-i <inventory> -e rolling_update_unlock_holder='alice@laptop/9f8e7d6c'")
+    assert "kubectl" not in message
+
+
+def test_the_release_of_a_run_said_to_be_gone_is_refused_while_it_renews():
+    # renewed a minute ago, within the two minutes a live run renews in: refused, saying when it frees itself
+    current = lease(renewed=at(minutes=-1), acquired=at(minutes=-20))
+    decision = lease_lock.decide_release(current, "alice@laptop/9f8e7d6c", NOW, quiet_for=120)
+    assert decision["action"] == "refuse" and decision["spec"] is None
+    message = lease_lock.release_refusal("workers", "kube-system", "nodeops-rollout-workers", decision["state"], 120, NOW)
+    assert message == ("node group workers: Lease kube-system/nodeops-rollout-workers is held by alice@laptop/9f8e7d6c, "
+                       "which renewed it 60s ago (2026-11-23T09:59:00Z), within 2m: that run is alive, and renews its "
+                       "lock while it works. Nothing was changed. If it is gone, its lock frees itself at "
+                       "2026-11-23T10:09:00Z (in 9m).")
+    # silent for longer than that: released, though the Lease's own duration has not passed yet
+    quiet = lease(renewed=at(minutes=-3), acquired=at(minutes=-20))
+    decision = lease_lock.decide_release(quiet, "alice@laptop/9f8e7d6c", NOW, quiet_for=120)
+    assert decision["action"] == "release" and decision["spec"]["holderIdentity"] == ""
+    # another holder's Lease is never released, however quiet
+    assert lease_lock.decide_release(quiet, "bob@ci/1", NOW, quiet_for=120)["action"] == "none"
 
 
 def test_a_refusal_of_an_unreadable_lease_says_what_cannot_be_read():

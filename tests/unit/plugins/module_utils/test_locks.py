@@ -130,6 +130,36 @@ def test_release_then_a_release_of_a_lease_not_ours_changes_nothing(api):
     assert len(api.writes) == 1
 
 
+def test_a_module_s_renewal_writes_only_when_no_other_module_renewed_and_never_takes_a_lock_back(api):
+    # renewed a minute ago for 10 minutes: more than half is left, so nothing is written
+    api.put("kube-system", NAME, held_by(US, minutes_ago=1))
+    keep = locks.hold(api, "workers", "kube-system", US, 600, now=lambda: NOW, renew_only=True, fresh_for=300)
+    assert (keep["action"], keep["changed"], keep["lease"]["expires_at"]) == ("keep", False, "2026-11-23T10:09:00.000000Z")
+    assert api.writes == []
+    # renewed 6 minutes ago: renewed now
+    api.put("kube-system", NAME, held_by(US, minutes_ago=6))
+    assert locks.hold(api, "workers", "kube-system", US, 600, now=lambda: NOW, renew_only=True, fresh_for=300)["action"] == "renew"
+    # released, or gone: a module never takes the lock back
+    api.put("kube-system", NAME, dict(held_by(US), holderIdentity=""))
+    with pytest.raises(locks.LockGone, match="no longer held by %s" % US):
+        locks.hold(api, "workers", "kube-system", US, 600, now=lambda: NOW, renew_only=True, fresh_for=300)
+    # another run's now: refused
+    api.put("kube-system", NAME, held_by(OTHER))
+    with pytest.raises(locks.LockHeld):
+        locks.hold(api, "workers", "kube-system", US, 600, now=lambda: NOW, renew_only=True, fresh_for=300)
+    assert len(api.writes) == 1
+
+
+def test_the_release_of_a_run_said_to_be_gone_waits_for_it_to_stop_renewing(api):
+    api.put("kube-system", NAME, held_by(OTHER, minutes_ago=1))
+    with pytest.raises(locks.LockAlive, match="which renewed it 60s ago .* that run is alive"):
+        locks.release(api, "workers", "kube-system", OTHER, now=lambda: NOW, quiet_for=120)
+    assert api.writes == []
+    api.put("kube-system", NAME, held_by(OTHER, minutes_ago=3))
+    result = locks.release(api, "workers", "kube-system", OTHER, now=lambda: NOW, quiet_for=120)
+    assert (result["action"], result["lease"]["holder"]) == ("release", "")
+
+
 def test_endless_conflicts_give_up_naming_the_lease(api):
     api.put("kube-system", NAME, held_by(US))
 

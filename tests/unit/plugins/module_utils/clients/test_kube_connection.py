@@ -163,11 +163,20 @@ def test_host_and_certificates_over_a_token_kubeconfig_survive_each_request(tmp_
         assert client.configuration.verify_ssl is True
 
 
-def test_unknown_context_is_named(tmp_path):
-    path = _write_kubeconfig(tmp_path / "kc.yaml", {"blue": "https://blue:6443"}, "blue")
+def test_unknown_context_is_named_with_the_kubeconfig_s_contexts(tmp_path):
+    path = _write_kubeconfig(tmp_path / "kc.yaml", {"blue": "https://blue:6443", "green": "https://green:6443"}, "blue")
     with pytest.raises(K8sConfigurationError) as err:
         k8s_client(dict(kubeconfig=path, context="purple"))
-    assert str(err.value).startswith("kubeconfig: cannot load kubeconfig %s context 'purple':" % path)
+    assert str(err.value) == "context: 'purple' is not a context of kubeconfig %s; use one of its contexts: blue, green" % path
+
+
+def test_unknown_context_of_the_kubeconfig_variable_blames_the_context(tmp_path):
+    """No kubeconfig option: the kubeconfig is $KUBECONFIG's, and the context given is what is wrong."""
+    path = _write_kubeconfig(tmp_path / "kc.yaml", {"sandbox": "https://sandbox:6443"}, "sandbox")
+    with pytest.raises(K8sConfigurationError) as err:
+        k8s.build_configuration(dict(context="prod-eu1"), environ={"KUBECONFIG": path})
+    assert str(err.value) == ("context: 'prod-eu1' is not a context of the kubeconfig %s (from $KUBECONFIG); use one of its "
+                              "contexts: sandbox" % path)
 
 
 def test_missing_kubeconfig_file_is_named(tmp_path):

@@ -3,7 +3,7 @@ settled (a group's own counts over the role's, durations in seconds, the lock's 
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_role_settings, role_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_role_settings, check_variable_names, role_error
 
 DEFAULTS = {
     "rolling_update_node_groups": [{"name": "workers", "image_id": "ami-0123456789abcdef0"}],
@@ -18,6 +18,7 @@ DEFAULTS = {
     "rolling_update_lock_duration": "", "rolling_update_estimate_boot": "3m", "rolling_update_estimate_drain": "90s", "rolling_update_estimate_task": "1s",
     "rolling_update_on_failure": "hold", "rolling_update_window": "", "rolling_update_bake_time": 0,
     "rolling_update_checkpoints": [], "rolling_update_abort_alarms": [], "rolling_update_hooks": {},
+    "rolling_update_hook_timeout": "10m",
 }
 
 
@@ -25,13 +26,14 @@ def settle(**changes):
     return check_role_settings(dict(DEFAULTS, **{"rolling_update_" + key: value for key, value in changes.items()}))
 
 
-def test_the_defaults_settle_with_the_lock_covering_one_batch():
+def test_the_defaults_settle_with_a_short_lock_kept_alive():
     settings = settle()
     assert settings["seconds"]["drain_timeout"] == 900 and settings["seconds"]["grace_period"] is None
-    # a step: the drain, the post-drain delay, the longest hold (the volumes' 6 minutes), two boots, the validation
-    assert settings["lock_duration"] == 900 + 60 + 360 + 2 * 900 + 600 + 300
-    # renewals wait while the Lease still covers the longest step and half the margin
-    assert settings["lock_min_valid"] == 900 + 60 + 360 + 2 * 900 + 600 + 150
+    # two minutes, whatever the timeouts: the modules that wait renew it while they wait, and a dead run's lock frees
+    # itself within it
+    assert settings["lock_duration"] == 120 and settings["seconds"]["hook_timeout"] == 600
+    # the role's renewals wait while half of it is left, as the modules' do
+    assert settings["lock_min_valid"] == 60
     assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": ""}]
     # the plan's estimate: the boot and drain the operator expects, the waits they configured (2 passes 10 s apart), and
     # the time Ansible takes per task
@@ -43,7 +45,7 @@ def test_a_deregistration_timeout_given_is_waited_within_the_lock():
     assert settle()["seconds"]["deregistration_timeout"] is None   # each target group's delay plus the margin
     settings = settle(deregistration_timeout="8m")
     assert settings["seconds"]["deregistration_timeout"] == 480
-    assert settings["lock_duration"] == 900 + 60 + 480 + 2 * 900 + 600 + 300
+    assert settings["lock_duration"] == 120   # waited for by rollout_step, which keeps the lock alive meanwhile
     assert settle(deregistration_timeout="0")["seconds"]["deregistration_timeout"] == 0
 
 
@@ -52,8 +54,10 @@ def test_a_group_s_own_counts_win_over_the_role_s_and_survey_strings_are_read():
                       node_groups=[{"name": "a"}, {"name": "b", "max_unavailable": "25%", "launch_template_version": 7}])
     assert [(g["name"], g["max_unavailable"], g["max_surge"]) for g in settings["node_groups"]] == [("a", "2", "50%"), ("b", "25%", "50%")]
     assert settings["node_groups"][1]["launch_template_version"] == "7"
-    assert settings["validate_passes"] == 3 and settings["lock_duration"] == 2700 and settings["lock_min_valid"] == 2700 - 150
-    assert settle(lock_duration="10m")["lock_min_valid"] == 540   # a tenth of a short duration the operator set
+    assert settings["validate_passes"] == 3 and settings["lock_duration"] == 2700 and settings["lock_min_valid"] == 1350
+    assert settle(lock_duration="15s")["lock_duration"] == 15
+    with pytest.raises(SettingsError, match="^rolling_update_lock_duration: '14s' is not allowed; .*at least 15 seconds"):
+        settle(lock_duration="14s")
 
 
 def test_the_html_report_lands_beside_the_json_result_and_the_sections_are_settled():
@@ -150,8 +154,8 @@ def test_the_operator_s_controls_settle_from_a_survey_s_strings(tmp_path):
     assert settings["hooks"] == {"after_batch": [str(hook)], "on_failure": [str(hook)]}
     # one step of the window's check: a drain, the post-drain delay, a boot and a validation
     assert settings["step_seconds"] == 90 + 60 + 180 + 10 + 2 * 3 * 1  # and two steps of three one-second tasks
-    # a bake (or a checkpoint's wait) is waited for within one step: the default lock outlasts it
-    assert settings["lock_duration"] == 900 + 60 + 360 + 2 * 900 + 600 + 1800 + 300
+    # a bake (or a checkpoint's wait) is waited for within one step, by rollout_step, which keeps the lock alive
+    assert settings["lock_duration"] == 120
 
 
 def test_without_controls_nothing_is_added():
@@ -163,3 +167,40 @@ def test_without_controls_nothing_is_added():
 def test_a_missing_alarm_in_the_pre_pass_is_named_by_the_role_variable():
     assert role_error("abort_alarms: CloudWatch alarm(s) api-5xx not found; name existing alarms", 0, "workers") == \
         "rolling_update_abort_alarms: CloudWatch alarm(s) api-5xx not found; name existing alarms"
+
+
+def test_a_misspelt_variable_is_refused_in_one_line_naming_the_nearest_known_name():
+    with pytest.raises(SettingsError) as err:
+        check_variable_names(["rolling_update_max_unavailble", "rolling_update_drain_timeout", "rolling_update__settings"],
+                             ["rolling_update_max_unavailable", "rolling_update_drain_timeout"])
+    message = str(err.value)
+    assert message.startswith("rolling_update_max_unavailble (did you mean rolling_update_max_unavailable?): not a variable "
+                              "of the role nodeops.rollout.rolling_update"), message
+    assert "\n" not in message and "rolling_update_drain_timeout" not in message and "rolling_update__settings" not in message
+
+
+def test_the_playbooks_variables_the_role_s_outputs_and_its_own_facts_are_known():
+    check_variable_names(["rolling_update_clusters", "rolling_update_serial", "rolling_update_nodes", "rolling_update_result",
+                          "rolling_update_results", "rolling_update_hook", "rolling_update__info", "rolling_update_plan"],
+                         ["rolling_update_plan"])
+
+
+def test_a_misspelt_field_of_a_node_group_is_refused_in_one_line_naming_the_nearest_field():
+    with pytest.raises(SettingsError) as err:
+        settle(node_groups=[{"name": "workers", "ami_id": "ami-0123456789abcdef0"}])
+    assert str(err.value) == ("rolling_update_node_groups[0].ami_id: not a field of a node group (did you mean image_id?); use name, "
+                              "image_id, ssm_parameter, launch_template_version, max_unavailable, max_surge")
+    with pytest.raises(SettingsError, match=r"^rolling_update_node_groups\[1\]\.maxSurge: not a field of a node group \(did you mean max_surge\?\)"):
+        settle(node_groups=[{"name": "a"}, {"name": "b", "maxSurge": 2}])
+    # nothing close: the fields allowed alone
+    with pytest.raises(SettingsError, match=r"^rolling_update_node_groups\[0\]\.zone: not a field of a node group; use name,"):
+        settle(node_groups=[{"name": "a", "zone": "us-east-1a"}])
+
+
+def test_a_report_file_in_the_home_directory_is_expanded_and_taken(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/operator")
+    settings = settle(report_file="~/plan.json")
+    assert settings["report_file"] == "/home/operator/plan.json" and settings["report_html"] == "/home/operator/plan.html"
+    assert settle()["report_file"] == ""
+    with pytest.raises(SettingsError, match=r"^rolling_update_report_file: 'plan.json' is not allowed; use an absolute path"):
+        settle(report_file="plan.json")
