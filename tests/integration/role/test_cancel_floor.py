@@ -123,8 +123,10 @@ def test_cancel_waits_for_the_target_groups_before_terminating_and_keeps_the_flo
     arn = elbv2.create_target_group(Name="web", Protocol="HTTP", Port=30080, VpcId=sandbox.state["vpc_id"],
                                     TargetType="instance")["TargetGroups"][0]["TargetGroupArn"]
     elbv2.modify_target_group_attributes(TargetGroupArn=arn, Attributes=[
-        # 90 s of wall time: longer than a step that drains here
-        {"Key": "deregistration_delay.timeout_seconds", "Value": "1800"}])
+        # the longest delay moto takes (AWS allows 3600 s), 180 s of wall time: the drained nodes are still draining out of
+        # the target group when the cancel reads them (with a shorter delay they have left already, and the test proves
+        # nothing)
+        {"Key": "deregistration_delay.timeout_seconds", "Value": "3599"}])
     autoscaling.attach_load_balancer_target_groups(AutoScalingGroupName=GROUP, TargetGroupARNs=[arn])
     original = group_view(sandbox)
 
