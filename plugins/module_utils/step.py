@@ -323,9 +323,10 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         names = [] if cancel else self.params.get("abort_alarms") or []
         step["alarms"] = read_alarms(self.cloudwatch, names, self.params) if names else []
         # a cancel is what an operator does instead of a rollout: no pause, window or alarm stops it
-        step["stop"] = None if cancel else stop_before(step, now, step["alarms"],
-                                   pause=self.params.get("respect_pause", True) and pause_requested(tags_to_dict(group.get("Tags"))),
-                                   windows=self.params.get("windows") or (), step_seconds=self.params.get("step_seconds") or 0)
+        step["stop"] = None if cancel else stop_before(
+            step, now, step["alarms"],
+            pause=self.params.get("respect_pause", True) and pause_requested(tags_to_dict(group.get("Tags"))),
+            windows=self.params.get("windows") or (), step_seconds=self.params.get("step_seconds") or 0)
         if step["stop"] is not None and step["stop"]["stop"] == PAUSE:
             # a paused step does nothing: what it would have done waits for the run that resumes the rollout
             step.update(action=PAUSE, terminate=[], decrement=0, drain=[], validate=[])

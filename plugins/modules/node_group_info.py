@@ -471,8 +471,8 @@ node_groups:
       description:
         - While a rollout is recorded, what cancelling it drains and terminates to give the surge back, each C(instance_id),
           C(az), C(node) (a name, or null for an instance that is no node) and C(drained) - as many members as the surge
-          still owed, in the order the cancel's steps take them (rollout_step with O(goal=cancel)): instances that hold no
-          pods (no node, still launching, a node that is not Ready), drained nodes, cordoned ones, then serving nodes,
+          still owed, in the order the cancel's steps take them (M(nodeops.rollout.rollout_step) with C(goal=cancel)) -
+          instances that hold no pods (no node, still launching, a node that is not Ready), drained nodes, cordoned ones, then serving nodes,
           outdated first (spread across AZs); then every instance detached for surge. The cancel's steps drain serving
           nodes only as far as the capacity floor allows.
       type: list

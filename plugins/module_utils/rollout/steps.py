@@ -604,7 +604,7 @@ def cancel_step(instances, outdated_ids, original_size, max_unavailable, surge_o
     if allowed < len(serving):
         why = ("the group has %d Ready schedulable node(s) against its floor of %d (original size %d - max_unavailable %d): "
                "draining %s would take it below" % (state["capacity"], floor, original_size, max_unavailable,
-                                                   ", ".join(entry["node"] for entry in left)))
+                                                    ", ".join(entry["node"] for entry in left)))
         remedy = "bring its nodes back to Ready or raise max_unavailable"
     else:
         why = "the pods of %s would find no room on the nodes left" % ", ".join(entry["node"] for entry in left)

@@ -38,10 +38,11 @@ class Renewals:
 
     def __call__(self):
         self.calls += 1
-        answer = self.answers.pop(0) if self.answers else None
-        if answer is None:
-            return self.clock() + datetime.timedelta(seconds=self.duration)
-        raise answer
+        if self.answers and self.answers[0] is not None:
+            raise self.answers.pop(0)
+        if self.answers:
+            self.answers.pop(0)
+        return self.clock() + datetime.timedelta(seconds=self.duration)
 
 
 def keeper(clock, renew, held_for=100, duration=120, lineage=(), alive=lambda pid: True, **kwargs):

@@ -356,5 +356,3 @@ def test_surged_sizes_properties(original_max, desired, surge, limit):
         assert sizes["max_size"] == original_max + surge
     else:
         assert sizes["max_size"] <= max(limit, original_max)
-
-
