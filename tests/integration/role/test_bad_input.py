@@ -217,7 +217,7 @@ def test_every_bad_input_is_refused_by_name_with_zero_mutating_requests(sandbox,
 
 
 def test_a_misspelt_extra_variable_is_refused_in_one_line_with_zero_mutating_requests(sandbox, tmp_path):
-    """``-e rolling_update_max_unavailble=3`` (issue 30): refused before any change, naming the variable meant, not run
+    """``-e rolling_update_max_unavailble=3``: refused before any change, naming the variable meant, not run
     with the default."""
     since = sandbox.now()
     rc, out = sandbox.run_role_playbook(tmp_path, extra=["rolling_update_max_unavailble=3"])

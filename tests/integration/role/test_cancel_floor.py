@@ -1,7 +1,7 @@
-"""Cancel gives the surge back by the upgrade's own rules (issue 29): the instances that hold no pods first, never below
+"""Cancel gives the surge back by the upgrade's own rules: the instances that hold no pods first, never below
 the capacity floor, each drained node out of its target groups before its instance is terminated, and the marks of an
-interrupted multi-group run taken off the groups that have no rollout to cancel. Each test runs the upgrade into the
-state the audit found, cancels, and checks the invariant report and the end state (no lock, no surge, no suspended
+interrupted multi-group run taken off the groups that have no rollout to cancel. Each test runs the upgrade into a
+state an operator cancels from, cancels, and checks the invariant report and the end state (no lock, no surge, no suspended
 process, no state tag, no mark of ours)."""
 
 import json
