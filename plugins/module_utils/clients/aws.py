@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map_at_once
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ERRORS, aws_connection, describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import aws_connection, describe_aws_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
     TAG_INSTANCE_DETACHED,
@@ -27,6 +27,14 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state impo
     tags_to_dict,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import target_group_record
+
+try:
+    from botocore.exceptions import BotoCoreError, ClientError
+except ImportError:  # aws_connection() reports the missing library before any call here
+    AWS_ERRORS = ()
+else:
+    # an answer of an AWS API, or none (unreachable, no credentials)
+    AWS_ERRORS = (BotoCoreError, ClientError)
 
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
 # Auto Scaling lifecycle states of an instance that is leaving or has left the group.

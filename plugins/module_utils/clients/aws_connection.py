@@ -11,7 +11,9 @@ side is given as an option, the other side is not taken from the environment (ex
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
@@ -19,27 +21,24 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.version import user_agent
 
-try:
-    import boto3
-    import botocore
-    from botocore.config import Config
-    from botocore.exceptions import (
-        BotoCoreError,
-        ClientError,
-        ConnectionError as BotoConnectionError,
-        NoCredentialsError,
-        NoRegionError,
-        ProfileNotFound,
-    )
-except ImportError:
-    HAS_BOTO3 = False
-    BOTO3_IMPORT_ERROR = traceback.format_exc()
-    AWS_ERRORS = ()
-else:
-    HAS_BOTO3 = True
-    BOTO3_IMPORT_ERROR = None
-    # an answer of an AWS API, or none (unreachable, no credentials)
-    AWS_ERRORS = (BotoCoreError, ClientError)
+
+def _installed(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# boto3 and botocore are imported when the first AWS client is made: a module run that only talks to Kubernetes does not
+# pay for the import (a quarter of a second of CPU, on every run of such a module).
+HAS_BOTO3 = _installed("boto3") and _installed("botocore")
+BOTO3_IMPORT_ERROR = None if HAS_BOTO3 else "boto3 or botocore is not installed for %s" % sys.executable
+
+
+def _botocore_exceptions():
+    """botocore's exceptions module once botocore has been imported, else None: an error cannot come from botocore
+    before then."""
+    return sys.modules.get("botocore.exceptions")
 
 
 RETRY_MODES = ("standard", "adaptive")
@@ -184,6 +183,9 @@ class AWSConnection:
         self.options, self.sources = resolve_aws_options(params, environ)
         self.module_name = module_name
         opts = self.options
+        import boto3  # pylint: disable=import-outside-toplevel
+        from botocore.config import Config  # pylint: disable=import-outside-toplevel
+        from botocore.exceptions import ProfileNotFound  # pylint: disable=import-outside-toplevel
         try:
             self.session = boto3.Session(
                 profile_name=opts["profile"],
@@ -211,6 +213,7 @@ class AWSConnection:
 
     def client(self, service):
         """Return a boto3 client for ``service`` with the retry policy and user agent of this connection."""
+        from botocore.exceptions import NoRegionError  # pylint: disable=import-outside-toplevel
         try:
             return self.session.client(service, region_name=self.region, endpoint_url=self.endpoint_url, config=self.config)
         except NoRegionError:
@@ -265,7 +268,8 @@ def _one_line(text):
 
 def aws_error_parts(exc):
     """Return ``(code, message)`` for an exception raised by boto3/botocore (or anything else)."""
-    if HAS_BOTO3 and isinstance(exc, ClientError):
+    exceptions = _botocore_exceptions()
+    if exceptions and isinstance(exc, exceptions.ClientError):
         error = exc.response.get("Error", {}) or {}
         metadata = exc.response.get("ResponseMetadata", {}) or {}
         code = error.get("Code") or "HTTP %s" % metadata.get("HTTPStatusCode", "error")
@@ -274,7 +278,7 @@ def aws_error_parts(exc):
         if retries:
             message = "%s (gave up after %d attempts)" % (message, retries + 1) if message else "gave up after %d attempts" % (retries + 1)
         return code, message
-    if HAS_BOTO3 and isinstance(exc, NoCredentialsError):
+    if exceptions and isinstance(exc, exceptions.NoCredentialsError):
         return "NoCredentialsError", (
             "Unable to locate credentials: set access_key and secret_key, or profile, "
             "or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE")
@@ -290,11 +294,12 @@ def connection_option(exc, params):
     """The connection option an error is about, for a message that names what to fix: ``endpoint_url`` (or
     ``region``) when the endpoint cannot be reached, ``access_key`` (or ``profile``) when the credentials are refused;
     None for any other error, or without ``params``."""
-    if params is None:
+    exceptions = _botocore_exceptions()
+    if params is None or exceptions is None:
         return None
-    if HAS_BOTO3 and isinstance(exc, BotoConnectionError):
+    if isinstance(exc, exceptions.ConnectionError):
         return "endpoint_url" if params.get("endpoint_url") else "region"
-    if HAS_BOTO3 and (isinstance(exc, NoCredentialsError) or aws_error_parts(exc)[0] in _CREDENTIAL_CODES):
+    if isinstance(exc, exceptions.NoCredentialsError) or aws_error_parts(exc)[0] in _CREDENTIAL_CODES:
         return "profile" if params.get("profile") else "access_key"
     return None
 
@@ -319,7 +324,8 @@ def aws_error_details(exc):
     """Structured facts about an AWS error, for fail_json: code, message, HTTP status and request id when known."""
     code, message = aws_error_parts(exc)
     details = dict(code=code, message=_one_line(message))
-    if HAS_BOTO3 and isinstance(exc, ClientError):
+    exceptions = _botocore_exceptions()
+    if exceptions and isinstance(exc, exceptions.ClientError):
         metadata = exc.response.get("ResponseMetadata", {}) or {}
         details["http_status"] = metadata.get("HTTPStatusCode")
         details["request_id"] = metadata.get("RequestId")
@@ -341,4 +347,6 @@ def boto3_versions():
     """The installed boto3/botocore versions (None when missing), for results and error reports."""
     if not HAS_BOTO3:
         return dict(boto3=None, botocore=None)
+    import boto3  # pylint: disable=import-outside-toplevel
+    import botocore  # pylint: disable=import-outside-toplevel
     return dict(boto3=boto3.__version__, botocore=botocore.__version__)

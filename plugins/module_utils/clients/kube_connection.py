@@ -74,10 +74,6 @@ else:
     # a kubeconfig that is not YAML, or YAML that is not a kubeconfig
     KUBECONFIG_ERRORS = (YAMLError, ValueError, TypeError, KeyError)
 
-if HAS_BOTO3:
-    from botocore.exceptions import BotoCoreError, ClientError
-    from botocore.signers import RequestSigner
-
 
 # Environment variables consulted, in order, when an option is not set.
 K8S_ENV = {
@@ -309,10 +305,11 @@ def eks_token(connection, cluster_name):
     The URL is signed (SigV4, query string, 60 s) with the ``x-k8s-aws-id: <cluster>`` header, exactly what
     ``aws eks get-token`` produces, using the credentials of ``connection`` (an AWSConnection).
     """
+    from botocore.exceptions import NoCredentialsError  # pylint: disable=import-outside-toplevel
+    from botocore.signers import RequestSigner  # pylint: disable=import-outside-toplevel
     sts = connection.client("sts")
     credentials = connection.session.get_credentials()
     if credentials is None:
-        from botocore.exceptions import NoCredentialsError  # pylint: disable=import-outside-toplevel
         raise K8sConfigurationError(describe_aws_error(NoCredentialsError(), "GetCallerIdentity (EKS token)", "EKS cluster %r" % cluster_name))
     signer = RequestSigner(
         sts.meta.service_model.service_id,
@@ -337,6 +334,7 @@ def eks_token(connection, cluster_name):
 def _eks_configuration(configuration, params, cluster_name, module_name, module):
     if not HAS_BOTO3:
         raise K8sConfigurationError("eks_cluster needs boto3 and botocore: " + missing_required_lib("boto3 and botocore"))
+    from botocore.exceptions import BotoCoreError, ClientError  # pylint: disable=import-outside-toplevel
     try:
         connection = aws_connection(params, module_name=module_name)
         eks = connection.client("eks")
