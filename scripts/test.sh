@@ -276,6 +276,9 @@ stage_integration() {
         record integration 0 0 0 0 "no tests yet"
         return
     fi
+    if [[ -n "${BROWSER_PID:-}" ]]; then
+        wait "$BROWSER_PID" || true
+    fi
     rm -f "$RESULTS/integration.xml"
     # Two workers, whole files per worker: each file's sandboxes are module-scoped and some tests build on the
     # previous one; most of the time is spent waiting on simulated delays and Ansible start-up, not CPU.
@@ -393,8 +396,10 @@ main() {
     say "PATH starts with $VENV/bin; ANSIBLE_COLLECTIONS_PATH=$ANSIBLE_COLLECTIONS_PATH"
     say "ansible-test layout: $LAYOUT"
 
+    # chromium (for the report's rendering check) downloads while the stages before integration run
     if [[ " ${stages[*]} " == *" integration "* ]]; then
-        prepare_browser
+        prepare_browser &
+        BROWSER_PID=$!
     fi
 
     if [[ "${stages[*]}" == "venv" ]]; then
