@@ -48,7 +48,6 @@ POINTS = {
                         "nth": 2}],
     "mid-restore": [{"match": _aws("DeleteTags", "asg_surge")}],
 }
-POINTS["twice"] = POINTS["mid-drain"] + POINTS["mid-restore"]
 
 
 def random_point(rng, requests):

@@ -1,5 +1,5 @@
-"""Kill anywhere, the second half of a rollout: waiting for replacements, mid-validation, mid-restore, killed twice in
-one rollout, and one rerun that waits for the dead run's lock to expire instead of deleting it (see
+"""Kill anywhere, the second half of a rollout: waiting for replacements, mid-validation, mid-restore (a rollout killed
+twice is test_kill_random.py's), and one rerun that waits for the dead run's lock to expire instead of deleting it (see
 tests/integration/kill.py and test_kill_early.py)."""
 
 import pytest
@@ -8,8 +8,7 @@ from tests.integration.convergence import record
 from tests.integration.kill import POINTS, kill_and_rerun
 
 
-@pytest.mark.parametrize("point", ["waiting-for-replacements", "mid-validation", pytest.param("mid-restore", marks=pytest.mark.reference),
-                                   "twice"])
+@pytest.mark.parametrize("point", ["waiting-for-replacements", "mid-validation", pytest.param("mid-restore", marks=pytest.mark.reference)])
 def test_a_rollout_killed_late_converges_on_the_rerun(sandbox, tmp_path, point):
     # one of them waits for the dead run's lock to expire, as an operator who does not delete it would
     wait = point == "mid-validation"

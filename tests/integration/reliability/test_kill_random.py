@@ -1,7 +1,7 @@
 """Kill anywhere, at random: the whole ansible-playbook process tree is SIGKILLed before the k-th request of the
-collection (k drawn, seeded, from a clean run's request count; the first trial is killed twice, its rerun killed again),
+collection (k drawn, seeded, from a clean run's request count; the trial here is killed twice, its rerun killed again),
 and the rerun starts once the dead run's lock has freed itself, one lock duration after its last renewal, with no Lease
-deleted by anyone. bench/kill_rerun.py runs 20 such trials."""
+deleted by anyone. One trial keeps the suite's time; bench/kill_rerun.py runs 20 such trials, every third killed twice."""
 
 import random
 
@@ -15,7 +15,7 @@ LOCK = 15
 CLEAN_RUN_REQUESTS = 164
 
 
-@pytest.mark.parametrize("trial", [0, 1])
+@pytest.mark.parametrize("trial", [0])
 def test_a_run_killed_at_a_random_point_converges_on_a_rerun_one_lock_duration_later(sandbox, tmp_path, trial):
     rng = random.Random(33 + trial)
     point = random_point(rng, CLEAN_RUN_REQUESTS)

@@ -28,6 +28,9 @@ from tests.integration.controls import (
 from tests.integration.harness import wait_until
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
+# four nodes over two zones: a floor of three Ready nodes to keep (max_unavailable 1), with fewer instances to boot and
+# give back than six
+NODES = 4
 LOCK_NAMESPACE = "kube-system"
 
 
@@ -62,14 +65,14 @@ def assert_cancelled(sandbox, original, result):
 
 
 def test_cancel_after_a_failed_boot_gives_back_the_nodes_that_never_became_ready_and_drains_no_ready_node(start_sandbox, tmp_path):
-    sandbox = start_sandbox(nodes=6, azs=3, speed=20, workloads=[DEMO])
+    sandbox = start_sandbox(nodes=NODES, azs=2, speed=20, workloads=[DEMO])
     original = group_view(sandbox)
     sandbox.fault(nodes_never_ready=True)
     report = tmp_path / "result.json"
     rc, out = sandbox.run_role_playbook(tmp_path, report=report, extra=QUICK + ["rolling_update_node_ready_timeout=40s"])
     assert rc != 0 and "NodeCreationFailure" in out, out[-3000:]
     held = group_view(sandbox)
-    assert held["state_tags"] and held["sizes"][2] > 6, held
+    assert held["state_tags"] and held["sizes"][2] > NODES, held
 
     since = sandbox.now()
     rc, out = sandbox.run_role_playbook(tmp_path, playbook="cancel.yml", report=report)
@@ -80,13 +83,13 @@ def test_cancel_after_a_failed_boot_gives_back_the_nodes_that_never_became_ready
     assert evicted_by_us(sandbox, since) == []
     ready = [node for node in sandbox.core().list_node().items
              if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])]
-    assert len(ready) == 6 and all(not node.spec.unschedulable for node in ready)
+    assert len(ready) == NODES and all(not node.spec.unschedulable for node in ready)
     sandbox.fault(nodes_never_ready=False)
-    print("invariants", assert_invariants(sandbox.report(), 6, 1))
+    print("invariants", assert_invariants(sandbox.report(), NODES, 1))
 
 
 def test_cancel_while_replacements_boot_gives_one_of_them_back_not_a_ready_old_node(start_sandbox, tmp_path):
-    sandbox = start_sandbox(nodes=6, azs=3, speed=20, workloads=[DEMO])
+    sandbox = start_sandbox(nodes=NODES, azs=2, speed=20, workloads=[DEMO])
     original = group_view(sandbox)
 
     def pause_while_they_boot(event):
@@ -114,11 +117,11 @@ def test_cancel_while_replacements_boot_gives_one_of_them_back_not_a_ready_old_n
     assert evicted_by_us(sandbox, since) == []
     sandbox.fault(nodes_never_ready=False)
     delete_tag(sandbox, PAUSE_TAG)
-    print("invariants", assert_invariants(sandbox.report(), 6, 1))
+    print("invariants", assert_invariants(sandbox.report(), NODES, 1))
 
 
 def test_cancel_waits_for_the_target_groups_before_terminating_and_keeps_the_floor(start_sandbox, tmp_path):
-    sandbox = start_sandbox(nodes=4, azs=2, speed=20, workloads=[DEMO])
+    sandbox = start_sandbox(nodes=NODES, azs=2, speed=20, workloads=[DEMO])
     elbv2, autoscaling = sandbox.aws("elbv2"), sandbox.aws("autoscaling")
     arn = elbv2.create_target_group(Name="web", Protocol="HTTP", Port=30080, VpcId=sandbox.state["vpc_id"],
                                     TargetType="instance")["TargetGroups"][0]["TargetGroupArn"]
@@ -158,7 +161,7 @@ def test_cancel_waits_for_the_target_groups_before_terminating_and_keeps_the_flo
     balancers = sandbox.report()["load_balancers"]
     assert balancers["targets_cut"] == 0, balancers["targets_cut_details"]
     delete_tag(sandbox, PAUSE_TAG)
-    print("invariants", assert_invariants(sandbox.report(), 4, 1))
+    print("invariants", assert_invariants(sandbox.report(), NODES, 1))
 
 
 def test_cancel_takes_the_queued_taint_off_the_groups_an_interrupted_run_never_reached(start_sandbox, tmp_path):
