@@ -215,12 +215,12 @@ def keeper_for(module, make_client):
                                        "rollout_lock call, an RFC 3339 time" % (options["held_until"],))
     group, namespace = options["name"], options["namespace"]
     what = "node group %s (Lease %s/%s)" % (group, namespace, lease_lock.lease_name(group))
-    apis = []   # the client is made at the first renewal that is due: most modules end before one is
+    api = None   # made at the first renewal that is due: most module runs end before one is
 
     def renew():
-        if not apis:
-            apis.append(KubeApi(make_client(module)))
-        api = apis[0]
+        nonlocal api
+        if api is None:
+            api = KubeApi(make_client(module))
         with kube_errors("renew", "the lock of node group %s" % group):
             # one read, and no write when another module of this run renewed it meanwhile
             result = locks.hold(api, group, namespace, holder, duration, now=utc_now, renew_only=True, fresh_for=duration / 2.0)

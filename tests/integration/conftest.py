@@ -20,7 +20,8 @@ def start_sandbox(tmp_path_factory):
         handle.stop()
 
 
-# The longest files, longest first (seconds of one run on the 2-core CI machine, measured with --durations). The test
+# The longest files, longest first (their seconds in one run of the stage at 1fe8ed7 on a 2-core machine, --durations;
+# some have fewer or smaller tests since). The test
 # command runs whole files per worker (--dist loadfile) in the order collected: starting the long ones first keeps both
 # workers busy to the end, instead of one of them finishing a long file alone while the other has nothing left.
 LONGEST_FILES = (
