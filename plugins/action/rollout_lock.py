@@ -1,0 +1,14 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The rollout_lock module, run inside the worker when its host is this machine (plugin_utils/in_worker.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.nodeops.rollout.plugins.modules import rollout_lock
+from ansible_collections.nodeops.rollout.plugins.plugin_utils.in_worker import InWorkerAction
+
+
+class ActionModule(InWorkerAction):
+    module = rollout_lock

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Run a module of this collection inside Ansible's worker process when its host is this machine.
+
+Every module of the collection talks to APIs (AWS, Kubernetes) from the machine that runs Ansible: its hosts are
+``ansible_connection=local``. Run the usual way, each task starts a new Python and imports botocore and the kubernetes
+client again, about a second of CPU per task before the first request. Each module's action plugin imports the module
+(and with it those libraries) when the controller first loads the plugin, before it forks the worker for the task, so
+the worker starts with them in memory and runs the module's ``main()`` in place: same arguments, same result, same check
+mode, no new interpreter.
+
+The module runs the usual way (AnsiballZ, a new interpreter) whenever in place could differ from it: a connection other
+than ``local``, ``become``, ``async``, or an ``ansible_python_interpreter`` other than the controller's own Python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+
+from ansible.module_utils import basic
+from ansible.module_utils.common.json import Direction, get_module_encoder
+from ansible.plugins.action.normal import ActionModule as NormalAction
+from ansible.vars.clean import remove_internal_keys
+
+# the serialisation profile of a module without metadata (every module of this collection)
+PROFILE = "legacy"
+
+# The libraries the modules import when they make their first client: imported here, once in the controller, so that
+# each worker forked from it has them already.
+for _library in ("boto3", "botocore.session", "kubernetes.client"):
+    try:
+        __import__(_library)
+    except ImportError:
+        pass  # the module reports the missing library itself, in the worker, as it does when run the usual way
+
+
+def runs_in_worker(connection, become, async_val, interpreter):
+    """True when running the module in the worker gives what a new interpreter on the host would: the host is this
+    machine, as this user, in the foreground, with this Python."""
+    if connection != "local" or become or async_val:
+        return False
+    if interpreter in (None, "") or str(interpreter).startswith("auto"):
+        return True
+    return os.path.realpath(str(interpreter)) == os.path.realpath(sys.executable)
+
+
+class InWorkerAction(NormalAction):
+    """The action of one module: in the worker when :func:`runs_in_worker`, else the usual way."""
+
+    module = None  # the module's Python module (plugins/modules/<name>.py), set by each action plugin
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        interpreter = task_vars.get("ansible_python_interpreter")
+        if interpreter is not None:
+            interpreter = self._templar.template(interpreter)
+        if not runs_in_worker(self._connection.transport, self._play_context.become, self._task.async_val, interpreter):
+            return super().run(tmp, task_vars)
+        result = super(NormalAction, self).run(tmp, task_vars)  # pylint: disable=bad-super-call
+        result.update(self._run_in_worker(task_vars))
+        return result
+
+    def _run_in_worker(self, task_vars):
+        module_args = dict(self._task.args)
+        self._update_module_args(self._task.action, module_args, task_vars)
+        environment = {}
+        self._compute_environment_string(environment)
+        os.environ.update(environment)  # this worker runs this one task, then exits
+        encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)
+        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": module_args}, cls=encoder).encode()  # pylint: disable=protected-access
+        basic._ANSIBLE_PROFILE = PROFILE  # pylint: disable=protected-access
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            try:
+                self.module.main()
+            except SystemExit:
+                pass  # exit_json and fail_json end with sys.exit after writing the result
+        data = self._parse_returned_data({"rc": 0, "stdout": stdout.getvalue(), "stderr": ""}, PROFILE)
+        data.pop("_ansible_suppress_tmpdir_delete", None)
+        remove_internal_keys(data)
+        return data
