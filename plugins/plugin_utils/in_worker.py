@@ -23,6 +23,7 @@ import json
 import os
 import sys
 
+from ansible import constants as C
 from ansible.module_utils import basic
 from ansible.module_utils.common.json import Direction, get_module_encoder
 from ansible.plugins.action.normal import ActionModule as NormalAction
@@ -57,9 +58,8 @@ class InWorkerAction(NormalAction):
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        interpreter = task_vars.get("ansible_python_interpreter")
-        if interpreter is not None:
-            interpreter = self._templar.template(interpreter)
+        # ansible_python_interpreter, else the interpreter_python setting (ANSIBLE_PYTHON_INTERPRETER, ansible.cfg)
+        interpreter = self._templar.template(C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars))
         if not runs_in_worker(self._connection.transport, self._play_context.become, self._task.async_val, interpreter):
             return super().run(tmp, task_vars)
         result = super(NormalAction, self).run(tmp, task_vars)  # pylint: disable=bad-super-call

@@ -1,5 +1,7 @@
 """node_taint end to end: taints, cordon, labels and annotations on sandbox nodes, other owners' taints untouched."""
 
+import sys
+
 import pytest
 
 from tests.integration.harness import install_collection_loader
@@ -98,6 +100,24 @@ def test_bad_input_gets_one_clear_error(sandbox, names):
     assert result["rc"] != 0 and "effect" in result["msg"] and "NoSchedule, PreferNoSchedule, NoExecute" in result["msg"]
     result = sandbox.run_module("node_taint", nodes=names, labels={"tier": "front end"})
     assert result["rc"] != 0 and result["msg"].startswith("labels.tier: 'front end' is not allowed")
+
+
+def test_a_new_interpreter_answers_as_the_worker_does(sandbox, names, tmp_path):
+    """On a local host with the controller's Python the module runs inside Ansible's worker; with any other Python it
+    starts that interpreter the usual way (AnsiballZ). Both predict the same change and fail with the same message."""
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\nexec "%s" "$@"\n' % sys.executable)
+    python.chmod(0o755)
+    verbose = {"ANSIBLE_VERBOSITY": "3"}   # -vvv: the usual way prints "Using module file"
+    usual = dict(verbose, ANSIBLE_PYTHON_INTERPRETER=str(python))
+    for args in ({"nodes": names, "taints": [OUTDATED], "cordon": True},
+                 {"nodes": [names[1], "ip-10-9-9-9.ec2.internal"], "taints": [OUTDATED]}):
+        in_worker = sandbox.run_module("node_taint", check=True, env=verbose, **args)
+        started = sandbox.run_module("node_taint", check=True, env=usual, **args)
+        assert "Using module file" not in in_worker["output"], in_worker["output"]
+        assert "Using module file" in started["output"] and str(python) in started["output"], started["output"]
+        for key in ("rc", "changed", "failed", "msg", "nodes"):
+            assert in_worker.get(key) == started.get(key), key
 
 
 def test_a_concurrent_writer_between_read_and_write_is_not_overwritten(sandbox, names):

@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Which tasks run their module inside the worker, and that every module has the action plugin that does it."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.plugin_utils.in_worker import InWorkerAction, runs_in_worker
+
+COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+MODULE_NAMES = sorted(name[:-3] for name in os.listdir(os.path.join(COLLECTION, "plugins", "modules"))
+                      if name.endswith(".py") and not name.startswith("_"))
+
+
+@pytest.mark.parametrize("name", MODULE_NAMES)
+def test_every_module_has_an_action_that_runs_it(name):
+    action = importlib.import_module("ansible_collections.nodeops.rollout.plugins.action." + name).ActionModule
+    module = importlib.import_module("ansible_collections.nodeops.rollout.plugins.modules." + name)
+    assert issubclass(action, InWorkerAction)
+    assert action.module is module
+
+
+@pytest.mark.parametrize("interpreter", [None, "", "auto", "auto_silent", sys.executable])
+def test_a_local_task_on_this_python_runs_in_the_worker(interpreter):
+    assert runs_in_worker("local", False, 0, interpreter)
+
+
+def test_a_symlink_to_this_python_is_this_python(tmp_path):
+    link = tmp_path / "python"
+    link.symlink_to(sys.executable)
+    assert runs_in_worker("local", False, 0, str(link))
+
+
+@pytest.mark.parametrize("connection, become, async_val, interpreter", [
+    ("ssh", False, 0, None),                     # another machine
+    ("local", True, 0, None),                    # another user
+    ("local", False, 30, None),                  # in the background (async_wrapper)
+    ("local", False, 0, "/usr/bin/python3.0"),   # another Python, with its own libraries
+])
+def test_anything_else_starts_the_module_the_usual_way(connection, become, async_val, interpreter):
+    assert not runs_in_worker(connection, become, async_val, interpreter)
