@@ -41,12 +41,12 @@ def ec2_state(sandbox, instance_id):
 
 def test_a_terminated_instance_waits_for_the_hook_then_its_default_result_ends_it(aws_sandbox, aws_estate):
     ids = hooked_group(aws_sandbox, aws_estate, "hook-timeout", heartbeat=300)
+    started = time.monotonic()   # the heartbeat timeout runs from the termination: the reads below take time too
     client(aws_sandbox, "autoscaling").terminate_instance_in_auto_scaling_group(InstanceId=ids[0], ShouldDecrementDesiredCapacity=False)
     states = lifecycle(aws_sandbox, "hook-timeout")
     assert states[ids[0]] == "Terminating:Wait" and ec2_state(aws_sandbox, ids[0]) == "running"
     # no longer part of the desired capacity: its replacement launches meanwhile
     assert sum(1 for state in states.values() if state == "InService") == 2 and len(states) == 3
-    started = time.monotonic()
     assert wait_for(lambda: ids[0] not in lifecycle(aws_sandbox, "hook-timeout"), timeout=10)
     assert time.monotonic() - started >= 300 / SPEED * 0.8      # the heartbeat timeout, not sooner
     assert ec2_state(aws_sandbox, ids[0]) == "terminated"
