@@ -48,7 +48,10 @@ def runs_in_worker(connection, become, async_val, interpreter):
         return False
     if interpreter in (None, "") or str(interpreter).startswith("auto"):
         return True
-    return os.path.realpath(str(interpreter)) == os.path.realpath(sys.executable)
+    # the same file, in the same directory: a virtualenv's python is a link to the system's, with other libraries
+    interpreter, controller = os.path.abspath(str(interpreter)), os.path.abspath(sys.executable)
+    return (os.path.realpath(os.path.dirname(interpreter)) == os.path.realpath(os.path.dirname(controller))
+            and os.path.realpath(interpreter) == os.path.realpath(controller))
 
 
 class InWorkerAction(NormalAction):

@@ -31,10 +31,17 @@ def test_a_local_task_on_this_python_runs_in_the_worker(interpreter):
     assert runs_in_worker("local", False, 0, interpreter)
 
 
-def test_a_symlink_to_this_python_is_this_python(tmp_path):
-    link = tmp_path / "python"
-    link.symlink_to(sys.executable)
-    assert runs_in_worker("local", False, 0, str(link))
+def test_another_name_of_this_python_in_its_directory_is_this_python_and_a_link_elsewhere_is_not(tmp_path, monkeypatch):
+    """As in a virtualenv: bin/python and bin/python3 link to the system's python; a link in another directory is
+    another virtualenv, with other libraries."""
+    venv, other = tmp_path / "venv" / "bin", tmp_path / "other" / "bin"
+    for directory in (venv, other):
+        directory.mkdir(parents=True)
+    for link in (venv / "python", venv / "python3", other / "python3"):
+        link.symlink_to(os.path.realpath(sys.executable))
+    monkeypatch.setattr(sys, "executable", str(venv / "python"))
+    assert runs_in_worker("local", False, 0, str(venv / "python3"))
+    assert not runs_in_worker("local", False, 0, str(other / "python3"))
 
 
 @pytest.mark.parametrize("connection, become, async_val, interpreter", [
