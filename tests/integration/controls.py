@@ -6,6 +6,9 @@ import json
 import threading
 import time
 
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
 from tests.integration.harness import promised_floor
 from tests.integration.modules.conftest import assert_safe
 
@@ -55,6 +58,17 @@ def node_marks(sandbox):
         if found:
             marks[node.metadata.name] = found
     return marks
+
+
+def lock_holder(sandbox, group=GROUP, namespace="kube-system"):
+    """Who holds the group's Lease (None: nobody, or no Lease)."""
+    try:
+        lease = client.CoordinationV1Api(sandbox.kube("test-setup")).read_namespaced_lease("nodeops-rollout-" + group, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return lease.spec.holder_identity or None
 
 
 def set_tag(sandbox, key, value, name=GROUP):

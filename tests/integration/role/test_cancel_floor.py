@@ -10,7 +10,6 @@ import signal
 import time
 
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from tests.integration.controls import (
     GROUP,
@@ -20,6 +19,7 @@ from tests.integration.controls import (
     assert_invariants,
     delete_tag,
     group_view,
+    lock_holder,
     node_marks,
     result_of,
     set_tag,
@@ -32,17 +32,6 @@ DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 # give back than six
 NODES = 4
 LOCK_NAMESPACE = "kube-system"
-
-
-def lock_holder(sandbox, group=GROUP):
-    """Who holds the group's Lease (None: nobody, or no Lease)."""
-    try:
-        lease = client.CoordinationV1Api(sandbox.kube("test-setup")).read_namespaced_lease("nodeops-rollout-" + group, LOCK_NAMESPACE)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-    return lease.spec.holder_identity or None
 
 
 def evicted(event):

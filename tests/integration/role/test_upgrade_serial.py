@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from tests.integration.controls import node_marks
 from tests.integration.convergence import group_of, problems, record, sizes
 from tests.integration.harness import BIN, ROOT, floor_until, promised_floor
 from tests.integration.modules.conftest import assert_safe
@@ -87,7 +88,7 @@ def runs(sandbox, inventory, tmp_path_factory):
     first = outdated[0]
     since = sandbox.now()
     limited = upgrade(sandbox, inventory, directory / "limited.json", "--limit", first)
-    between = {"now": sandbox.now(), "group": group_of(sandbox), "listed": hosts(sandbox, inventory)[0]}
+    between = {"now": sandbox.now(), "group": group_of(sandbox), "listed": hosts(sandbox, inventory)[0], "marks": node_marks(sandbox)}
     rest = upgrade(sandbox, inventory, directory / "rest.json")
     return {"sandbox": sandbox, "original": original, "listed": listed, "hostvars": hostvars, "outdated": outdated, "first": first,
             "since": since, "limited": limited, "between": between, "rest": rest, "events": sandbox.events(),
@@ -125,6 +126,8 @@ def test_a_run_limited_to_one_node_replaces_that_node_alone_and_leaves_the_group
     assert len(re.findall(r"^ip-\S+ +: ok=", out, re.M)) == 1
     tags = {tag["Key"] for tag in runs["between"]["group"]["Tags"]}
     assert any(key.startswith("nodeops.rollout/") for key in tags), tags
+    # held as a pause holds a group: its processes resumed, the nodes left out neither tainted nor cordoned
+    assert runs["between"]["group"]["SuspendedProcesses"] == [] and runs["between"]["marks"] == {}, runs["between"]
     assert sorted(runs["between"]["listed"]["outdated"]) == sorted(host for host in runs["outdated"] if host != first)
     assert hostvars[first]["instance_id"] in [i for step in group["steps"] for i in step["terminated"]]
 
