@@ -102,6 +102,51 @@ def test_an_instance_that_left_by_other_means_never_turns_into_an_undrained_scal
     assert report["evictions"]["max_evictions_per_pod"] <= 1
 
 
+def test_surge_left_at_the_end_is_given_back_by_the_steps_out_of_its_target_group_first(sandbox, tmp_path):
+    """An outdated instance that left without a decrement (a Spot interruption) leaves surge owed once every outdated
+    instance is replaced. The scale down gives it back in the upgrade's steps, as a cancel does: the node it drains is
+    out of its target group before its instance is terminated, the floor holds, and the result counts only the nodes
+    replaced. It used to drain a named node in one go and terminate it while its target group still sent it traffic."""
+    original = sizes(sandbox)
+    pointed = sandbox.run_module("launch_template_version", asg_name=GROUP, image_id=sandbox.state["amis"]["new"])
+    assert pointed["rc"] == 0, pointed["output"][-2000:]
+    surged = sandbox.run_module("asg_surge", name=GROUP, state="surged", surge=3, wait=True)
+    assert surged["rc"] == 0, surged["output"][-2000:]
+    outdated = [instance for instance in sandbox.run_module("node_group_info", name=GROUP)["node_groups"][0]["instances"]
+                if instance["image_id"] == sandbox.state["amis"]["old"]]
+    victim = outdated[0]
+    drained = sandbox.run_module("node_drain", nodes=[victim["node"]["name"]], module_args={"timeout": "2m"})
+    assert drained["rc"] == 0, drained["output"][-2000:]
+    asg = sandbox.aws("autoscaling")
+    asg.terminate_instance_in_auto_scaling_group(InstanceId=victim["instance_id"], ShouldDecrementDesiredCapacity=False)
+    # every instance left is a target, with a deregistration delay long enough to be seen (15 s of wall time)
+    elbv2 = sandbox.aws("elbv2")
+    arn = elbv2.create_target_group(Name="web", Protocol="HTTP", Port=30080, VpcId=sandbox.state["vpc_id"],
+                                    TargetType="instance")["TargetGroups"][0]["TargetGroupArn"]
+    elbv2.modify_target_group_attributes(TargetGroupArn=arn, Attributes=[{"Key": "deregistration_delay.timeout_seconds", "Value": "300"}])
+    asg.attach_load_balancer_target_groups(AutoScalingGroupName=GROUP, TargetGroupARNs=[arn])
+
+    since = sandbox.now()
+    rc, out, result = playbook(sandbox, tmp_path)
+    assert rc == 0, out[-4000:]
+    group = result["node_groups"][0]
+    assert group["status"] == "replaced" and group["nodes_replaced"] == len(outdated) - 1, group
+    events = sandbox.events()
+    terminated = [e for e in events if e["t"] >= since and e["kind"] == "instance.terminated"]
+    assert len(terminated) >= len(outdated), terminated
+    for event in terminated:
+        seen = [e for e in events if e["kind"] == "lb.target" and e["instance_id"] == event["instance_id"] and e["t"] <= event["t"]]
+        left = [e for e in seen if e["state"] == "draining"]
+        assert not seen or (left and event["t"] >= left[-1]["until"]), (event, seen)
+    report = sandbox.report()
+    assert report["load_balancers"]["targets_cut"] == 0, report["load_balancers"]["targets_cut_details"]
+    assert_safe(report)
+    assert report["min_ready_schedulable_nodes"][GROUP] >= original[2] - 1
+    assert_rolled_and_clean(sandbox, original, 2)
+    assert_deployments_whole(sandbox)
+    assert "Scale down | %s | step" % GROUP in out, out[-4000:]
+
+
 def test_instances_of_another_cluster_are_never_terminated_and_the_mismatch_is_named(sandbox, start_sandbox, tmp_path):
     """A kubeconfig that points at another cluster: no node matches, so the rollout used to "drain 0 nodes" and then
     terminate instances whose pods were never evicted."""
