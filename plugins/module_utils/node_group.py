@@ -158,15 +158,19 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         # a target that does not exist yet (check mode): compare with it instead of what the group launches now
         plan_target.update({key: value for key, value in override.items() if value is not None})
         plan_target["version"] = int(plan_target["version"])
+    owed = surge_owed_now(state, sizes_of(group))
+    # A recorded rollout is resumed, never surged anew (asg_surge): the extra capacity it has is the surge still owed,
+    # which is what the plan prices - the taint effect above all (a hard taint on every outdated node with no surge
+    # left would leave the pods of the first drain nowhere to go).
+    max_surge = owed if state and state.get("method") == "scale" else params.get("max_surge")
     plan = rollout_plan(records, plan_target, max_unavailable=params.get("max_unavailable"),
-                        max_surge=params.get("max_surge"), az_count=len(azs), group_size=group_size,
+                        max_surge=max_surge, az_count=len(azs), group_size=group_size,
                         taint_effect=params.get("taint_effect") or "NoSchedule", target_groups=target_groups,
                         standby=params.get("standby_instances"), termination_hooks=hooks, warm_pool=pool,
                         bake_seconds=params.get("bake_time") or 0, checkpoints=params.get("checkpoints") or (),
                         **(params.get("timings") or {}))
     outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}
     in_group = members(group)
-    owed = surge_owed_now(state, sizes_of(group))
     detached = [record["instance_id"] for record in records if record["detached"]]
     marked = marked_old = []
     if nodes is not None:

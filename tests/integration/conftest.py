@@ -31,6 +31,7 @@ LONGEST_FILES = (
     "role/test_rollback.py",                # 521
     "role/test_termination_gate.py",        # 474
     "role/test_serial_stops.py",            # 340 (added later, three runs)
+    "reliability/test_stop_then_end.py",    # 330 (added later, two trials of two runs)
     "reliability/test_node_faults.py",      # 465
     "reliability/test_blocking_budget.py",  # 434
     "role/test_two_clusters.py",            # 390

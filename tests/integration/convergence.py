@@ -18,7 +18,7 @@ def sizes(sandbox, name=GROUP):
 
 
 def problems(sandbox, original, version, name=GROUP, lock_namespace="kube-system"):
-    """Every instance on launch template ``version`` and in service, the ``original`` (min, max, desired) sizes, no
+    """Every instance on launch template ``version`` (None: any, as a cancel leaves them) and in service, the ``original`` (min, max, desired) sizes, no
     state tag, suspended process, taint, cordon, label, annotation or lock of ours, every Deployment at full Ready
     replicas, and the invariant report clean (no PDB violation, no pod killed or deleted without eviction)."""
     found = []
@@ -26,7 +26,7 @@ def problems(sandbox, original, version, name=GROUP, lock_namespace="kube-system
     if (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) != tuple(original):
         found.append("sizes %s, not %s" % ((group["MinSize"], group["MaxSize"], group["DesiredCapacity"]), tuple(original)))
     versions = sorted({(i.get("LaunchTemplate") or {}).get("Version") for i in group["Instances"]})
-    if versions != [str(version)]:
+    if version is not None and versions != [str(version)]:
         found.append("instances on versions %s, not %s" % (versions, version))
     states = sorted({i["LifecycleState"] for i in group["Instances"]})
     if states != ["InService"]:

@@ -172,6 +172,19 @@ def test_info_reports_the_recorded_state_and_detached_instances(world, run):
     assert "detached from the group for surge" in detached[0]["outdated_reasons"][0]
 
 
+def test_a_recorded_rollout_is_planned_with_the_surge_it_still_owes(world, run):
+    """A resumed rollout is never surged anew: with its surge paid back and every node outdated (a rollback of a
+    finished rollout), the plan has no surge and taints the outdated nodes PreferNoSchedule, leaving the pods of the
+    first drain somewhere to go."""
+    world.new_version()
+    assert run("asg_surge", name="workers", surge=3, wait=False)["changed"] is True
+    assert run("node_group_info", name="workers", include_nodes=False)["node_groups"][0]["plan"]["surge"] == 3
+    autoscaling = boto3.client("autoscaling", region_name="us-east-1")
+    autoscaling.set_desired_capacity(AutoScalingGroupName="workers", DesiredCapacity=3)   # the surge paid back
+    plan = run("node_group_info", name="workers", include_nodes=False)["node_groups"][0]["plan"]
+    assert plan["surge"] == 0 and plan["taint_effect"] == "PreferNoSchedule" and plan["outdated_count"] == 3
+
+
 @pytest.mark.parametrize("field, value, words", [
     ("max_unavailable", "150%", "a percentage between 1% and 100%"),
     ("max_unavailable", "abc", "an integer >= 1"),
