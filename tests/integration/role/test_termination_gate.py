@@ -53,6 +53,23 @@ def assert_deployments_whole(sandbox):
         assert (deployment.status.ready_replicas or 0) == deployment.spec.replicas, deployment.metadata.name
 
 
+def surged_with_a_drained_victim(sandbox):
+    """A rollout's start made by hand: the group pointed at the new AMI and surged by 3, and one of its 3 outdated
+    nodes, which holds Deployment pods, drained. ``(the outdated instances, that one)``."""
+    pointed = sandbox.run_module("launch_template_version", asg_name=GROUP, image_id=sandbox.state["amis"]["new"])
+    assert pointed["rc"] == 0, pointed["output"][-2000:]
+    surged = sandbox.run_module("asg_surge", name=GROUP, state="surged", surge=3, wait=True)
+    assert surged["rc"] == 0, surged["output"][-2000:]
+    outdated = [instance for instance in sandbox.run_module("node_group_info", name=GROUP)["node_groups"][0]["instances"]
+                if instance["image_id"] == sandbox.state["amis"]["old"]]
+    assert len(outdated) == 3, outdated
+    victim = outdated[0]
+    assert workload_pods(sandbox, victim["node"]["name"]), "the victim must hold Deployment pods for this test to mean anything"
+    drained = sandbox.run_module("node_drain", nodes=[victim["node"]["name"]], module_args={"timeout": "2m"})
+    assert drained["rc"] == 0, drained["output"][-2000:]
+    return outdated, victim
+
+
 @pytest.fixture
 def sandbox(start_sandbox, request):
     handle = start_sandbox(nodes=3, azs=3, speed=20, workloads=[DEMO])
@@ -75,17 +92,7 @@ def test_an_instance_that_left_by_other_means_never_turns_into_an_undrained_scal
     # a group whose minimum leaves room below its desired capacity, as most production groups have
     sandbox.aws("autoscaling").update_auto_scaling_group(AutoScalingGroupName=GROUP, MinSize=1)
     original = sizes(sandbox)
-    pointed = sandbox.run_module("launch_template_version", asg_name=GROUP, image_id=sandbox.state["amis"]["new"])
-    assert pointed["rc"] == 0, pointed["output"][-2000:]
-    surged = sandbox.run_module("asg_surge", name=GROUP, state="surged", surge=3, wait=True)
-    assert surged["rc"] == 0, surged["output"][-2000:]
-    outdated = [instance for instance in sandbox.run_module("node_group_info", name=GROUP)["node_groups"][0]["instances"]
-                if instance["image_id"] == sandbox.state["amis"]["old"]]
-    assert len(outdated) == 3, outdated
-    victim = outdated[0]
-    assert workload_pods(sandbox, victim["node"]["name"]), "the victim must hold Deployment pods for this test to mean anything"
-    drained = sandbox.run_module("node_drain", nodes=[victim["node"]["name"]], module_args={"timeout": "2m"})
-    assert drained["rc"] == 0, drained["output"][-2000:]
+    outdated, victim = surged_with_a_drained_victim(sandbox)
     # the killed run's termination: announced in the state tag (paying), made with a decrement, the next tag write lost
     asg = sandbox.aws("autoscaling")
     progress = {tag["Key"]: tag["Value"] for tag in group_of(sandbox)["Tags"]}["nodeops.rollout/progress"]
@@ -108,15 +115,7 @@ def test_surge_left_at_the_end_is_given_back_by_the_steps_out_of_its_target_grou
     out of its target group before its instance is terminated, the floor holds, and the result counts only the nodes
     replaced. It used to drain a named node in one go and terminate it while its target group still sent it traffic."""
     original = sizes(sandbox)
-    pointed = sandbox.run_module("launch_template_version", asg_name=GROUP, image_id=sandbox.state["amis"]["new"])
-    assert pointed["rc"] == 0, pointed["output"][-2000:]
-    surged = sandbox.run_module("asg_surge", name=GROUP, state="surged", surge=3, wait=True)
-    assert surged["rc"] == 0, surged["output"][-2000:]
-    outdated = [instance for instance in sandbox.run_module("node_group_info", name=GROUP)["node_groups"][0]["instances"]
-                if instance["image_id"] == sandbox.state["amis"]["old"]]
-    victim = outdated[0]
-    drained = sandbox.run_module("node_drain", nodes=[victim["node"]["name"]], module_args={"timeout": "2m"})
-    assert drained["rc"] == 0, drained["output"][-2000:]
+    outdated, victim = surged_with_a_drained_victim(sandbox)
     asg = sandbox.aws("autoscaling")
     asg.terminate_instance_in_auto_scaling_group(InstanceId=victim["instance_id"], ShouldDecrementDesiredCapacity=False)
     # every instance left is a target, with a deregistration delay long enough to be seen (15 s of wall time)
