@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_time
 
 # A replacement's launch time is read to the second; the termination that caused it is timed to the millisecond.
@@ -159,3 +160,30 @@ def node_rows(steps, new_nodes=None):
             if row["replacement"] is not None:
                 unpaired.remove(row["replacement"])
     return rows
+
+
+def _count(value):
+    return len(value) if isinstance(value, (list, tuple, dict)) else int(value or 0)
+
+
+def summary_lines(result):
+    """One line per node group of ``rolling_update_result``, as the end of a run prints it before the JSON:
+    ``workers: replaced, 6 of 6 nodes in 3m 12s, 14 evictions`` and, for a group that did not finish, why
+    (the first line of its message). A plan says what it would replace."""
+    lines = []
+    for group in (result or {}).get("node_groups") or []:
+        plan = group.get("plan") or {}
+        outdated = _count(plan.get("outdated"))
+        status = group.get("status") or "unknown"
+        if group.get("plan_only"):
+            text = "%s: planned, %d of %d nodes outdated, about %s" % (
+                group.get("name"), outdated, _count(plan.get("group_size")), human_duration(plan.get("eta_seconds")))
+        else:
+            text = "%s: %s, %d of %d nodes replaced in %s, %d evictions" % (
+                group.get("name"), status, int(group.get("nodes_replaced") or 0), outdated,
+                human_duration(group.get("seconds")), int(group.get("evictions") or 0))
+        why = (group.get("reason") or group.get("message") or "").strip().split("\n")[0]
+        if why and status not in ("replaced", "up to date"):
+            text += " - " + (why if len(why) <= 200 else why[:197] + "...")
+        lines.append(text)
+    return lines

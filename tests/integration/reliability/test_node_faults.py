@@ -61,7 +61,7 @@ def test_no_capacity_in_one_az_places_the_surge_in_the_others_and_finishes(sandb
     rc, out, result = roll(sandbox, tmp_path)
     assert rc == 0, out[-4000:]
     assert result["node_groups"][0]["status"] == "replaced"
-    assert "no new instance could be placed in %s" % short in out
+    assert "The group launched no new instance in %s" % short in out
     assert any(e["kind"] == "asg.launch_failed" and short in e.get("azs", []) for e in sandbox.events())
     placed = sorted({i["AvailabilityZone"] for i in group_of(sandbox)["Instances"]})
     assert short not in placed, placed

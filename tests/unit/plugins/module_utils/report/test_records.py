@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.filter.step_record import FilterModule
+from ansible_collections.nodeops.rollout.plugins.module_utils.report import records
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import node_rows, step_record
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
 
@@ -82,3 +83,31 @@ def test_a_node_drained_in_an_earlier_run_and_terminated_now_has_a_row_and_a_nod
     rows = node_rows(steps, [])
     assert [(row["instance_id"], row["status"], row["step"]) for row in rows] == [("i-1", "drained", 2), ("i-9", None, None)]
     assert rows[1]["terminate_step"] == 1 and rows[1]["replacement"] is None
+
+
+def _group(**fields):
+    group = {"name": "workers", "status": "replaced", "nodes_replaced": 6, "seconds": 192.4, "evictions": 14,
+             "plan": {"outdated": ["i-%d" % n for n in range(6)], "group_size": 6, "eta_seconds": 300}}
+    group.update(fields)
+    return group
+
+
+def test_summary_says_per_group_what_was_replaced_in_what_time_with_how_many_evictions():
+    result = {"node_groups": [_group(), _group(name="spot", status="up to date", nodes_replaced=0, seconds=3.2,
+                                              evictions=0, plan={"outdated": [], "group_size": 3})]}
+    assert records.summary_lines(result) == [
+        "workers: replaced, 6 of 6 nodes replaced in 3m 12s, 14 evictions",
+        "spot: up to date, 0 of 0 nodes replaced in 3s, 0 evictions",
+    ]
+
+
+def test_summary_of_a_group_that_did_not_finish_says_why_in_one_line():
+    reason = "node ip-10-0-0-4 not drained after 10s (timeout): " + "x" * 300
+    line = records.summary_lines({"node_groups": [_group(status="failed", nodes_replaced=2, reason=reason + "\nmore")]})[0]
+    assert line.startswith("workers: failed, 2 of 6 nodes replaced in 3m 12s, 14 evictions - node ip-10-0-0-4 not drained")
+    assert line.endswith("...") and "more" not in line and len(line) < 300
+
+
+def test_summary_of_a_plan_says_what_it_would_replace():
+    line = records.summary_lines({"node_groups": [_group(status="planned", plan_only=True, nodes_replaced=0)]})[0]
+    assert line == "workers: planned, 6 of 6 nodes outdated, about 5m 00s"
