@@ -44,7 +44,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_conne
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, pinned_zones, volume_holds
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import join_nodes
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import node_summary, ready_since
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import failed_to_join, node_summary, ready_since
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, autoscaler_unprotected, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances, up_to_date_instances
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
@@ -55,6 +55,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps impo
     CANCEL,
     DONE,
     GOALS,
+    RELAUNCH,
+    REPLACE,
     WAIT,
     cancel_step,
     drained_at,
@@ -157,8 +159,11 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
     """Reads the group, its nodes, the cluster's VolumeAttachments and, for the drained instances, the group's target
     groups; decides; remembers how long each drained instance waited to be let go; asks the operator's controls."""
 
-    def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None, elbv2=None, cloudwatch=None):
+    def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None, elbv2=None, cloudwatch=None,
+                 join_timeout=600):
         self.params = params
+        # seconds since launch after which an up-to-date instance that is no Ready node is relaunched (goal relaunch)
+        self.join_timeout = join_timeout
         self.autoscaling, self.ec2, self.api, self.region, self.elbv2 = autoscaling, ec2, api, region, elbv2
         self.cloudwatch = cloudwatch
         self.target, self.delay = target, delay
@@ -254,16 +259,24 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         raw_nodes = self.list_nodes()
         join_nodes(records, nodes_by_instance(raw_nodes), raw_nodes)
         standby = self.params.get("standby_instances")
-        outdated = [entry["instance_id"] for entry in outdated_instances(records, self.target, standby=standby)]
         now = self.now()
-        cancel = self.params.get("goal") == CANCEL
+        goal = self.params.get("goal") or REPLACE
+        cancel, relaunch = goal == CANCEL, goal == RELAUNCH
+        fresh = [entry["instance_id"] for entry in up_to_date_instances(records, self.target)]
+        if relaunch:
+            # the instances to replace are the up-to-date ones that had the whole node-ready timeout and are no Ready node
+            outdated = [entry["instance_id"] for entry in failed_to_join(records, fresh, now, self.join_timeout)]
+        else:
+            outdated = [entry["instance_id"] for entry in outdated_instances(records, self.target, standby=standby)]
         # a cancel may give back any instance of the group: every one of them is read as the upgrade reads outdated ones
         wanted = set(record["instance_id"] for record in records) if cancel else set(outdated)
         nodes_of = {record["instance_id"]: record["node"]["name"] for record in records
                     if record["instance_id"] in wanted and isinstance(record.get("node"), dict)}
         # what holds an instance back matters only once it could be terminated: drained, past the post-drain delay
+        # a node that never became Ready served no load balancer: no post-drain delay for it
+        delay = 0 if relaunch else self.delay
         drained = [record for record in records if record["instance_id"] in wanted and drained_at(record.get("node"))
-                   and drained_at(record["node"]) + timedelta(seconds=self.delay) <= now]
+                   and drained_at(record["node"]) + timedelta(seconds=delay) <= now]
         holds, pinned = {}, {}
         if nodes_of:
             self.read_attachments()
@@ -284,6 +297,13 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
             decide = functools.partial(cancel_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
                                        now, post_drain_delay=self.delay,
                                        skip=[name.strip() for name in self.params.get("skip") or []], holds=holds, pinned=pinned)
+        elif relaunch:
+            # the upgrade's own rule, for the instances that hold no serving node: no surge is paid back by them (the
+            # group launches their replacements), no canary, bake or checkpoint, and the group's limit does not apply
+            decide = functools.partial(next_step, records, outdated, original, unavailable, 0, sizes["desired_capacity"],
+                                       now, post_drain_delay=0, canary=False,
+                                       skip=[name.strip() for name in self.params.get("skip") or []],
+                                       holds=holds, pinned=pinned, standby=standby)
         else:
             decide = functools.partial(next_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
                                        now, post_drain_delay=self.delay, canary=self.params["canary"],
@@ -307,8 +327,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         step["termination_waits"] = self._termination_waits(step)
         step["new_nodes"] = new_nodes(records, set(outdated), raw_nodes, state.get("started_at") if state else None)
         # while the rollout runs, its new nodes are kept from the cluster-autoscaler's scale down
-        fresh = [entry["instance_id"] for entry in up_to_date_instances(records, self.target)]
-        step["protect"] = autoscaler_unprotected(records, fresh) if state and not cancel else []
+        step["protect"] = autoscaler_unprotected(records, fresh) if state and goal == REPLACE else []
         # the last step names what the rollout left on its up-to-date nodes: the scale down gives it back before its
         # one read of the end
         step["marked"] = (marked_up_to_date(records, fresh, self.params.get("taint_key") or DEFAULT_TAINT_KEY)
@@ -319,11 +338,12 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
                          "max_unavailable": unavailable, "surge_owed": owed,
                          "rollout_id": state["rollout_id"] if state else None}
-        step["goal"] = self.params.get("goal") or "replace"
-        names = [] if cancel else self.params.get("abort_alarms") or []
+        step["goal"] = goal
+        names = self.params.get("abort_alarms") or [] if goal == REPLACE else []
         step["alarms"] = read_alarms(self.cloudwatch, names, self.params) if names else []
-        # a cancel is what an operator does instead of a rollout: no pause, window or alarm stops it
-        step["stop"] = None if cancel else stop_before(
+        # a cancel is what an operator does instead of a rollout, a relaunch gives back what no workload uses: no pause,
+        # window or alarm stops them
+        step["stop"] = None if goal != REPLACE else stop_before(
             step, now, step["alarms"],
             pause=self.params.get("respect_pause", True) and pause_requested(tags_to_dict(group.get("Tags"))),
             windows=self.params.get("windows") or (), step_seconds=self.params.get("step_seconds") or 0)
@@ -398,7 +418,8 @@ def run_rollout_step(module):
     target, delay, timeout = check_options(params)
     connection, autoscaling, ec2, elbv2, cloudwatch = aws_clients(module, "autoscaling", "ec2", "elbv2", "cloudwatch")
     api = KubeApi(k8s_client(module))
-    reader = StepReader(params, autoscaling, ec2, api, connection.region, target, delay, elbv2=elbv2, cloudwatch=cloudwatch)
+    reader = StepReader(params, autoscaling, ec2, api, connection.region, target, delay, elbv2=elbv2, cloudwatch=cloudwatch,
+                        join_timeout=timeout)
     if params["wait"]:
         step = wait_for_step(reader, timeout, float(params["poll_interval"]))
     else:

@@ -203,8 +203,14 @@ options:
         not Ready), then drained ones, then serving nodes, never below the capacity floor nor beyond the room the other
         nodes have for their pods; what the floor does not allow fails the module with RV(step) and the reason, the group
         left held. No pause request, maintenance window or abort alarm stops a cancel, and RV(step.protect) is empty.
+      - V(relaunch) replaces the up-to-date instances in service that had O(wait_timeout) since their launch and are still
+        no Ready node (an earlier run waited for them and stopped with NodeCreationFailure) - each node drained, then the
+        instance terminated without decrementing the desired capacity, so the group launches another; the step waits
+        for those replacements as for any booting instance. The floor, the room, the target-group and volume holds are
+        the upgrade's; no canary, bake time, checkpoint, post-drain delay, O(limit), pause request, window or alarm
+        applies, and RV(step.protect) is empty.
     type: str
-    choices: [replace, cancel]
+    choices: [replace, cancel, relaunch]
     default: replace
 notes:
   - Each read is one DescribeAutoScalingGroups, one DescribeInstances and one list of nodes; while waiting for new

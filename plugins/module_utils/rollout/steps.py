@@ -60,10 +60,12 @@ COALESCE_SECONDS = 5
 
 RUN, WAIT, DONE, BLOCKED = "run", "wait", "done", "blocked"
 
-# What a rollout_step is for: replace the outdated instances (the upgrade, the rollback), or cancel the rollout (give
-# its surge back, leave the outdated nodes in place).
-REPLACE, CANCEL = "replace", "cancel"
-GOALS = (REPLACE, CANCEL)
+# What a rollout_step is for: replace the outdated instances (the upgrade, the rollback), cancel the rollout (give
+# its surge back, leave the outdated nodes in place), or relaunch the up-to-date instances that never became Ready nodes
+# (an earlier run waited for them and stopped with NodeCreationFailure: each is drained and terminated without a
+# decrement, so the group launches another in its place).
+REPLACE, CANCEL, RELAUNCH = "replace", "cancel", "relaunch"
+GOALS = (REPLACE, CANCEL, RELAUNCH)
 
 # The order in which a cancel gives instances back: those that hold no pods first (never a node, still launching, a
 # node that is not Ready), then those drained already, then the nodes it drains at no cost to the floor (cordoned, a

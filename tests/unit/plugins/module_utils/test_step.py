@@ -311,6 +311,38 @@ def test_the_last_step_names_the_marks_left_on_up_to_date_nodes_and_no_other_ste
     assert running["action"] == "run" and running["marked"] == []
 
 
+
+def test_a_relaunch_drains_then_terminates_only_the_instances_that_never_became_ready_nodes_without_a_decrement(world):
+    ids = world.member_ids()
+    # n0 never became Ready, the second instance never registered a node, the rest serve
+    nodes = [make_node("n0", instance_id=ids[0], ready=False)] + [make_node("n%d" % n, instance_id=instance_id)
+                                                                    for n, instance_id in enumerate(ids) if n > 1]
+    api = NodesApi(nodes)
+    world.asg.create_or_update_tags(Tags=[{"ResourceId": "workers", "ResourceType": "auto-scaling-group",
+                                           "Key": "nodeops.rollout/pause", "Value": "true", "PropagateAtLaunch": False}])
+    current = {"launch_template_id": world.lt_id, "version": 1}
+    params = {"name": "workers", "max_unavailable": None, "canary": True, "skip": [], "deregistration_timeout": None,
+              "volume_detach_timeout": "6m", "goal": "relaunch", "abort_alarms": ["never-read"]}
+    clock = Now()
+    clock.at = datetime.now(timezone.utc) + timedelta(minutes=1)
+    young = StepReader(params, world.asg, world.ec2, api, "us-east-1", current, 60, now=clock, join_timeout=300).decide()
+    # launched a minute ago: still booting, not relaunched
+    assert young["action"] == "wait" and young["terminate"] == [] and young["drain"] == []
+    clock.sleep(300)
+    first = StepReader(params, world.asg, world.ec2, api, "us-east-1", current, 60, now=clock, join_timeout=300).decide()
+    # the instance without a node goes at once, the NotReady node is drained first; no pause tag or alarm stops it
+    assert first["action"] == "run" and first["goal"] == "relaunch" and first["stop"] is None and first["alarms"] == []
+    assert first["terminate"] == [ids[1]] and first["decrement"] == 0
+    assert [entry["node"] for entry in first["drain"]] == ["n0"] and first["protect"] == []
+    api.nodes[0] = drained_node("n0", ids[0], seconds_ago=1, now=clock)
+    api.nodes[0]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    # (decremented here only because the fake group would launch the replacement at its test clock's start)
+    world.asg.terminate_instance_in_auto_scaling_group(InstanceId=ids[1], ShouldDecrementDesiredCapacity=True)
+    second = StepReader(params, world.asg, world.ec2, api, "us-east-1", current, 60, now=clock, join_timeout=300).decide()
+    # a node that never served has no post-drain delay
+    assert second["terminate"] == [ids[0]] and second["decrement"] == 0 and second["drain"] == []
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Holds and the operator's controls while a step waits
 # ---------------------------------------------------------------------------------------------------------
