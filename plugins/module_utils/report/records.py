@@ -175,9 +175,12 @@ def summary_lines(result):
         plan = group.get("plan") or {}
         outdated = _count(plan.get("outdated"))
         status = group.get("status") or "unknown"
-        if group.get("plan_only"):
-            text = "%s: planned, %d of %d nodes outdated, about %s" % (
-                group.get("name"), outdated, _count(plan.get("group_size")), human_duration(plan.get("eta_seconds")))
+        if group.get("plan_only") and "cancel_payback" in plan:
+            text = "%s: %s, a cancel would give back %d instances and release %d nodes" % (
+                group.get("name"), status, _count(plan.get("cancel_payback")), _count(plan.get("release")))
+        elif group.get("plan_only"):
+            text = "%s: %s, %d nodes outdated, about %s" % (group.get("name"), status, outdated,
+                                                            human_duration(plan.get("eta_seconds")))
         else:
             text = "%s: %s, %d of %d nodes replaced in %s, %d evictions" % (
                 group.get("name"), status, int(group.get("nodes_replaced") or 0), outdated,

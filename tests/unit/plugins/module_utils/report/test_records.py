@@ -110,4 +110,7 @@ def test_summary_of_a_group_that_did_not_finish_says_why_in_one_line():
 
 def test_summary_of_a_plan_says_what_it_would_replace():
     line = records.summary_lines({"node_groups": [_group(status="planned", plan_only=True, nodes_replaced=0)]})[0]
-    assert line == "workers: planned, 6 of 6 nodes outdated, about 5m 00s"
+    assert line == "workers: planned, 6 nodes outdated, about 5m 00s"
+    cancel = {"cancel_payback": [{"instance_id": "i-1"}, {"instance_id": "i-2"}], "release": [{"node": "n1"}], "rollout_id": "r1"}
+    line = records.summary_lines({"node_groups": [_group(status="planned", plan_only=True, plan=cancel)]})[0]
+    assert line == "workers: planned, a cancel would give back 2 instances and release 1 nodes"
