@@ -29,6 +29,8 @@ from ansible.module_utils.common.json import Direction, get_module_encoder
 from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.vars.clean import remove_internal_keys
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import warm_models
+
 # the serialisation profile of a module without metadata (every module of this collection)
 PROFILE = "legacy"
 
@@ -52,6 +54,11 @@ def runs_in_worker(connection, become, async_val, interpreter):
     interpreter, controller = os.path.abspath(str(interpreter)), os.path.abspath(sys.executable)
     return (os.path.realpath(os.path.dirname(interpreter)) == os.path.realpath(os.path.dirname(controller))
             and os.path.realpath(interpreter) == os.path.realpath(controller))
+
+
+# Imported by the action plugins on the controller, before Ansible forks the workers that run the tasks: the AWS models
+# read here once are every worker's without reading them again.
+warm_models()
 
 
 class InWorkerAction(NormalAction):

@@ -366,3 +366,14 @@ def test_collection_version_matches_galaxy_yml():
     with open(os.path.join(COLLECTION_ROOT, "galaxy.yml")) as stream:
         match = re.search(r"^version:\s*(\S+)\s*$", stream.read(), re.MULTILINE)
     assert match and match.group(1) == COLLECTION_VERSION
+
+
+def test_every_connection_reads_the_service_models_through_one_loader_that_warm_models_fills():
+    params = {"region": "eu-west-1", "access_key": "AKIAEXAMPLE", "secret_key": "secret", "endpoint_url": "http://127.0.0.1:9"}
+    aws.warm_models(("autoscaling",))
+    loader = aws.shared_loader()
+    first = aws.AWSConnection(dict(params)).client("autoscaling")
+    second = aws.AWSConnection(dict(params, region="us-west-2")).client("autoscaling")
+    assert first.meta.region_name == "eu-west-1" and second.meta.region_name == "us-west-2"
+    assert first._loader is loader and second._loader is loader   # pylint: disable=protected-access
+    assert len(loader.search_paths) == len(set(loader.search_paths))   # boto3's data path once, however many sessions
