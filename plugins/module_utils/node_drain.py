@@ -20,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import retry_after_seconds, retry_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.choices import TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import (
     TRANSPORT_ERRORS,
     ApiException,
@@ -49,7 +50,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.errors import Roll
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, node_ready, node_summary
 from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names, read_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT, LABEL_EXCLUDE_LB
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
 
 # Upper bound of threads sending evictions, all nodes together.
 MAX_EVICTION_THREADS = 64
@@ -78,9 +79,9 @@ class DrainOptions:
     def __init__(self, params):
         self.timeout = parse_duration(params.get("timeout", "15m"), "timeout")
         self.timeout_action = params.get("timeout_action") or "fail"
-        if self.timeout_action not in drain_rules.TIMEOUT_ACTIONS:
+        if self.timeout_action not in TIMEOUT_ACTIONS:
             raise PlanError("timeout_action: %r is not allowed; use one of %s"
-                            % (self.timeout_action, ", ".join(drain_rules.TIMEOUT_ACTIONS)))
+                            % (self.timeout_action, ", ".join(TIMEOUT_ACTIONS)))
         self.force = bool(params.get("force"))
         self.delete_emptydir_data = bool(params.get("delete_emptydir_data"))
         self.disable_eviction = bool(params.get("disable_eviction"))

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import node_drain as drain
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import FakeKube, api_error, make_node, make_pod, pdb_429
 
 FAST = {"poll_interval": 0.01, "retry_max_delay": 0.05}
