@@ -19,7 +19,7 @@ LAYERS = (
     ("shared values and errors", {"errors", "values", "choices", "tags", "version", "at_once", "backoff"}),
     ("clients", {"clients"}),
     ("pure rules", {"drain", "node_health", "termination_gate", "node_edits", "lease_lock", "rollout", "report"}),
-    ("runners", {"launch_template", "node_group", "step", "surge", "terminate", "node_drain", "nodes", "validate", "locks",
+    ("runners", {"launch_template", "node_group", "step", "surge", "terminate", "node_drain", "node_drain_loop", "nodes", "validate", "locks",
                  "lock_keeper", "node_hosts"}),
 )
 
