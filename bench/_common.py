@@ -29,7 +29,7 @@ import time
 import xml.etree.ElementTree as ET  # nosec - reads the junit files Ansible just wrote
 
 from sandbox.cluster import Sandbox
-from tests.integration.harness import SandboxHandle
+from sandbox.drive.handle import SandboxHandle, install_collection_loader
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_WORKLOAD = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
@@ -296,19 +296,28 @@ class Run:
         return self.result["node_groups"][0]
 
 
+def rollout_rules():
+    """The product's own rules of a rollout's sizes and waves (plugins/module_utils/rollout/sizes.py and steps.py),
+    imported as Ansible imports them: the benches model a rollout with the functions that plan it, never a copy."""
+    install_collection_loader()
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import sizes, steps
+    return sizes, steps
+
+
 def replacement_waits(nodes, max_unavailable, surge):
     """How many times the rollout must wait for replacements to boot before it can drain again: what the pipeline
     (plugins/module_utils/rollout/steps.py) cannot go below.
 
     The Ready nodes never drop below nodes - max_unavailable and the group never holds more than nodes + surge
-    instances, so a wave drains at most surge + max_unavailable nodes (what the surge still serving allows), and the
-    next wave waits for the replacements of the terminations that did not pay the surge back (only the last ones do)."""
-    left, extra, owed, waits = nodes, surge, surge, 0
-    while left:
-        take = min(left, extra + max_unavailable)
-        paid = max(0, min(take, owed - (left - take)))
+    instances, so a wave drains at most surge + max_unavailable nodes (what the surge still serving allows: the
+    plan's ``wave_sizes``, no canary), and the next wave waits for the replacements of the terminations that did not
+    pay the surge back (``decrement_for``: only the last ones do)."""
+    _sizes, steps = rollout_rules()
+    left, owed, waits = nodes, surge, 0
+    for take in steps.wave_sizes(nodes, max_unavailable, surge, canary=False):
+        paid = steps.decrement_for(take, left, owed)
         owed -= paid
-        extra -= paid
         left -= take
         if left or take > paid:
             waits += 1
@@ -321,9 +330,9 @@ def estimate_inputs(delays, nodes, max_unavailable, max_surge, azs, pods_per_nod
     A wave drains surge + U nodes (the first one, the largest); each Deployment has pods_per_node x wave / deployments
     pods on them, and its budget lets ``pdb_max_unavailable`` of its replicas go at a time: that many rounds of pod
     termination + pod start, each followed by the drain's next look at the budget (every 2 wall seconds)."""
-    surge = math.ceil(nodes * int(max_surge[:-1]) / 100) if str(max_surge).endswith("%") else \
-        (int(max_surge) if str(max_surge).strip() else max(2 * azs, max_unavailable))
-    wave = min(nodes, surge + max_unavailable)
+    sizes, steps = rollout_rules()
+    surge = sizes.surge_count(str(max_surge).strip() or None, azs, max_unavailable, nodes)
+    wave = max(steps.wave_sizes(nodes, max_unavailable, surge, canary=False) or [0])
     replicas = nodes * pods_per_node / deployments
     percent = str(pdb_max_unavailable)
     allowed = max(1, math.floor(replicas * int(percent[:-1]) / 100) if percent.endswith("%") else int(percent))

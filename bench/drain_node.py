@@ -22,7 +22,7 @@ import time
 
 import yaml
 
-from tests.integration.harness import SandboxHandle
+from sandbox.drive.handle import SandboxHandle
 
 SHUTDOWN = "sandbox.nodeops.io/shutdown-seconds"
 CLIENT = "node_drain"

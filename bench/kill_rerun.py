@@ -8,12 +8,12 @@ rerun, which kills it again when the rerun gets that far (``killed`` lists each 
 The sandbox holds that request until the kill (sandbox/hold.py), so the point is exact, not a race. Nobody deletes
 the dead run's lock: the rerun starts once it has freed itself, one lock duration (``--lock``, 15 s) after the dead
 run's last renewal, as an operator who just runs the job again would see it; the playbook then runs to its end, and the trial
-converges when tests/integration/convergence.problems finds nothing: every instance on the target version, the
+converges when sandbox/drive/convergence.py's problems finds nothing: every instance on the target version, the
 original sizes, no state tag, suspended process, taint, cordon, label, annotation or lock left, every Deployment at
 full Ready replicas, and the invariant report clean over all the runs.
 
 One JSON line per trial, then a summary line and ``converged K/N``. ``--fixed`` runs the named points of
-tests/integration/kill.py instead (the test command runs those).
+sandbox/drive/kill.py instead (the test command runs those).
 
 Run from the repository root: ``.venv/bin/python -m bench.kill_rerun [--trials 20] [--seed 7] [--lock 15] [--fixed]``.
 """
@@ -26,9 +26,9 @@ import sys
 import tempfile
 import time
 
-from tests.integration.convergence import problems, sizes
-from tests.integration.harness import SandboxHandle
-from tests.integration.kill import POINTS, ROLE_VARS, kill_and_rerun, random_point
+from sandbox.drive.convergence import problems, sizes
+from sandbox.drive.handle import SandboxHandle
+from sandbox.drive.kill import POINTS, ROLE_VARS, kill_and_rerun, random_point
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_WORKLOAD = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
@@ -74,7 +74,7 @@ def main(argv=None):
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--lock", type=int, default=15, help="rolling_update_lock_duration in seconds (at least 15)")
-    parser.add_argument("--fixed", action="store_true", help="the named points of tests/integration/kill.py")
+    parser.add_argument("--fixed", action="store_true", help="the named points of sandbox/drive/kill.py")
     args = parser.parse_args(argv)
     if args.fixed:
         plans = list(POINTS.items())

@@ -5,7 +5,7 @@ Each trial starts a fresh sandbox (3 nodes in 3 AZs, the demo workload: Deployme
 random (seeded) from a clean run's request count: by a pause request (the group tagged ``nodeops.rollout/pause=true``)
 or by SIGKILL of the whole process tree (its Lease deleted). Then ``playbooks/cancel.yml`` or
 ``playbooks/rollback.yml`` ends it. The trials cycle through the four pairs (pause or kill, cancel or rollback). A
-trial is clean when tests/integration/stop_then_end.trial finds nothing left: the original sizes, no state tag,
+trial is clean when sandbox/drive/stop_then_end.py's trial finds nothing left: the original sizes, no state tag,
 suspended process, mark on a node or lock, every Deployment whole, the invariant report clean over both runs (no
 budget violated, no pod ended without eviction, the floor held), and after a rollback every instance on the version
 the group launched before.
@@ -23,8 +23,8 @@ import sys
 import tempfile
 import time
 
-from tests.integration.harness import SandboxHandle
-from tests.integration.stop_then_end import ENDS, STOPS, trial
+from sandbox.drive.handle import SandboxHandle
+from sandbox.drive.stop_then_end import ENDS, STOPS, trial
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_WORKLOAD = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")

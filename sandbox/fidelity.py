@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from sandbox.reference.rest import Rest
-from tests.integration.harness import SandboxHandle, wait_until
+from sandbox.drive.handle import SandboxHandle, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -104,7 +104,9 @@ def module_imports():
                 tree = ast.parse(handle.read())
             found = set()
             for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE + "."):
+                if isinstance(node, ast.ImportFrom) and node.module == PACKAGE:
+                    found.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE + "."):
                     base = node.module[len(PACKAGE) + 1:]
                     found.add(base)
                 elif isinstance(node, ast.Import):

@@ -49,7 +49,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import step_record
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 
 def step_record_filter(step, number, drain=None):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, int_at_least, is_number
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, int_at_least, is_number
 
 
 def backoff_delay(attempt, base=1.0, cap=30.0, jitter=None):

@@ -8,8 +8,6 @@ step of a rollout (``launch_template_version``): a new version with the target A
 
 from __future__ import annotations
 
-import re
-
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
     aws_clients,
     aws_errors,
@@ -24,12 +22,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     write_state,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state, state_writes, tags_to_dict
-
-AMI_ID_RE = re.compile(r"^ami-[0-9a-f]{8,17}$")
-SYMBOLIC_VERSIONS = ("$Latest", "$Default")
-_DIGITS_RE = re.compile(r"^[0-9]+$")
-_DESCRIPTION_LIMIT = 255
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state, state_writes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import AMI_ID_RE, DESCRIPTION_LIMIT, DIGITS_RE, check_target_options
+from ansible_collections.nodeops.rollout.plugins.module_utils.tags import tags_to_dict
 
 
 def template_spec(group):
@@ -87,7 +82,7 @@ def resolve_version(template, version, field="version"):
     if version == "$Latest":
         return int(template["LatestVersionNumber"])
     text = str(version).strip()
-    if isinstance(version, bool) or not _DIGITS_RE.match(text) or int(text) < 1:
+    if isinstance(version, bool) or not DIGITS_RE.match(text) or int(text) < 1:
         raise RolloutError("%s: %r is not allowed; use a version number (1 or more), $Latest or $Default" % (field, version))
     number = int(text)
     if number > int(template["LatestVersionNumber"]):
@@ -163,23 +158,6 @@ def _reusable_version(ec2, template, source_number, image_id):
     if (version.get("LaunchTemplateData") or {}).get("ImageId") == image_id:
         return version
     return None
-
-
-def check_target_options(params):
-    """Refuse a malformed version, AMI id or SSM parameter name (before any request), naming the option."""
-    version = params.get("version")
-    if version is not None:
-        text = str(version).strip()
-        if text not in SYMBOLIC_VERSIONS and (not _DIGITS_RE.match(text) or int(text) < 1):
-            raise RolloutError("version: %r is not allowed; use a version number (1 or more), $Latest or $Default" % (version,))
-    image_id = params.get("image_id")
-    if image_id is not None and not AMI_ID_RE.match(str(image_id)):
-        raise RolloutError("image_id: %r is not an AMI id; use an id such as ami-0123456789abcdef0" % (image_id,))
-    if params.get("ssm_parameter") is not None and not str(params["ssm_parameter"]).strip():
-        raise RolloutError("ssm_parameter: an empty name is not allowed; use the parameter's name or ARN")
-    description = params.get("version_description")
-    if description is not None and len(description) > _DESCRIPTION_LIMIT:
-        raise RolloutError("version_description: %d characters is not allowed; use at most %d" % (len(description), _DESCRIPTION_LIMIT))
 
 
 def resolve_target(params, ec2, ssm, group, region):
@@ -299,7 +277,7 @@ def run_launch_template_version(module):
             description = params.get("version_description") or "nodeops.rollout: %s from version %d" % (image_id, source_number)
             with aws_errors("CreateLaunchTemplateVersion", applied, params):
                 target_number = create_template_version(ec2, template["LaunchTemplateId"], source_number,
-                                                        description[:_DESCRIPTION_LIMIT], image_id)
+                                                        description[:DESCRIPTION_LIMIT], image_id)
             result["version"] = target_number
             result["target"]["version"] = target_number
             if params["set_default"]:

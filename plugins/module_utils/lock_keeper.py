@@ -37,7 +37,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock,
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import parse_duration
 
 LOCK_ARGUMENT_SPEC = dict(
     lock=dict(type="dict", options=dict(

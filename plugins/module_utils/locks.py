@@ -17,7 +17,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import parse_duration
 
 # Reads and writes of one decision before a run of 409s is reported.
 CONFLICT_ATTEMPTS = 5

@@ -25,12 +25,18 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     termination_hooks,
     warm_pool,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, stranded_volumes
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target, override_refusals, template_spec
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, failed_to_join, node_summary
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import (
+    INSTANCE_NODE_FIELDS,
+    failed_to_join,
+    instance_id_of,
+    node_summary,
+    nodes_by_instance,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, start_refusal, window_report
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import (
     DEFAULT_TAINT_KEY,
@@ -43,7 +49,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan impor
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     PlanError,
     parse_checkpoints,
     parse_duration,
@@ -51,7 +57,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values imp
     parse_int_or_percent,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import parse_windows
-from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch, instance_id_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import cluster_mismatch
 
 _PUBLIC_INSTANCE_KEYS = ("instance_id", "az", "lifecycle_state", "health_status", "launch_template", "image_id",
                          "instance_type", "launch_time", "private_dns_name", "ec2_state", "protected_from_scale_in",

@@ -46,6 +46,11 @@ def parse_provider_id(provider_id):
     return (parts[-2] if len(parts) >= 2 else None), parts[-1]
 
 
+def instance_id_of(provider_id):
+    """``aws:///us-east-1a/i-0abc`` -> ``i-0abc`` (None for other providers); see :func:`parse_provider_id`."""
+    return parse_provider_id(provider_id)[1]
+
+
 # Taints the node lifecycle controller keeps on a node while the node is not fit for pods (not-ready, unreachable,
 # memory-pressure, network-unavailable, ...); the cordon's own taint (unschedulable) is read as the cordon.
 _CONDITION_TAINT_PREFIX = "node.kubernetes.io/"
@@ -115,6 +120,18 @@ def node_summary(node, fields=HEALTH_FIELDS):
         "annotations": dict(metadata.get("annotations") or {}),
     }
     return {field: facts[field] for field in fields}
+
+
+def nodes_by_instance(nodes):
+    """``{instance id: node summary}`` for every node (API JSON form, as KubeApi.list_nodes returns them) whose
+    providerID names an EC2 instance."""
+    found = {}
+    for node in nodes:
+        summary = node_summary(node, INSTANCE_NODE_FIELDS)
+        instance_id = instance_id_of(summary["provider_id"])
+        if instance_id:
+            found[instance_id] = summary
+    return found
 
 
 def failed_to_join(instances, up_to_date_ids, now, join_timeout):

@@ -8,7 +8,7 @@ needs - its node, AZ, instance, launch template version and whether it is outdat
 them, so that consecutive hosts alternate AZs.
 
 The reads are the modules' own: ``launch_template.resolve_target`` (the target of ``launch_template_version``, never
-created here), ``clients.aws.group_instances``, ``clients.kube.nodes_by_instance`` and ``rollout.outdated``.
+created here), ``clients.aws.group_instances``, ``node_health.nodes_by_instance`` and ``rollout.outdated``.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ import re
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import aws_errors, group_instances, require_group
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import aws_connection
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options, resolve_target
+from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import resolve_target
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import join_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import plan_batches
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import check_target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, node_name_of, outdated_instances
 
 # The node group fields of rolling_update_node_groups that say the target; the option names of launch_template_version.

@@ -39,17 +39,18 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     target_states,
     termination_hooks,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, pinned_zones, volume_holds
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import join_nodes
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import failed_to_join, node_summary, ready_since
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import failed_to_join, node_summary, nodes_by_instance, ready_since
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, autoscaler_unprotected, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances, up_to_date_instances
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, stop_before
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state, tags_to_dict
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.tags import tags_to_dict
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import (
     BLOCKED,
     CANCEL,
@@ -63,7 +64,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps impo
     next_step,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import holding, instance_target_groups, parse_deregistration_timeout
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     PlanError,
     parse_checkpoints,
     parse_duration,

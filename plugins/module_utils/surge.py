@@ -51,7 +51,6 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes impo
     surged_sizes,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
-    TAG_INSTANCE_DETACHED,
     after_writes,
     detach_room_refusal,
     format_time,
@@ -63,7 +62,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state impo
     tag_room_refusal,
     valid_rollout_id,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration, parse_int_or_percent
+from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration, parse_int_or_percent
 
 
 def check_options(params):
@@ -307,7 +307,7 @@ class _Restore:
         if self.to_resume:
             resume_group_processes(autoscaling, self.name, self.to_resume)
             steps.append("resumed")
-        if clear_state(autoscaling, self.name, tags):
+        if clear_state(autoscaling, self.name, recorded_tags(tags)):
             steps.append("cleared")
         return steps
 

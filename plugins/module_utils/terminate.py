@@ -36,9 +36,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     warm_pool,
     write_state,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, node_pods, nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, node_pods
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_STATES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import (
     DECREMENT_OWED,
@@ -48,14 +49,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes impo
     sizes_of,
     surge_owed_now,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
-    TAG_INSTANCE_DETACHED_FROM,
-    after_writes,
-    group_state,
-    state_writes,
-    tags_to_dict,
-)
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import after_writes, group_state, state_writes
+from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED_FROM, tags_to_dict
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import node_index, node_of, refusal_message, termination_refusals
 
 # Nodes whose pods the termination gate lists at once.

@@ -24,14 +24,9 @@ nodes' providerIDs are not AWS ones): nothing is terminated, and the message nam
 from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import ANNOTATION_MIRROR, controller_of, pod_is_finished, pod_key
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import parse_provider_id
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import instance_id_of
 
 _SHOWN = 5
-
-
-def instance_id_of(provider_id):
-    """``aws:///us-east-1a/i-0abc`` -> ``i-0abc`` (None for other providers); see ``node_health.parse_provider_id``."""
-    return parse_provider_id(provider_id)[1]
 
 
 def node_index(nodes):

@@ -11,7 +11,7 @@ import time
 from ansible_collections.nodeops.rollout.plugins.module_utils import node_health
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import parse_duration
 
 
 class ValidateOptions:

@@ -340,9 +340,9 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.choices import TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_drain import run_node_drain
 

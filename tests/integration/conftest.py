@@ -10,7 +10,7 @@ def start_sandbox(tmp_path_factory):
     started = []
 
     def _start(**kwargs):
-        from tests.integration.harness import SandboxHandle  # pylint: disable=import-outside-toplevel
+        from sandbox.drive.handle import SandboxHandle  # pylint: disable=import-outside-toplevel
         handle = SandboxHandle.start(str(tmp_path_factory.mktemp("sandbox")), **kwargs)
         started.append(handle)
         return handle

@@ -9,12 +9,12 @@ import time
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.integration.harness import promised_floor
+from sandbox.drive.handle import promised_floor
+from sandbox.drive.tags import PAUSE_TAG
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"
 STATE_PREFIX = "nodeops.rollout/"
-PAUSE_TAG = "nodeops.rollout/pause"
 # the role's own marks on a node: its taints, and the annotation that says a cordon is its own
 MARK_TAINTS = ("nodeops.rollout/outdated", "nodeops.rollout/queued")
 CORDONED = "nodeops.rollout/cordoned"
@@ -69,15 +69,6 @@ def lock_holder(sandbox, group=GROUP, namespace="kube-system"):
             return None
         raise
     return lease.spec.holder_identity or None
-
-
-def set_tag(sandbox, key, value, name=GROUP):
-    sandbox.aws("autoscaling").create_or_update_tags(Tags=[
-        {"ResourceId": name, "ResourceType": "auto-scaling-group", "Key": key, "Value": value, "PropagateAtLaunch": False}])
-
-
-def delete_tag(sandbox, key, name=GROUP):
-    sandbox.aws("autoscaling").delete_tags(Tags=[{"ResourceId": name, "ResourceType": "auto-scaling-group", "Key": key}])
 
 
 class Watcher(threading.Thread):

@@ -4,7 +4,7 @@ group read back, and the invariant report checked and recorded."""
 import json
 import os
 
-from tests.integration.harness import ROOT, promised_floor
+from sandbox.drive.handle import ROOT, promised_floor
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"

@@ -7,7 +7,7 @@ import re
 import subprocess
 
 from tests.integration.controls import GROUP
-from tests.integration.harness import BIN, ROOT, floor_until, promised_floor
+from sandbox.drive.handle import BIN, ROOT, floor_until, promised_floor
 from tests.integration.modules.conftest import assert_safe
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")

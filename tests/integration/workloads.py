@@ -2,7 +2,7 @@
 
 import os
 
-from tests.integration.harness import ROOT, wait_until
+from sandbox.drive.handle import ROOT, wait_until
 
 PINNED_BY_BUDGET = os.path.join(ROOT, "sandbox", "workloads", "pinned-by-budget.yaml")
 

@@ -20,13 +20,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import aws_connection, describe_aws_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import (
-    TAG_INSTANCE_DETACHED,
-    TAG_INSTANCE_DETACHED_FROM,
-    recorded_tags,
-    tags_to_dict,
-)
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import target_group_record
+from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM, tags_to_dict
 
 try:
     from botocore.exceptions import BotoCoreError, ClientError
@@ -49,6 +43,8 @@ DESCRIBE_WORKERS = 4
 _DETACH_CHUNK = 20   # DetachInstances takes at most 20 instances a call
 _EC2_TERMINATE_CHUNK = 1000
 _TARGET_GROUP_CHUNK = 20
+# AWS's deregistration delay of a target group whose attributes do not say.
+DEFAULT_DELAY_SECONDS = 300
 
 
 def aws_clients(module, *services):
@@ -271,7 +267,7 @@ def warm_pool(client, ec2, group):
 # ---------------------------------------------------------------------------------------------------------
 
 def group_target_groups(elbv2, group):
-    """The group's target groups (``TargetGroupARNs``) as ``rollout.targets.target_group_record``: one
+    """The group's target groups (``TargetGroupARNs``) as :func:`target_group_record`: one
     DescribeTargetGroups a chunk, one DescribeTargetGroupAttributes each; none (and no request) for a group without."""
     arns = list(group.get("TargetGroupARNs") or [])
     records = []
@@ -280,6 +276,16 @@ def group_target_groups(elbv2, group):
             attributes = elbv2.describe_target_group_attributes(TargetGroupArn=description["TargetGroupArn"])["Attributes"]
             records.append(target_group_record(description, {item["Key"]: item["Value"] for item in attributes}))
     return sorted(records, key=lambda record: record["name"] or "")
+
+
+def target_group_record(description, attributes):
+    """One target group as the rollout uses it, from DescribeTargetGroups' entry and its attributes (``{key: value}``)."""
+    try:
+        delay = int(float(attributes.get("deregistration_delay.timeout_seconds", DEFAULT_DELAY_SECONDS)))
+    except (TypeError, ValueError):
+        delay = DEFAULT_DELAY_SECONDS
+    return {"name": description.get("TargetGroupName"), "arn": description.get("TargetGroupArn"),
+            "target_type": description.get("TargetType") or "instance", "deregistration_delay": max(0, delay)}
 
 
 def target_states(elbv2, arn):
@@ -358,8 +364,9 @@ def write_state(client, group_name, values, delete=()):
 
 
 def clear_state(client, group_name, tags):
-    """Delete every state tag (either format) present in ``tags`` (``{key: value}``) in one DeleteTags call."""
-    present = sorted(recorded_tags(tags))
+    """Delete the state tags ``tags`` (their keys: the group's tags that ``rollout.state.recorded_tags`` keeps) in one
+    DeleteTags call."""
+    present = sorted(tags)
     if not present:
         return []
     client.delete_tags(Tags=[

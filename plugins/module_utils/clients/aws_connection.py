@@ -18,6 +18,7 @@ import traceback
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.choices import RETRY_MODES
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.version import user_agent
 
@@ -41,7 +42,6 @@ def _botocore_exceptions():
     return sys.modules.get("botocore.exceptions")
 
 
-RETRY_MODES = ("standard", "adaptive")
 DEFAULT_RETRY_MODE = "standard"
 DEFAULT_MAX_ATTEMPTS = 10
 

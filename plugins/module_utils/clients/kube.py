@@ -23,8 +23,6 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, node_summary
-from ansible_collections.nodeops.rollout.plugins.module_utils.termination_gate import instance_id_of
 
 try:
     from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api, StorageV1Api
@@ -293,7 +291,7 @@ class KubeApi:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Nodes by instance
+# Watches and the pods of nodes
 # ---------------------------------------------------------------------------------------------------------
 
 def watch_events(response):
@@ -301,18 +299,6 @@ def watch_events(response):
     for line in iter_resp_lines(response):
         if line.strip():
             yield json.loads(line)
-
-
-def nodes_by_instance(nodes):
-    """``{instance id: node summary}`` for every node (API JSON form, as KubeApi.list_nodes returns them) whose
-    providerID names an EC2 instance."""
-    found = {}
-    for node in nodes:
-        summary = node_summary(node, INSTANCE_NODE_FIELDS)
-        instance_id = instance_id_of(summary["provider_id"])
-        if instance_id:
-            found[instance_id] = summary
-    return found
 
 
 def node_pods(api, names, label_selector=None, workers=1):

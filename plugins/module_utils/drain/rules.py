@@ -15,9 +15,8 @@ import re
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key, pdbs_selecting
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import int_or_percent, scaled_value
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import int_or_percent, scaled_value
 
-TIMEOUT_ACTIONS = ("fail", "skip", "force")
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 DEFAULT_GRACE_SECONDS = 30
 

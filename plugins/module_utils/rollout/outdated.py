@@ -18,15 +18,12 @@ version is the explicit, resolved version number (never ``$Latest``/``$Default``
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import INT_RE, PlanError, is_int, truthy
+from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import INT_RE, PlanError, is_int, truthy
 
 
 # Node annotation that asks for a node to be replaced even when its launch template is current.
 ANNOTATION_NEEDS_UPDATE = "nodeops.rollout/needs-update"
-
-
-# Instance tag of an instance detached from its group for surge by an earlier run.
-TAG_DETACHED = "nodeops.rollout/detached"
 
 
 # EC2 tag holding the launch template version an instance was really launched with.
@@ -123,7 +120,7 @@ def check_standby_policy(policy, field="standby_instances"):
 
 def instance_is_detached(instance):
     """Whether an earlier run detached the instance for surge (tag ``nodeops.rollout/detached``)."""
-    return truthy((instance.get("tags") or {}).get(TAG_DETACHED))
+    return truthy((instance.get("tags") or {}).get(TAG_INSTANCE_DETACHED))
 
 
 def _instance_is_gone(instance):
@@ -174,7 +171,7 @@ def outdated_reasons(instance, target):
     target = normalize_target(target)
     reasons = []
     if instance_is_detached(instance):
-        reasons.append("detached from the group for surge by an earlier run (tag %s)" % TAG_DETACHED)
+        reasons.append("detached from the group for surge by an earlier run (tag %s)" % TAG_INSTANCE_DETACHED)
     template = instance.get("launch_template") or {}
     template_id = template.get("id")
     if not template_id:

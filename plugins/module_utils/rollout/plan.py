@@ -25,7 +25,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import checkpoint_counts, decrement_for, wave_sizes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import instance_target_groups, plan_target_groups
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, ceil_percent, int_at_least, is_int, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, ceil_percent, int_at_least, is_int, parse_duration
 
 
 # Tasks of the role that call a module outside the steps once the group is locked (setup, scale up, scale down), and
@@ -113,7 +113,7 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
 
     ``group_size`` defaults to the instances in service or pending; ``az_count`` to the number of their AZs.
     ``max_unavailable`` and ``max_surge`` are the user's settings (see :func:`max_unavailable_count` and
-    :func:`surge_count`); ``target_groups``: the group's target groups (``rollout.targets.target_group_record``). The
+    :func:`surge_count`); ``target_groups``: the group's target groups (``clients.aws.target_group_record``). The
     surge actually used never exceeds the number of outdated instances still in the group: launching more new instances
     than will be replaced only costs money and time. ``standby`` is what the rollout does with outdated instances in
     Standby (``rollout.outdated.STANDBY_POLICIES``): with ``terminate`` or ``wait`` they are outdated too, but in no wave

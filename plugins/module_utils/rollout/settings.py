@@ -18,16 +18,14 @@ import os
 import re
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import RETRY_MODES
+from ansible_collections.nodeops.rollout.plugins.module_utils.choices import METHODS, RETRY_MODES, TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import check_target_options
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import check_target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import ON_FAILURE
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import plan_step_seconds
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import METHODS
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     PlanError,
     parse_checkpoints,
     parse_duration,

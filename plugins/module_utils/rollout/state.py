@@ -34,10 +34,9 @@ import re
 from collections import namedtuple
 from datetime import datetime, timezone
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.choices import METHODS
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import TAG_DETACHED
-
-TAG_PREFIX = "nodeops.rollout/"
+from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM, TAG_PREFIX, tags_to_dict
 
 TAG_STATE = TAG_PREFIX + "state"
 TAG_PROGRESS = TAG_PREFIX + "progress"
@@ -55,11 +54,7 @@ MAX_VALUE_LENGTH = 256
 AWS_TAG_PREFIX = "aws:"
 
 # EC2 tags on instances detached for surge.
-TAG_INSTANCE_DETACHED = TAG_DETACHED
-TAG_INSTANCE_DETACHED_FROM = TAG_PREFIX + "detached-from"
 DETACHED_TAGS = (TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM)
-
-METHODS = ("scale", "detach")
 
 _INT_RE = re.compile(r"^[0-9]+$")
 _ROLLOUT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
@@ -187,11 +182,6 @@ _LEGACY_KINDS = {"suspended_processes": _Kind(*_processes_kind(",")), "restore_s
 # ---------------------------------------------------------------------------------------------------------
 # Small readers shared with the modules
 # ---------------------------------------------------------------------------------------------------------
-
-def tags_to_dict(tags):
-    """``[{"Key": k, "Value": v}, ...]`` (as Auto Scaling and EC2 return tags) -> ``{k: v}``."""
-    return {tag["Key"]: tag.get("Value", "") for tag in tags or [] if "Key" in tag}
-
 
 def valid_rollout_id(value):
     """Whether ``value`` can be a rollout id: 1-64 letters, digits, ``.``, ``_``, ``:`` or ``-``, not starting with a symbol."""

@@ -53,7 +53,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
     instance_is_detached,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.room import nodes_with_room
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, ceil_percent, int_at_least, parse_time
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, ceil_percent, int_at_least, parse_time
 
 # Post-drain delays that end this close to the first one are waited for together: one termination call, not several.
 COALESCE_SECONDS = 5

@@ -16,29 +16,18 @@ alongside the drain. The wait is bounded: by default each target group's deregis
 :data:`MARGIN_SECONDS`, counted from the end of the drain; then the instance is terminated anyway (the Auto Scaling
 group deregisters it from its own target groups as it terminates it), and the step says so.
 
-Target groups are in :func:`target_group_record`'s shape; the targets of one target group are ``{target id: state}``
+Target groups are in ``clients.aws.target_group_record``'s shape; the targets of one target group are ``{target id: state}``
 as DescribeTargetHealth lists them.
 """
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
 
 # A target in one of these states still takes connections, or finishes the ones it has.
 HOLDING_STATES = ("healthy", "initial", "draining")
 # Seconds allowed beyond a target group's deregistration delay before the instance is terminated anyway.
 MARGIN_SECONDS = 30
-DEFAULT_DELAY_SECONDS = 300
-
-
-def target_group_record(description, attributes):
-    """One target group as the rollout uses it, from DescribeTargetGroups' entry and its attributes (``{key: value}``)."""
-    try:
-        delay = int(float(attributes.get("deregistration_delay.timeout_seconds", DEFAULT_DELAY_SECONDS)))
-    except (TypeError, ValueError):
-        delay = DEFAULT_DELAY_SECONDS
-    return {"name": description.get("TargetGroupName"), "arn": description.get("TargetGroupArn"),
-            "target_type": description.get("TargetType") or "instance", "deregistration_delay": max(0, delay)}
 
 
 def instance_target_groups(target_groups):

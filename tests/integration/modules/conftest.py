@@ -2,7 +2,7 @@
 
 import os
 
-from tests.integration.harness import ROOT
+from sandbox.drive.handle import ROOT
 
 DEMO = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 

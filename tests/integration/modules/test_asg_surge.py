@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.integration.harness import wait_until
+from sandbox.drive.handle import wait_until
 from tests.integration.modules.conftest import DEMO, assert_holds_workload, assert_safe, workload_pods
 
 GROUP = "sandbox-nodes"

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from tests.integration.harness import install_collection_loader
+from sandbox.drive.handle import install_collection_loader
 from tests.integration.modules.conftest import DEMO, assert_holds_workload, assert_safe, workload_pods
 
 OUTDATED = {"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}

@@ -2,8 +2,8 @@
 the drain waits it out (kube_api.UNREACHABLE_SECONDS) and the same run finishes the group, with no pod killed or deleted
 without eviction and no node terminated before it was drained (the invariant report, through convergence.problems)."""
 
-from tests.integration.convergence import problems, record, sizes
-from tests.integration.harness import wait_until
+from sandbox.drive.convergence import problems, record, sizes
+from sandbox.drive.handle import wait_until
 
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"]
 DOWN_SECONDS = 30

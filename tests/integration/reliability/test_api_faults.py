@@ -5,7 +5,7 @@ invariant report asserted: AWS throttling everywhere and 500s on EC2 (botocore's
 import json
 
 
-from tests.integration.convergence import problems, record, sizes
+from sandbox.drive.convergence import problems, record, sizes
 from tests.integration.modules.conftest import assert_safe
 
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from tests.integration.convergence import problems, record, sizes
-from tests.integration.harness import wait_until
+from sandbox.drive.convergence import problems, record, sizes
+from sandbox.drive.handle import wait_until
 from tests.integration.modules.conftest import assert_safe
 from tests.integration.workloads import pin_a_pod
 

@@ -1,11 +1,11 @@
 """Kill anywhere, the first half of a rollout: SIGKILL the whole ansible-playbook process tree at a point reached by
-construction (the sandbox holds the request the point names), rerun, and nothing is lost (see tests/integration/kill.py;
+construction (the sandbox holds the request the point names), rerun, and nothing is lost (see sandbox/drive/kill.py;
 the second half is test_kill_late.py, split so that the two halves run on two workers)."""
 
 import pytest
 
-from tests.integration.convergence import record
-from tests.integration.kill import POINTS, kill_and_rerun
+from sandbox.drive.convergence import record
+from sandbox.drive.kill import POINTS, kill_and_rerun
 
 
 # Only points reached through an AWS request can run on the reference backend (the real kube-apiserver cannot be held);

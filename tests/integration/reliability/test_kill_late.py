@@ -1,11 +1,11 @@
 """Kill anywhere, the second half of a rollout: waiting for replacements, mid-validation, mid-restore (a rollout killed
 twice is test_kill_random.py's), and one rerun that waits for the dead run's lock to expire instead of deleting it (see
-tests/integration/kill.py and test_kill_early.py)."""
+sandbox/drive/kill.py and test_kill_early.py)."""
 
 import pytest
 
-from tests.integration.convergence import record
-from tests.integration.kill import POINTS, kill_and_rerun
+from sandbox.drive.convergence import record
+from sandbox.drive.kill import POINTS, kill_and_rerun
 
 
 @pytest.mark.parametrize("point", ["waiting-for-replacements", "mid-validation", pytest.param("mid-restore", marks=pytest.mark.reference)])

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from tests.integration.convergence import record
-from tests.integration.kill import kill_and_rerun, random_point
+from sandbox.drive.convergence import record
+from sandbox.drive.kill import kill_and_rerun, random_point
 
 LOCK = 15
-# the collection's request count in a clean 3-node rollout with tests/integration/kill.py's ROLE_VARS (bench.kill_rerun)
+# the collection's request count in a clean 3-node rollout with sandbox/drive/kill.py's ROLE_VARS (bench.kill_rerun)
 CLEAN_RUN_REQUESTS = 164
 
 

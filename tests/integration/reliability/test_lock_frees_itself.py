@@ -12,9 +12,9 @@ import re
 
 from kubernetes import client
 
-from tests.integration.convergence import problems, sizes
-from tests.integration.harness import wait_until
-from tests.integration.kill import LEASE, ROLE_VARS, kill_tree, run_until_held
+from sandbox.drive.convergence import problems, sizes
+from sandbox.drive.handle import wait_until
+from sandbox.drive.kill import LEASE, ROLE_VARS, kill_tree, run_until_held
 from tests.integration.modules.conftest import assert_safe
 
 NAMESPACE = "kube-system"

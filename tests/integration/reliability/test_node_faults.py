@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.integration.convergence import group_of, problems, record, sizes
+from sandbox.drive.convergence import group_of, problems, record, sizes
 from tests.integration.modules.conftest import assert_safe
 
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",

@@ -1,15 +1,15 @@
 """The rollout stopped at a random point - a pause request, or a kill - then ended by the cancel or the rollback
-playbook (tests/integration/stop_then_end.py): nothing of the rollout is left, the floor held, no budget was violated
+playbook (sandbox/drive/stop_then_end.py): nothing of the rollout is left, the floor held, no budget was violated
 and no pod ended without eviction. Two trials keep the suite's time; bench/stop_then_end.py runs many."""
 
 import random
 
 import pytest
 
-from tests.integration.convergence import record
-from tests.integration.stop_then_end import trial
+from sandbox.drive.convergence import record
+from sandbox.drive.stop_then_end import trial
 
-# the collection's request count in a clean 3-node rollout with tests/integration/kill.py's ROLE_VARS (bench.kill_rerun)
+# the collection's request count in a clean 3-node rollout with sandbox/drive/kill.py's ROLE_VARS (bench.kill_rerun)
 CLEAN_RUN_REQUESTS = 164
 
 

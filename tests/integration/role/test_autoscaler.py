@@ -23,7 +23,7 @@ import time
 import pytest
 
 from tests.integration.group_states import FAST, GROUP, assert_invariants, assert_nothing_of_ours_left, group_of, node_of, sizes
-from tests.integration.harness import wait_until
+from sandbox.drive.handle import wait_until
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"

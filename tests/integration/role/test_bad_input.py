@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.integration.harness import BIN, ROOT
+from sandbox.drive.handle import BIN, ROOT
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"

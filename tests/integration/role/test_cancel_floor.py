@@ -11,21 +11,19 @@ import time
 
 from kubernetes import client
 
+from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
 from tests.integration.controls import (
     GROUP,
-    PAUSE_TAG,
     QUICK,
     Watcher,
     assert_invariants,
-    delete_tag,
     group_view,
     lock_holder,
     node_marks,
     result_of,
-    set_tag,
     terminated_by_rollout,
 )
-from tests.integration.harness import wait_until
+from sandbox.drive.handle import wait_until
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 # four nodes over two zones: a floor of three Ready nodes to keep (max_unavailable 1), with fewer instances to boot and

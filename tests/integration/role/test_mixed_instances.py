@@ -19,7 +19,7 @@ import os
 import pytest
 
 from tests.integration.group_states import GROUP, assert_invariants, assert_nothing_of_ours_left, group_of, playbook, sizes
-from tests.integration.harness import wait_until
+from sandbox.drive.handle import wait_until
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 UNHEALTHY = """

@@ -10,19 +10,17 @@ import os
 
 import pytest
 
+from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
 from tests.integration.controls import (
     CORDONED,
     GROUP,
     MARK_TAINTS,
-    PAUSE_TAG,
     QUICK,
     Watcher,
     assert_invariants,
-    delete_tag,
     group_view,
     node_marks,
     result_of,
-    set_tag,
     terminated_by_rollout,
 )
 

@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 import pytest
 
 from tests.integration.browser import render
-from tests.integration.harness import floor_until, promised_floor
+from sandbox.drive.handle import floor_until, promised_floor
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests.integration.harness import BIN, ROOT
+from sandbox.drive.handle import BIN, ROOT
 from tests.integration.modules.conftest import assert_safe
 from tests.integration.workloads import pin_a_pod
 

@@ -3,7 +3,7 @@ mutating request, and a run limited to one node group's hosts replaces that grou
 not surged, not suspended, not locked, no mark on its nodes. The invariant report is checked at the end."""
 
 from tests.integration.controls import GROUP, group_view, lock_holder, node_marks
-from tests.integration.convergence import problems
+from sandbox.drive.convergence import problems
 from tests.integration.serial_runs import DEMO, assert_floor, recap, serial
 
 OTHER = "sandbox-nodes-2"

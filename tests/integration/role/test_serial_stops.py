@@ -3,18 +3,16 @@ and a failure rolled back each leave the group released (no lock, no suspended p
 nodes it did not replace said so host by host. Each test checks the invariant report (floor, budgets, no pod ended
 without eviction)."""
 
+from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
 from tests.integration.controls import (
     GROUP,
-    PAUSE_TAG,
     Watcher,
-    delete_tag,
     group_view,
     lock_holder,
     node_marks,
-    set_tag,
     terminated_by_rollout,
 )
-from tests.integration.convergence import problems
+from sandbox.drive.convergence import problems
 from tests.integration.serial_runs import DEMO, PINNED, assert_floor, recap, serial
 FAILING_HOOK = """
 - name: smoke test the new nodes

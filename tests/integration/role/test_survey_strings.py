@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.integration.harness import floor_until, promised_floor
+from sandbox.drive.handle import floor_until, promised_floor
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from tests.integration.group_states import FAST, GROUP, group_of, node_of, sizes
-from tests.integration.harness import ROOT
+from sandbox.drive.handle import ROOT
 from tests.integration.modules.conftest import assert_safe
 from tests.integration.workloads import pin_a_pod
 

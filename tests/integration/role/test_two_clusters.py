@@ -18,7 +18,7 @@ import time
 import pytest
 import yaml
 
-from tests.integration.harness import BIN, ROOT, SandboxHandle, collections_path, promised_floor
+from sandbox.drive.handle import BIN, ROOT, SandboxHandle, collections_path, promised_floor
 
 # On the real kube-scheduler, whose default topology spread favours an untainted node, the pods evicted from the first
 # group would land on the second group's outdated nodes and move twice, were those not soft-tainted at the start of

@@ -13,8 +13,8 @@ import subprocess
 import pytest
 
 from tests.integration.controls import node_marks
-from tests.integration.convergence import group_of, problems, record, sizes
-from tests.integration.harness import BIN, ROOT, floor_until, promised_floor
+from sandbox.drive.convergence import group_of, problems, record, sizes
+from sandbox.drive.handle import BIN, ROOT, floor_until, promised_floor
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"

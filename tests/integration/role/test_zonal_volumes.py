@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from tests.integration.harness import promised_floor, wait_until
+from sandbox.drive.handle import promised_floor, wait_until
 from tests.integration.modules.conftest import assert_safe
 
 GROUP = "sandbox-nodes"

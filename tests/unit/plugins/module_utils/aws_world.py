@@ -22,6 +22,7 @@ from moto import mock_aws
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import run_launch_template_version
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import run_node_group_info
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
+from ansible_collections.nodeops.rollout.plugins.module_utils.tags import tags_to_dict
 from ansible_collections.nodeops.rollout.plugins.module_utils.surge import run_asg_surge
 from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import run_instance_terminate
 from ansible_collections.nodeops.rollout.plugins.modules import (
@@ -76,7 +77,7 @@ class World:
         return group["MinSize"], group["MaxSize"], group["DesiredCapacity"]
 
     def tags(self, name="workers"):
-        return rs.tags_to_dict(self.group(name)["Tags"])
+        return tags_to_dict(self.group(name)["Tags"])
 
     def member_ids(self, name="workers"):
         return sorted(instance["InstanceId"] for instance in self.group(name)["Instances"])

@@ -184,3 +184,24 @@ def test_ready_since_is_the_ready_conditions_last_transition_while_ready():
     not_ready["status"]["conditions"][0]["lastTransitionTime"] = "2026-11-25T07:00:05Z"
     assert node_health.ready_since(not_ready) is None
     assert node_health.ready_since(node("c", "i-3")) is None   # Ready, but no time reported
+
+
+@pytest.mark.parametrize("provider_id, expected", [
+    ("aws:///us-east-1a/i-0abc", "i-0abc"), ("aws:///us-east-1a/i-0abc/", "i-0abc"), ("gce://p/z/vm", None), (None, None),
+    ("aws:///us-east-1a/fargate-ip-1", None),
+])
+def test_instance_id_of(provider_id, expected):
+    assert node_health.instance_id_of(provider_id) == expected
+
+
+@pytest.mark.parametrize("provider_id, expected", [
+    ("aws:///us-east-1a/i-0123456789abcdef0", "i-0123456789abcdef0"),
+    ("aws:///us-east-1a/i-0123456789abcdef0/", "i-0123456789abcdef0"),
+    ("aws://us-east-1a/i-0abc12345", "i-0abc12345"),
+    ("gce://project/zone/vm-1", None),
+    ("aws:///us-east-1a/fargate-ip-10-0-0-1", None),
+    ("", None),
+    (None, None),
+])
+def test_instance_id_of_more_provider_id_forms(provider_id, expected):
+    assert node_health.instance_id_of(provider_id) == expected

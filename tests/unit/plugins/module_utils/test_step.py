@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.step import StepReader, check_options, wait_for_step
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import make_node
 

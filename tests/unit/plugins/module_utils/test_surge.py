@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import write_state
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
+from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM, TAG_PREFIX, tags_to_dict
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import mutating, recorded_state
 
 
@@ -23,7 +24,7 @@ def test_surge_records_suspends_and_raises_then_a_rerun_resumes_without_surging_
                                "after": {"min_size": 3, "max_size": 9, "desired_capacity": 6}}
     assert world.sizes() == (3, 9, 6) and world.suspended() == ["AZRebalance"]
     tags = world.tags()
-    assert sorted(key for key in tags if key.startswith(rs.TAG_PREFIX)) == [rs.TAG_PROGRESS, rs.TAG_STATE]
+    assert sorted(key for key in tags if key.startswith(TAG_PREFIX)) == [rs.TAG_PROGRESS, rs.TAG_STATE]
     state = recorded_state(world)
     assert state["rollout_id"] == "r-unit-1" and state["original_max_size"] == 6 and state["surge_owed"] == 3
     assert state["suspended_processes"] == ["AZRebalance"] and state["target_launch_template"] == world.lt_id
@@ -51,7 +52,7 @@ def test_restore_gives_back_the_exact_original_sizes_and_only_our_processes(worl
     assert result["sizes"]["after"] == {"min_size": 3, "max_size": 6, "desired_capacity": 3}
     assert world.sizes() == (3, 6, 3)
     assert world.suspended() == ["ScheduledActions"] and result["resumed_processes"] == ["AZRebalance"]
-    assert not [key for key in world.tags() if key.startswith(rs.TAG_PREFIX)]
+    assert not [key for key in world.tags() if key.startswith(TAG_PREFIX)]
     again = run("asg_surge", name="workers", state="restored")
     assert again["changed"] is False and "nothing to restore" in again["msg"]
 
@@ -114,8 +115,8 @@ def test_detach_surges_as_kops_does(world, run):
     assert not set(result["detached_instances"]) & set(world.member_ids()) and len(world.member_ids()) == 3
     for reservation in world.ec2.describe_instances(InstanceIds=result["detached_instances"])["Reservations"]:
         for instance in reservation["Instances"]:
-            tags = rs.tags_to_dict(instance["Tags"])
-            assert tags[rs.TAG_INSTANCE_DETACHED] == result["rollout_id"] and tags[rs.TAG_INSTANCE_DETACHED_FROM] == "workers"
+            tags = tags_to_dict(instance["Tags"])
+            assert tags[TAG_INSTANCE_DETACHED] == result["rollout_id"] and tags[TAG_INSTANCE_DETACHED_FROM] == "workers"
     assert recorded_state(world)["surge_owed"] == 0
     again = run("asg_surge", name="workers", method="detach", surge=2)
     assert again["changed"] is False and again["detached_instances"] == []
@@ -180,7 +181,7 @@ def test_a_rollout_recorded_by_the_previous_release_resumes_and_moves_to_the_two
     paid = run("instance_terminate", asg_name="workers", instance_ids=world.member_ids()[:1], decrement_desired_capacity="owed",
                delete_node=False)
     assert paid["decremented"] and paid["surge_owed"] == {"before": 2, "after": 1}
-    assert sorted(key for key in world.tags() if key.startswith(rs.TAG_PREFIX)) == [rs.TAG_PROGRESS, rs.TAG_STATE]
+    assert sorted(key for key in world.tags() if key.startswith(TAG_PREFIX)) == [rs.TAG_PROGRESS, rs.TAG_STATE]
     assert recorded_state(world) == dict(recorded, surge_owed=1)
 
 

@@ -91,24 +91,3 @@ def test_refusal_message_lists_each_instance():
     assert gate.refusal_message(refusals, "workers") == (
         "refused to terminate 2 instance(s) of Auto Scaling group 'workers' that are not drained, nothing was terminated: "
         "i-1: node ip-1 is not cordoned; drain it first (node_drain); i-2: no node")
-
-
-@pytest.mark.parametrize("provider_id, expected", [
-    ("aws:///us-east-1a/i-0abc", "i-0abc"), ("aws:///us-east-1a/i-0abc/", "i-0abc"), ("gce://p/z/vm", None), (None, None),
-    ("aws:///us-east-1a/fargate-ip-1", None),
-])
-def test_instance_id_of(provider_id, expected):
-    assert gate.instance_id_of(provider_id) == expected
-
-
-@pytest.mark.parametrize("provider_id, expected", [
-    ("aws:///us-east-1a/i-0123456789abcdef0", "i-0123456789abcdef0"),
-    ("aws:///us-east-1a/i-0123456789abcdef0/", "i-0123456789abcdef0"),
-    ("aws://us-east-1a/i-0abc12345", "i-0abc12345"),
-    ("gce://project/zone/vm-1", None),
-    ("aws:///us-east-1a/fargate-ip-10-0-0-1", None),
-    ("", None),
-    (None, None),
-])
-def test_instance_id_of_more_provider_id_forms(provider_id, expected):
-    assert gate.instance_id_of(provider_id) == expected

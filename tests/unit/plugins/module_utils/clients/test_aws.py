@@ -97,14 +97,23 @@ def test_write_state_is_one_call_without_propagation_then_one_delete():
     assert client.calls[-1][1]["Tags"] == [{"ResourceId": "workers", "ResourceType": "auto-scaling-group", "Key": "nodeops.rollout/surge-owed"}]
 
 
+def test_a_target_group_record_reads_the_delay_from_the_attributes():
+    web = {"name": "web", "arn": "arn:tg/web", "target_type": "instance", "deregistration_delay": 120}
+    description = {"TargetGroupName": "web", "TargetGroupArn": "arn:tg/web", "TargetType": "instance"}
+    assert aws.target_group_record(description, {"deregistration_delay.timeout_seconds": "120"}) == web
+    assert aws.target_group_record(description, {})["deregistration_delay"] == 300   # AWS's default
+    assert aws.target_group_record(dict(description, TargetType="ip"), {})["target_type"] == "ip"
+
+
 def test_clear_state_deletes_only_rollout_tags():
     client = _RecordingClient()
     recorded = {rs.TAG_STATE: "v2 id=r-1", rs.TAG_PROGRESS: "v2 owed=2", "nodeops.rollout/surge-owed": "2"}
-    removed = aws.clear_state(client, "workers", dict(recorded, **{"eks:nodegroup-name": "workers", "nodeops.rollout/other": "kept"}))
+    tags = dict(recorded, **{"eks:nodegroup-name": "workers", "nodeops.rollout/other": "kept"})
+    removed = aws.clear_state(client, "workers", rs.recorded_tags(tags))
     assert "eks:nodegroup-name" not in removed and "nodeops.rollout/other" not in removed
     assert set(removed) == set(recorded)
     assert client.calls[0][0] == "delete_tags"
-    assert aws.clear_state(client, "workers", {"eks:nodegroup-name": "workers"}) == []
+    assert aws.clear_state(client, "workers", rs.recorded_tags({"eks:nodegroup-name": "workers"})) == []
     assert len(client.calls) == 1
 
 

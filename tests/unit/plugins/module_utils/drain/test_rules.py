@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """drain/rules.py: restart instead of evict and what eviction answers mean; with the pre-flight of a drain (drain/preflight.py),
-the budget gates (drain/budgets.py) and the retry delays (backoff.py) as node_drain uses them."""
+the budget gates (drain/pacing.py) and the retry delays (backoff.py) as node_drain uses them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import retry_after_seconds, retry_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetGates, paced_by_budget
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pacing import BudgetGates, paced_by_budget
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, static_blockers
 
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.choices import METHODS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
 
 ALL_PROCESSES = ["AZRebalance", "AddToLoadBalancer", "AlarmNotification", "HealthCheck", "InstanceRefresh",
@@ -88,7 +89,7 @@ def test_only_characters_every_aws_service_takes_in_tags():
 
 @given(
     rollout_id=st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._:-]{0,63}\Z"),
-    method=st.sampled_from(rs.METHODS),
+    method=st.sampled_from(METHODS),
     sizes=st.tuples(st.integers(0, 500), st.integers(0, 500)).map(sorted),
     desired=st.integers(0, 500), surge=st.integers(0, 200), owed=st.integers(0, 200),
     version=st.one_of(st.none(), st.integers(1, 10 ** 6)),

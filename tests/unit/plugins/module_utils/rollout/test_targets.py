@@ -8,18 +8,11 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import targets
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 WEB = {"name": "web", "arn": "arn:tg/web", "target_type": "instance", "deregistration_delay": 300}
 API = {"name": "api", "arn": "arn:tg/api", "target_type": "instance", "deregistration_delay": 60}
 PODS = {"name": "pods", "arn": "arn:tg/pods", "target_type": "ip", "deregistration_delay": 30}
-
-
-def test_a_target_group_record_reads_the_delay_from_the_attributes():
-    description = {"TargetGroupName": "web", "TargetGroupArn": "arn:tg/web", "TargetType": "instance"}
-    assert targets.target_group_record(description, {"deregistration_delay.timeout_seconds": "120"}) == dict(WEB, deregistration_delay=120)
-    assert targets.target_group_record(description, {})["deregistration_delay"] == 300   # AWS's default
-    assert targets.target_group_record(dict(description, TargetType="ip"), {})["target_type"] == "ip"
 
 
 @pytest.mark.parametrize("state, held", [("healthy", True), ("initial", True), ("draining", True), ("unhealthy", False),

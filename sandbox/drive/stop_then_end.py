@@ -1,5 +1,5 @@
 """Stop a rollout at a random point, then end it: the property that every path giving capacity back keeps. The rollout
-of 3 nodes (tests/integration/kill.py's ROLE_VARS: max_surge 1) is stopped once the collection has made its k-th
+of 3 nodes (sandbox/drive/kill.py's ROLE_VARS: max_surge 1) is stopped once the collection has made its k-th
 request - by a pause request (the group tagged nodeops.rollout/pause=true: the run stops cleanly before its next step)
 or by SIGKILL of the whole ansible-playbook process tree (its Lease then deleted, as an operator does) - and is then
 ended by the cancel or the rollback playbook. Whatever the point, the end must leave nothing of the rollout behind
@@ -13,10 +13,10 @@ import json
 import threading
 import time
 
-from tests.integration.controls import PAUSE_TAG, delete_tag, set_tag
-from tests.integration.convergence import GROUP, problems, sizes
-from tests.integration.harness import promised_floor
-from tests.integration.kill import ROLE_VARS, free_the_lock, run_until_held
+from sandbox.drive.convergence import GROUP, problems, sizes
+from sandbox.drive.handle import promised_floor
+from sandbox.drive.kill import ROLE_VARS, free_the_lock, run_until_held
+from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
 
 STOPS = ("pause", "kill")
 ENDS = ("cancel", "rollback")

@@ -1,4 +1,4 @@
-"""What end-to-end tests use: a sandbox started as a user starts it, and modules run through real Ansible.
+"""What end-to-end tests and benchmarks use: a sandbox started as a user starts it, and modules run through real Ansible.
 
 - ``SandboxHandle.start(tmp_dir, ...)`` runs ``python -m sandbox up --detach`` (a separate process, so
   every sandbox has its own AWS state) and gives clients, faults and the invariant report.

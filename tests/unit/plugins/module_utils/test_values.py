@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""rollout/values.py: counts as an integer or a percentage, durations."""
+"""values.py: counts as an integer or a percentage, durations."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import assume, given, strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.values import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     PlanError,
     parse_checkpoints,
     parse_duration,

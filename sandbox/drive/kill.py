@@ -4,7 +4,7 @@
 A point is a list of holds (``sandbox/hold.py``), one per run: the sandbox stops the matching request of the
 collection before it is applied, the harness SIGKILLs the whole ``ansible-playbook`` process tree (as AWX cancelling a
 job or a controller dying does), then lets the request go unapplied. After the last kill the same playbook runs to
-its end, and :func:`tests.integration.convergence.problems` says whether anything was lost over all the runs.
+its end, and :func:`sandbox.drive.convergence.problems` says whether anything was lost over all the runs.
 
 A dead run leaves its lock, a Lease nothing renews any more, which frees itself within its duration: with
 ``wait_for_lock`` the rerun waits for that, as an operator who just runs the job again; without, the Lease is deleted at
@@ -14,8 +14,8 @@ import os
 import signal
 import time
 
-from tests.integration.convergence import GROUP, problems, sizes
-from tests.integration.harness import wait_until
+from sandbox.drive.convergence import GROUP, problems, sizes
+from sandbox.drive.handle import wait_until
 
 ROLE_VARS = ["rolling_update_post_drain_delay=1", "rolling_update_validate_interval=1s", "rolling_update_max_surge=1"]
 LEASE = "nodeops-rollout-" + GROUP
