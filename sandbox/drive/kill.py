@@ -1,5 +1,5 @@
 """Kill a rollout at an exact point and rerun it: the shared half of ``bench/kill_rerun.py`` and
-``tests/integration/reliability/test_kill_anywhere.py``.
+the kill tests (``tests/integration/reliability/test_kill_early.py``, ``test_kill_late.py``, ``test_kill_random.py``).
 
 A point is a list of holds (``sandbox/hold.py``), one per run: the sandbox stops the matching request of the
 collection before it is applied, the harness SIGKILLs the whole ``ansible-playbook`` process tree (as AWX cancelling a
