@@ -311,12 +311,11 @@ def test_the_last_step_names_the_marks_left_on_up_to_date_nodes_and_no_other_ste
     assert running["action"] == "run" and running["marked"] == []
 
 
-
 def test_a_relaunch_drains_then_terminates_only_the_instances_that_never_became_ready_nodes_without_a_decrement(world):
     ids = world.member_ids()
     # n0 never became Ready, the second instance never registered a node, the rest serve
-    nodes = [make_node("n0", instance_id=ids[0], ready=False)] + [make_node("n%d" % n, instance_id=instance_id)
-                                                                    for n, instance_id in enumerate(ids) if n > 1]
+    serving = [make_node("n%d" % n, instance_id=instance_id) for n, instance_id in enumerate(ids) if n > 1]
+    nodes = [make_node("n0", instance_id=ids[0], ready=False)] + serving
     api = NodesApi(nodes)
     world.asg.create_or_update_tags(Tags=[{"ResourceId": "workers", "ResourceType": "auto-scaling-group",
                                            "Key": "nodeops.rollout/pause", "Value": "true", "PropagateAtLaunch": False}])

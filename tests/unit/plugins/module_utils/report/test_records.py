@@ -93,8 +93,9 @@ def _group(**fields):
 
 
 def test_summary_says_per_group_what_was_replaced_in_what_time_with_how_many_evictions():
-    result = {"node_groups": [_group(), _group(name="spot", status="up to date", nodes_replaced=0, seconds=3.2,
-                                              evictions=0, plan={"outdated": [], "group_size": 3})]}
+    spot = _group(name="spot", status="up to date", nodes_replaced=0, seconds=3.2, evictions=0,
+                  plan={"outdated": [], "group_size": 3})
+    result = {"node_groups": [_group(), spot]}
     assert records.summary_lines(result) == [
         "workers: replaced, 6 of 6 nodes replaced in 3m 12s, 14 evictions",
         "spot: up to date, 0 of 0 nodes replaced in 3s, 0 evictions",
