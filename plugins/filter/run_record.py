@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: run_record
+short_description: A node group's run record after one event of its rollout
+version_added: 0.3.0
+author: nodeops.rollout maintainers (@nodeops)
+description:
+  - The role keeps one record per node group while it rolls it, and changes it only through this filter, one event at a
+    time, with what a module returned - the phases' clocks, each step of the step engine (its terminations, drains and
+    times), how the group stopped. M(nodeops.rollout.rollout_step) decides; the record only keeps what happened.
+  - C(nodeops.rollout.group_result) turns the record into the group's entry of C(rolling_update_result).
+positional: event
+options:
+  _input:
+    description: The group's record (anything for the event C(start)).
+    type: raw
+    required: true
+  event:
+    description:
+      - C(start) (with C(name)) begins a record; C(open) (with C(phase)) and C(close) time a phase; C(target) (with
+        C(target) and C(plan)) keeps what the setup resolved; C(steps) (with C(total) and C(count), C(replaced) or
+        C(apart)) begins a step loop; C(step) (with C(step), what rollout_step returned), C(drained) (with C(step) and
+        C(drain), what node_drain returned) and C(step_end) (with C(step) and C(drain)) keep one step; C(stop) (with
+        C(status), C(reason), C(message) and more fields of the stop) or C(status) end the group; C(rollback) begins a
+        rollback's phases; C(hook_failure) (with C(failure)) and C(restored) (with C(restore), what asg_surge
+        returned) keep those.
+    type: str
+    required: true
+    choices: [start, open, close, target, steps, step, drained, step_end, stop, status, rollback, hook_failure, restored]
+"""
+
+EXAMPLES = r"""
+- name: Keep the step
+  ansible.builtin.set_fact:
+    rolling_update__run: "{{ rolling_update__run | nodeops.rollout.run_record('step', step=rolling_update__step.step) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The record after the event.
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import apply
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
+
+
+def run_record(record, event, **data):
+    try:
+        return apply(record, event, **data)
+    except PlanError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+class FilterModule:
+    """nodeops.rollout.run_record"""
+
+    def filters(self):
+        return {"run_record": run_record}

@@ -1,0 +1,357 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""One node group's run record: what the role keeps of a group while it rolls it, and the group's result. Pure.
+
+The role keeps one record per group (the fact ``rolling_update__run``) and changes it only through :func:`apply`, one
+event at a time, with what a module returned: the phases' clocks, each step of the step engine (its terminations,
+drains and times), how the group stopped. :func:`group_result` turns the record into the group's entry of
+``rolling_update_result``, with the same fields whether the group finished, stopped or failed: the counts of a failed
+group are what the run did before it stopped. The serial playbook carries this one record between its plays.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, time_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
+
+# What the step loop counts its terminations as: nodes replaced (an upgrade, a rollback, a cancel's given back), or
+# apart from them (the scale down's pay back of surge left, the relaunch of instances that never became nodes).
+REPLACED, APART = "replaced", "apart"
+# The group's status once it stopped without finishing; 'started' while it rolls.
+STOPPED = ("paused", "failed", "rolled back", "cancelled", "no rollout")
+
+
+def start(name, now):
+    """A group's record at the start of its run."""
+    return {
+        "name": name, "status": "started", "stop": {}, "started_at": iso(now),
+        "phases": [], "phase_seconds": {}, "phase_open": None, "phase_prefix": "",
+        "steps": [], "step_number": 1, "step_open": False, "step_started_at": None, "finished": False,
+        "loop": {"count": REPLACED, "total": 0, "max": 0, "done": 0, "more": False},
+        "batches_done": [], "terminated_ids": [], "apart_ids": [], "termination_waits": [], "held": [],
+        "skipped_nodes": [], "new_nodes": [], "end_marked": [], "hook_failure": {},
+        "target": {}, "plan": {}, "autoscaler_delta": 0,
+        # whether the run changes the group (outdated instances, or a rollout recorded to finish), and whether
+        # outdated instances are left to replace (else the scale down finishes what an earlier run left)
+        "needed": False, "outdated_left": False,
+        # a cancel's or a rollback's read found a rollout recorded on the group
+        "recorded": False,
+    }
+
+
+def _seconds(since, now):
+    started = time_of(since)
+    return round((now - started).total_seconds(), 1) if started else 0.0
+
+
+def _open_phase(record, name, now):
+    record["phase_open"] = {"name": record["phase_prefix"] + name, "started_at": iso(now)}
+
+
+def _close_phase(record, now):
+    phase = record["phase_open"]
+    if not phase:
+        raise PlanError("close: no phase of %s is open" % record["name"])
+    seconds = _seconds(phase["started_at"], now)
+    record["phase_seconds"][phase["name"]] = seconds
+    record["phases"].append({"name": phase["name"], "started_at": phase["started_at"], "ended_at": iso(now), "seconds": seconds})
+    record["phase_open"] = None
+
+
+def _steps(record, count, total, first=None, bound=None):
+    """A step loop begins: its terminations count as ``count``; ``total`` is what it has to do (the progress lines);
+    ``bound``, the instances its steps may drain or terminate (default ``total``)."""
+    if count not in (REPLACED, APART):
+        raise PlanError("count: %r is not allowed; use %s or %s" % (count, REPLACED, APART))
+    total = int(total or 0)
+    record["step_number"] = len(record["steps"]) + 1 if first is None else int(first)
+    # every step drains or terminates something, and each instance is drained and terminated once: twice the count is
+    # enough, with room for drains a killed run left half done
+    record["loop"] = {"count": count, "total": total, "max": record["step_number"] - 1 + int(bound if bound is not None else total) * 2 + 5, "done": 0, "more": True}
+    record["finished"] = False
+    record["apart_ids"] = []
+    _count_done(record)
+
+
+def _count_done(record):
+    key = "terminated_ids" if record["loop"]["count"] == REPLACED else "apart_ids"
+    record["loop"]["done"] = len(set(record[key]))
+
+
+PLAN_KEYS = ("surge", "batch_size", "batch_count", "canary", "eta_seconds", "target_groups", "batches", "group_size",
+             "taint_effect", "timings", "standby", "protected")
+
+
+def _setup(record, group, target):
+    """The setup resolved the target and read the group (node_group_info's group, with its plan)."""
+    if not isinstance(group, dict) or not isinstance(group.get("plan"), dict):
+        raise PlanError("group: %r is not allowed; use a node group node_group_info returned with its plan" % (group,))
+    outdated = int(group.get("outdated_count") or 0)
+    resumed = group.get("state") is not None
+    record["target"] = target or {}
+    record["needed"] = outdated > 0 or resumed
+    record["outdated_left"] = outdated > 0
+    # set by the last step of this pass; a pass without steps gives nothing back before its end read
+    record["end_marked"] = []
+    # what the report shows of the plan beside what happened, and the model the progress lines correct
+    record["plan"] = dict({key: group["plan"].get(key) for key in PLAN_KEYS},
+                          outdated=[entry["instance_id"] for entry in group.get("outdated") or []], resumed=resumed)
+
+
+def _recorded(record, group, action):
+    """A cancel, a rollback or their plan read the rollout recorded on the group (node_group_info's group)."""
+    state = group.get("state") if isinstance(group, dict) else None
+    record["recorded"] = state is not None
+    if state is None:
+        record["status"] = "no rollout"
+        record["stop"] = {"reason": "no rollout",
+                          "message": "no rollout is recorded on the group (no nodeops.rollout/* state tags); there is nothing to %s"
+                          % action}
+    else:
+        record["needed"] = True
+        record["target"] = group.get("target") or record["target"]
+
+
+def _planned(record, group, ltv, preflight, controls):
+    """The plan of a rollout or a rollback: node_group_info's group against the target launch_template_version
+    resolved (``ltv``), node_drain's pre-flight of the outdated nodes (its ``nodes``), the operator's controls."""
+    if not isinstance(group, dict) or not isinstance(group.get("plan"), dict):
+        raise PlanError("group: %r is not allowed; use a node group node_group_info returned with its plan" % (group,))
+    plan = group["plan"]
+    outdated = group.get("outdated") or []
+    preflight = preflight if isinstance(preflight, dict) else {}
+    found = [blocker for node in preflight.values() if isinstance(node, dict) for blocker in node.get("blocking") or []]
+    count = int(group.get("outdated_count") or 0)
+    record["needed"] = count > 0
+    record["status"] = "planned" if count > 0 else "up to date"
+    record["target"] = (ltv or {}).get("target") or {}
+    record["plan"] = {
+        "launch_template_version_created": bool((ltv or {}).get("created")),
+        "outdated": [entry["instance_id"] for entry in outdated],
+        "outdated_nodes": [entry["node"] for entry in outdated if entry.get("node")],
+        "surge": plan.get("surge"), "batch_size": plan.get("batch_size"), "canary": plan.get("canary"),
+        "batches": plan.get("batches"), "eta_seconds": plan.get("eta_seconds"), "target_groups": plan.get("target_groups"),
+        "preflight": preflight,
+        "blockers": [entry for entry in found if entry.get("severity") == "error"],
+        "warnings": [entry for entry in found if entry.get("severity") != "error"],
+        "standby": plan.get("standby"), "protected": plan.get("protected"),
+        "controls": controls or {},
+    }
+
+
+def cancel_release(group):
+    """The nodes a cancel gives back without terminating them: every marked node its pay back does not take."""
+    paid = {entry.get("node") for entry in group.get("cancel_payback") or []}
+    return [entry for entry in group.get("marked_outdated") or [] if entry.get("node") not in paid] + list(group.get("marked") or [])
+
+
+def _cancel_planned(record, group):
+    """The plan of a cancel: what it would give back and release (node_group_info's group, with the rollout recorded)."""
+    state = group.get("state") or {}
+    record["status"] = "planned"
+    record["needed"] = True
+    record["plan"] = {"cancel_payback": list(group.get("cancel_payback") or []), "release": cancel_release(group),
+                      "rollout_id": state.get("rollout_id")}
+
+
+def _step(record, step, now):
+    """rollout_step decided a step."""
+    if not isinstance(step, dict):
+        raise PlanError("step: %r is not allowed; use the step rollout_step returned" % (step,))
+    record["finished"] = step.get("action") in ("done", "pause")
+    record["held"] = list(step.get("held") or [])
+    record["new_nodes"] = list(step.get("new_nodes") or [])
+    record["end_marked"] = list(step.get("marked") or [])
+    record["step_open"] = True
+    record["step_started_at"] = iso(now)
+
+
+def _terminated(record, step):
+    """The step's terminations went through the termination gate."""
+    terminated = list(step.get("terminate") or [])
+    if terminated:
+        key = "terminated_ids" if record["loop"]["count"] == REPLACED else "apart_ids"
+        record[key] = record[key] + terminated
+        record["termination_waits"] = record["termination_waits"] + list(step.get("termination_waits") or [])
+        _count_done(record)
+
+
+def batch_record(record, step, drain, now):
+    """The entry of ``batches_done`` for a step whose drain ran (also one that skipped nodes)."""
+    nodes = list((drain.get("nodes") or {}).values())
+    skipped = list(drain.get("skipped_nodes") or [])
+
+    def every(field):
+        return [item for node in nodes for item in (node.get(field) or [])]
+
+    return {
+        "index": record["step_number"],
+        "instance_ids": [entry["instance_id"] for entry in step.get("drain") or [] if entry.get("node") not in skipped],
+        "nodes": list(drain.get("drained") or []),
+        "skipped_nodes": skipped,
+        "terminated": list(step.get("terminate") or []),
+        "decremented": step.get("decrement"),
+        "evicted": every("evicted"),
+        "restarted": [entry.get("pod") if isinstance(entry, dict) else entry for entry in every("restarted")],
+        "deleted": every("deleted"),
+        "force_deleted": every("force_deleted"),
+        "blocking": every("blocking"),
+        "drain_seconds": drain.get("seconds") or 0,
+        "waited_seconds": step.get("waited_seconds"),
+        "seconds": _seconds(record["step_started_at"], now),
+        "rollback": record["phase_prefix"] == "rollback_",
+    }
+
+
+def _drained(record, step, drain, now):
+    if not isinstance(drain, dict):
+        raise PlanError("drain: %r is not allowed; use what node_drain returned" % (drain,))
+    record["skipped_nodes"] = record["skipped_nodes"] + list(drain.get("skipped_nodes") or [])
+    record["batches_done"] = record["batches_done"] + [batch_record(record, step, drain, now)]
+
+
+def _step_end(record, step, drain):
+    """The step is over (or failed: ``drain`` is then the failed task's result): kept for the report."""
+    if not record["step_open"]:
+        return
+    record["steps"] = record["steps"] + [step_record(step, record["step_number"], drain)]
+    record["step_open"] = False
+    if not record["finished"]:
+        record["step_number"] += 1
+    # one more step, unless the loop is done or its steps ran out (the role then says so and stops)
+    record["loop"]["more"] = not record["finished"] and record["step_number"] <= record["loop"]["max"]
+
+
+def _stop(record, status, reason=None, message=None, **more):
+    record["status"] = status
+    if reason is not None:
+        record["stop"] = dict({"reason": reason, "message": message}, **more)
+
+
+EVENTS = ("start", "open", "close", "setup", "recorded", "planned", "cancel_planned", "target", "finish", "failed", "steps", "step", "terminated", "drained", "step_end", "stop", "status", "rollback", "hook_failure",
+          "restored")
+
+
+def apply(record, event, now=None, **data):
+    """The record after ``event`` (one of EVENTS) with ``data``; the record given is not changed."""
+    now = now or datetime.now(timezone.utc)
+    if event not in EVENTS:
+        raise PlanError("event: %r is not allowed; use one of %s" % (event, ", ".join(EVENTS)))
+    if event == "start":
+        return _flags(start(data["name"], now))
+    if not isinstance(record, dict) or "phases" not in record:
+        raise PlanError("record: %r is not a run record; start one with run_record's start" % (record,))
+    record = {key: (list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value)
+              for key, value in record.items()}
+    if event == "open":
+        _open_phase(record, data["phase"], now)
+    elif event == "close":
+        _close_phase(record, now)
+    elif event == "setup":
+        _setup(record, data["group"], data.get("target"))
+    elif event == "recorded":
+        _recorded(record, data["group"], data["action"])
+    elif event == "failed":
+        # a group rolled back after its failure says so, and from which target
+        rolled_back = record["status"] == "rolled back"
+        record["status"] = "rolled back" if rolled_back else "failed"
+        record["stop"] = {"reason": data.get("reason"), "failed_task": data.get("failed_task"), "message": data.get("message")}
+        if rolled_back:
+            record["stop"]["rolled_back_from"] = data.get("rolled_back_from")
+    elif event == "planned":
+        _planned(record, data["group"], data["ltv"], data.get("preflight"), data.get("controls"))
+    elif event == "cancel_planned":
+        _cancel_planned(record, data["group"])
+    elif event == "finish":
+        # the group's phases ran to their end (a paused group stays paused)
+        if record["status"] == "started":
+            record["status"] = "replaced" if record["needed"] else "up to date"
+    elif event == "target":
+        record["target"] = data.get("target") or {}
+        record["plan"] = data.get("plan") or {}
+    elif event == "steps":
+        _steps(record, data.get("count", REPLACED), data.get("total"), data.get("first"), data.get("bound"))
+    elif event == "step":
+        _step(record, data["step"], now)
+    elif event == "terminated":
+        _terminated(record, data["step"])
+    elif event == "drained":
+        _drained(record, data["step"], data["drain"], now)
+    elif event == "step_end":
+        _step_end(record, data["step"], data.get("drain"))
+    elif event == "stop":
+        _stop(record, data["status"], data.get("reason"), data.get("message"),
+              **{key: value for key, value in data.items() if key not in ("status", "reason", "message")})
+    elif event == "status":
+        record["status"] = data["status"]
+    elif event == "rollback":
+        # a rollback's phases are timed apart from the rollout's; the old nodes a drain of the rollout skipped are up to
+        # date now (the setup releases them), and the holds of its drained instances are not the rollback's
+        record["phase_prefix"] = "rollback_"
+        record["skipped_nodes"] = []
+        record["held"] = []
+    elif event == "hook_failure":
+        record["hook_failure"] = data.get("failure") or {}
+    elif event == "restored":
+        record["autoscaler_delta"] = int((data.get("restore") or {}).get("autoscaler_delta") or 0)
+    return _flags(record)
+
+
+def _flags(record):
+    """What the role's tasks ask of the record, each a plain flag."""
+    record["started"] = record["status"] == "started"
+    # the group's scale down runs: the run changes it and it neither paused nor stopped
+    record["scale_down"] = record["needed"] and record["started"]
+    # the run changed the group (what rolling_update_result's changed says)
+    record["changed"] = record["needed"] or record["status"] in ("cancelled", "rolled back", "failed")
+    # the group's run came to an end without a failure: the after_rollout hooks run
+    record["ended"] = record["status"] in ("replaced", "paused", "rolled back", "cancelled")
+    return record
+
+
+def group_result(record, plan_only=False, now=None):
+    """The group's entry in ``rolling_update_result``: its status, what stopped it, and what the run did."""
+    now = now or datetime.now(timezone.utc)
+    batches = record["batches_done"]
+
+    def every(field):
+        return [item for batch in batches for item in (batch.get(field) or [])]
+
+    result = {
+        "name": record["name"],
+        "status": record["status"],
+        "plan_only": bool(plan_only),
+        "target": record["target"],
+        "nodes_replaced": len(set(record["terminated_ids"])),
+        "batches": batches,
+        "evictions": len(every("evicted")),
+        "deleted": every("deleted"),
+        "force_deleted": every("force_deleted"),
+        "restarted": every("restarted"),
+        "blockers": every("blocking"),
+        "skipped_nodes": record["skipped_nodes"],
+        "termination_waits": record["termination_waits"],
+        "phase_seconds": record["phase_seconds"],
+        "seconds": _seconds(record["started_at"], now),
+        "plan": record["plan"],
+        "timeline": {"started_at": record["started_at"], "ended_at": iso(now), "phases": record["phases"]},
+        "steps": record["steps"],
+        # desired capacity moved by another actor during the rollout (a cluster-autoscaler's scale-out or scale-in),
+        # left as it was: the group ends that much above or below its original size
+        "autoscaler_delta": record["autoscaler_delta"],
+        "new_nodes": record["new_nodes"],
+    }
+    result.update(record["stop"])
+    return result
+
+
+def with_group(result, record, plan_only=False, now=None):
+    """``rolling_update_result`` with the group's entry added (and changed, when the run changed the group)."""
+    if not isinstance(result, dict) or not isinstance(result.get("node_groups"), list):
+        raise PlanError("into: %r is not allowed; use rolling_update_result" % (result,))
+    return dict(result, changed=bool(result.get("changed")) or record["changed"],
+                node_groups=result["node_groups"] + [group_result(record, plan_only, now)])

@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: nodeops.rollout maintainers
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run record: what a group's rollout keeps, event by event, and the result made from it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import apply, group_result, with_group
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
+
+T0 = datetime(2026, 11, 28, 9, 0, 0, tzinfo=timezone.utc)
+
+
+def at(seconds):
+    return T0 + timedelta(seconds=seconds)
+
+
+def group(outdated=2, state=None):
+    return {"outdated_count": outdated, "state": state,
+            "outdated": [{"instance_id": "i-%d" % n, "node": "n-%d" % n} for n in range(outdated)],
+            "plan": {"surge": 1, "batch_size": 1, "batch_count": outdated, "canary": False, "eta_seconds": 60,
+                     "target_groups": [], "batches": [], "group_size": 3, "taint_effect": "PreferNoSchedule",
+                     "timings": {}, "standby": {}, "protected": []}}
+
+
+def step(action="step", terminate=(), drain=(), decided=0):
+    return {"action": action, "terminate": list(terminate), "decrement": len(terminate), "termination_waits": [],
+            "drain": [{"node": node, "instance_id": "i-" + node[2:]} for node in drain], "held": ["i-9"] if action == "step" else [],
+            "new_nodes": [{"node": "new-1"}], "marked": [], "validate": [], "waited_seconds": 0,
+            "decided_at": at(decided).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z", "outdated_left": 1}
+
+
+def drain(nodes, skipped=(), evicted=1):
+    return {"nodes": {node: {"status": "drained", "evicted": ["pod-%s-%d" % (node, k) for k in range(evicted)],
+                             "blocking": [{"pod": "stuck"}] if node in skipped else []} for node in nodes},
+            "drained": [node for node in nodes if node not in skipped], "skipped_nodes": list(skipped), "seconds": 4}
+
+
+def upgrade(record):
+    record = apply(record, "open", now=at(0), phase="setup")
+    record = apply(record, "setup", now=at(1), group=group(), target={"version": "2"})
+    record = apply(record, "close", now=at(2))
+    record = apply(record, "open", now=at(2), phase="upgrade")
+    record = apply(record, "steps", now=at(2), total=2)
+    first, second, last = step(drain=["n-0"], decided=3), step(terminate=["i-0"], drain=["n-1"], decided=10), step("done", ["i-1"], decided=20)
+    for moment, this, drained in ((3, first, drain(["n-0"])), (10, second, drain(["n-1"])), (20, last, None)):
+        record = apply(record, "step", now=at(moment), step=this)
+        record = apply(record, "terminated", now=at(moment), step=this)
+        if drained:
+            record = apply(record, "drained", now=at(moment + 4), step=this, drain=drained)
+        record = apply(record, "step_end", now=at(moment + 5), step=this, drain=drained)
+    return apply(record, "close", now=at(25))
+
+
+def test_an_upgrade_keeps_its_phases_steps_terminations_and_evictions_and_ends_replaced():
+    record = apply(upgrade(apply(None, "start", now=T0, name="ng")), "finish", now=at(26))
+    assert [phase["name"] for phase in record["phases"]] == ["setup", "upgrade"]
+    assert record["phase_seconds"] == {"setup": 2.0, "upgrade": 23.0}
+    assert [entry["index"] for entry in record["steps"]] == [1, 2, 3] and record["step_number"] == 3
+    assert record["loop"] == {"count": "replaced", "total": 2, "max": 9, "done": 2, "more": False}
+    result = group_result(record, now=at(30))
+    assert result["status"] == "replaced" and result["nodes_replaced"] == 2 and result["evictions"] == 2
+    assert result["seconds"] == 30.0 and result["plan"]["outdated"] == ["i-0", "i-1"] and result["target"] == {"version": "2"}
+    assert record["changed"] and record["ended"] and not record["scale_down"]
+
+
+def test_a_failed_drain_is_kept_with_the_step_that_failed_and_the_group_reads_failed():
+    record = apply(None, "start", now=T0, name="ng")
+    record = apply(record, "steps", now=at(1), total=2)
+    this = step(drain=["n-0"], decided=2)
+    record = apply(record, "step", now=at(2), step=this)
+    record = apply(record, "step_end", now=at(30), step=this, drain=drain(["n-0"], skipped=["n-0"]))
+    record = apply(record, "failed", now=at(31), reason="drain", failed_task="drain 1 nodes", message="blocked.")
+    result = group_result(record, now=at(31))
+    assert result["status"] == "failed" and result["reason"] == "drain" and result["failed_task"] == "drain 1 nodes"
+    assert result["steps"][0]["nodes"][0]["blocking"] == [{"pod": "stuck", "kind": None, "pdb": None, "message": None}]
+    assert result["nodes_replaced"] == 0 and record["changed"] and not record["ended"]
+
+
+def test_a_pay_back_counts_its_terminations_apart_from_the_nodes_replaced():
+    record = upgrade(apply(None, "start", now=T0, name="ng"))
+    record = apply(record, "steps", now=at(30), count="apart", total=1, bound=4)
+    assert record["step_number"] == 4 and record["loop"]["max"] == 3 + 4 * 2 + 5
+    payback = step("done", ["i-7"], decided=31)
+    record = apply(apply(record, "step", now=at(31), step=payback), "terminated", now=at(31), step=payback)
+    assert record["apart_ids"] == ["i-7"] and record["loop"]["done"] == 1
+    assert group_result(record, now=at(32))["nodes_replaced"] == 2
+
+
+def test_a_rollback_after_a_failure_says_so_and_from_which_target():
+    record = apply(apply(None, "start", now=T0, name="ng"), "rollback", now=at(1))
+    record = apply(record, "open", now=at(1), phase="setup")
+    assert record["phase_open"]["name"] == "rollback_setup"
+    record = apply(record, "status", now=at(2), status="rolled back")
+    record = apply(record, "failed", now=at(3), reason="new nodes", failed_task="validate", message="NotReady.",
+                   rolled_back_from={"version": "2"})
+    assert record["status"] == "rolled back" and record["stop"]["rolled_back_from"] == {"version": "2"}
+
+
+def test_a_cancel_with_no_rollout_recorded_is_not_started_and_says_there_is_nothing_to_cancel():
+    record = apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group={"state": None}, action="cancel")
+    assert not record["started"] and not record["recorded"] and record["status"] == "no rollout"
+    assert record["stop"]["message"].endswith("there is nothing to cancel")
+
+
+def test_the_plan_of_a_cancel_releases_the_marked_nodes_it_does_not_pay_back():
+    recorded = {"state": {"rollout_id": "r1"}, "cancel_payback": [{"node": "a"}],
+                "marked_outdated": [{"node": "a"}, {"node": "b"}], "marked": [{"node": "c"}]}
+    record = apply(apply(None, "start", now=T0, name="ng"), "cancel_planned", now=at(1), group=recorded)
+    assert record["plan"]["release"] == [{"node": "b"}, {"node": "c"}] and record["status"] == "planned"
+
+
+def test_a_plan_splits_what_the_preflight_found_into_blockers_and_warnings():
+    preflight = {"n-0": {"blocking": [{"pod": "p", "severity": "error"}, {"pod": "q", "severity": "warning"}]}}
+    record = apply(apply(None, "start", now=T0, name="ng"), "planned", now=at(1), group=group(),
+                   ltv={"target": {"version": "3"}, "created": True}, preflight=preflight, controls={})
+    assert record["plan"]["blockers"] == [{"pod": "p", "severity": "error"}] and len(record["plan"]["warnings"]) == 1
+    assert record["status"] == "planned" and record["plan"]["launch_template_version_created"] is True
+
+
+def test_the_result_gets_the_group_and_changed_only_when_the_run_changed_it():
+    up_to_date = apply(apply(None, "start", now=T0, name="a"), "setup", now=at(1), group=group(outdated=0), target={})
+    result = with_group({"node_groups": [], "changed": False}, apply(up_to_date, "finish", now=at(2)), now=at(3))
+    assert not result["changed"] and result["node_groups"][0]["status"] == "up to date"
+
+
+@pytest.mark.parametrize("event, data, field", [
+    ("dance", {}, "event"), ("steps", {"count": "some", "total": 1}, "count"), ("close", {}, "close"),
+    ("step", {"step": None}, "step"),
+])
+def test_a_wrong_event_is_refused_naming_what_is_wrong(event, data, field):
+    with pytest.raises(PlanError, match=field):
+        apply(apply(None, "start", now=T0, name="ng"), event, now=at(1), **data)
