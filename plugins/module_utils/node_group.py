@@ -184,7 +184,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         marked_old = marked_outdated(records, list(outdated), params.get("taint_key") or DEFAULT_TAINT_KEY)
     # Surge is paid back through outdated instances while there are any; what is left then is paid back here.
     payback = payback_choice(records, plan["up_to_date"], owed) if nodes is not None and not plan["outdated"] else []
-    return {
+    view = {
         "name": name,
         "arn": group.get("AutoScalingGroupARN"),
         "min_size": group["MinSize"],
@@ -221,6 +221,33 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
                       if nodes is not None else None),
         "state": state,
         "plan": plan,
+    }
+    view.update(group_flags(view))
+    return view
+
+
+def group_flags(view):
+    """What the role's tasks ask of a group as read (the view :func:`read_group` returns), each a plain flag, and the
+    lists they act on that are picked from the view."""
+    outdated_nodes = [entry["node"] for entry in view["outdated"] if entry.get("node")]
+    standby_left = [entry["instance_id"] for entry in (view["plan"].get("standby") or {}).get("instances") or [] if entry.get("outdated")]
+    stale_warm = list((view["plan"].get("warm_pool") or {}).get("outdated") or [])
+    return {
+        "outdated_nodes": outdated_nodes,
+        "standby_left": standby_left,
+        "stale_warm": stale_warm,
+        "has": {
+            "refusal": view["mismatch"] is not None or bool(view["refusals"]),
+            "outdated_nodes": bool(outdated_nodes),
+            "up_to_date": bool(view["up_to_date"]),
+            "marked": bool(view["marked"]),
+            "failed_to_join": bool(view["failed_to_join"]),
+            "leftovers": bool(view["leftovers"]),
+            "standby_left": bool(standby_left),
+            "stale_warm": bool(stale_warm),
+            "payback": bool(view["payback"]),
+            "rollout": view["state"] is not None,
+        },
     }
 
 

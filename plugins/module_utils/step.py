@@ -351,7 +351,15 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         if step["stop"] is not None and step["stop"]["stop"] == PAUSE:
             # a paused step does nothing: what it would have done waits for the run that resumes the rollout
             step.update(action=PAUSE, terminate=[], decrement=0, drain=[], validate=[])
+        step["does"] = step_does(step)
         return step
+
+
+def step_does(step):
+    """What a step does, as the flags the role's tasks run on: each task of a step asks one of them."""
+    return {"terminate": bool(step["terminate"]), "drain": bool(step["drain"]), "validate": bool(step["validate"]),
+            "protect": bool(step.get("protect")), "work": bool(step["terminate"] or step["drain"]),
+            "pause": step["action"] == PAUSE}
 
 
 def timeout_message(step, timeout, hooks=()):

@@ -494,6 +494,24 @@ node_groups:
           rollout may end. Null with O(include_nodes=false).
       type: list
       elements: str
+    outdated_nodes:
+      description: The names of the outdated instances' nodes (outdated instances that are no node are left out).
+      type: list
+      elements: str
+    standby_left:
+      description: The outdated instances in Standby (see C(plan.standby)), which a rollout with O(standby_instances=ignore) leaves.
+      type: list
+      elements: str
+    stale_warm:
+      description: The warm pool's instances built from another version than the target (C(plan.warm_pool.outdated)).
+      type: list
+      elements: str
+    has:
+      description:
+        - What the role's tasks ask of the group, each a flag - C(refusal) (C(mismatch) or C(refusals) says the group cannot
+          be rolled), C(outdated_nodes), C(up_to_date), C(marked), C(failed_to_join), C(leftovers), C(standby_left),
+          C(stale_warm) and C(payback) (the lists of the same names are not empty), C(rollout) (a rollout is recorded).
+      type: dict
     state:
       description:
         - The rollout recorded on the group, or null when none is.

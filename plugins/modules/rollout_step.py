@@ -361,6 +361,12 @@ step:
     goal:
       description: O(goal), as decided.
       type: str
+    does:
+      description:
+        - What the step does, as flags (the role's tasks each run on one of them) - C(terminate), C(drain),
+          C(validate) and C(protect) (the lists of the same names are not empty), C(work) (it terminates or drains),
+          C(pause) (the action is V(pause)).
+      type: dict
     protect:
       description:
         - While a rollout is recorded on the group, the nodes of its up-to-date instances that carry no
