@@ -454,4 +454,3 @@ def test_certificates_are_verified_by_default(run_module):
     _module, connection = _module_connection(run_module, dict(KEYS, region="us-east-1"))
     # botocore's own CA bundle (a path), never False
     assert connection.options["validate_certs"] is True and _verify(connection.client("autoscaling")) not in (False, None)
-
