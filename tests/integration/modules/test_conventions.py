@@ -92,8 +92,9 @@ def test_a_module_runs_with_amazon_aws_and_kubernetes_core_option_names_only(san
 # ---- action groups ---------------------------------------------------------------------------------------------------
 
 def stand_in_collections(base):
-    """(Not beside a playbook: ansible-playbook reads the collections/ directory next to the playbook.) Minimal amazon.aws and kubernetes.core collections: a meta/runtime.yml declaring their groups aws and k8s, as the
-    real ones do, and for amazon.aws one module (listed in its group) that returns the options it was given."""
+    """Minimal amazon.aws and kubernetes.core collections: a meta/runtime.yml declaring their groups aws and k8s, as the
+    real ones do, and for amazon.aws one module (listed in its group) that returns the options it was given. ``base``
+    must not be beside a playbook: ansible-playbook also reads the collections/ directory next to the playbook."""
     aws = base / "ansible_collections" / "amazon" / "aws"
     k8s = base / "ansible_collections" / "kubernetes" / "core"
     for root, group, modules in ((aws, "aws", ["aws_caller_info"]), (k8s, "k8s", [])):
