@@ -74,7 +74,7 @@ AWS_ARGUMENT_SPEC = dict(
     session_token=dict(type="str", no_log=True, aliases=["aws_session_token", "security_token", "aws_security_token"]),
     endpoint_url=dict(type="str", aliases=["aws_endpoint_url", "ec2_url"]),
     aws_ca_bundle=dict(type="path"),
-    validate_certs=VALIDATE_CERTS_SPEC,
+    validate_certs=dict(VALIDATE_CERTS_SPEC),
     retry_mode=dict(type="str", choices=list(RETRY_MODES), default=DEFAULT_RETRY_MODE),
     max_attempts=dict(type="int", default=DEFAULT_MAX_ATTEMPTS),
 )

@@ -98,7 +98,7 @@ K8S_ARGUMENT_SPEC = dict(
     context=dict(type="str"),
     host=dict(type="str"),
     api_key=dict(type="str", no_log=True),
-    validate_certs=VALIDATE_CERTS_SPEC,
+    validate_certs=dict(VALIDATE_CERTS_SPEC),
     ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
     client_cert=dict(type="path", aliases=["cert_file"]),
     client_key=dict(type="path", no_log=False, aliases=["key_file"]),
