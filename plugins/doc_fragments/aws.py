@@ -16,6 +16,7 @@ options:
       - When not set, E(AWS_REGION) is used, then E(AWS_DEFAULT_REGION), then the region of the selected profile
         in the AWS config file. The module fails if none of them gives a region.
     type: str
+    aliases: [aws_region, ec2_region]
   profile:
     description:
       - A named profile from the AWS config and credentials files.
@@ -23,27 +24,39 @@ options:
       - Mutually exclusive with O(access_key), O(secret_key) and O(session_token). When O(profile) is given as an
         option, keys in the environment are ignored, and the other way round.
     type: str
+    aliases: [aws_profile]
   access_key:
     description:
       - The AWS access key ID.
       - When not set, E(AWS_ACCESS_KEY_ID) is used, then E(AWS_ACCESS_KEY).
       - Must be given together with O(secret_key).
     type: str
+    aliases: [aws_access_key_id, aws_access_key, ec2_access_key]
   secret_key:
     description:
       - The AWS secret access key.
       - When not set, E(AWS_SECRET_ACCESS_KEY) is used, then E(AWS_SECRET_KEY).
     type: str
+    aliases: [aws_secret_access_key, aws_secret_key, ec2_secret_key]
   session_token:
     description:
       - The AWS session token, for temporary credentials.
       - When not set, E(AWS_SESSION_TOKEN) is used, then E(AWS_SECURITY_TOKEN).
     type: str
+    aliases: [aws_session_token, security_token, aws_security_token]
   endpoint_url:
     description:
       - Send every AWS API call to this URL instead of the regional AWS endpoints, for example a local AWS stand-in.
       - When not set, E(AWS_ENDPOINT_URL) is used, then E(AWS_URL).
     type: str
+    aliases: [aws_endpoint_url, ec2_url]
+  aws_ca_bundle:
+    description:
+      - Path to a CA bundle used to verify the TLS certificates of the AWS endpoints (every AWS API call, the EKS ones
+        of O(eks_cluster) included), instead of the bundle botocore ships.
+      - When not set, E(AWS_CA_BUNDLE) is used.
+      - Not used when O(validate_certs=false).
+    type: path
   retry_mode:
     description:
       - The botocore retry mode for throttled and transient errors.
@@ -62,6 +75,10 @@ requirements:
   - boto3 >= 1.34.0
   - botocore >= 1.34.0
 notes:
+  - The aliases of the options are the names amazon.aws modules take, so that connection options written for amazon.aws
+    (in C(module_defaults) too) work unchanged. The connection options set by C(module_defaults) on
+    C(group/amazon.aws.aws) and C(group/kubernetes.core.k8s) reach these modules as well, below the task's own
+    arguments (the collection's README, "Setting the options once").
   - Every AWS API call carries the user agent C(nodeops.rollout/<version> <module>), so that CloudTrail and
     request logs show which module made it.
 """

@@ -99,6 +99,59 @@ def host_entries(group_spec, records, target):
     return entries
 
 
+# The host variables an inventory's include_filters and exclude_filters may test (every one host_entries sets, but the
+# list of reasons).
+FILTER_KEYS = ("node_name", "instance_id", "availability_zone", "node_group", "launch_template_id", "launch_template_version",
+               "target_launch_template_version", "image_id", "lifecycle_state", "ready", "outdated")
+
+
+def _filter_text(value):
+    """A value as a filter compares it: booleans as true/false (YAML's yes/no/True too), everything else as text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    return {"yes": "true", "no": "false", "true": "true", "false": "false"}.get(text.lower(), text)
+
+
+def check_host_filters(filters, field):
+    """The plugin's ``include_filters`` or ``exclude_filters`` (named ``field``): a list of dicts of a host variable of
+    FILTER_KEYS to a value or a list of values. Returns them as ``[{key: [text, ...]}]``; raises RolloutError naming
+    the entry and the allowed keys."""
+    if filters is None:
+        return []
+    if not isinstance(filters, list):
+        raise RolloutError("%s: %r is not allowed; use a list of filters, each a dict of host variable to value(s)" % (field, filters))
+    checked = []
+    for index, entry in enumerate(filters):
+        where = "%s[%d]" % (field, index)
+        if not isinstance(entry, dict):
+            raise RolloutError("%s: %r is not allowed; use a dict of host variable to value(s), e.g. {outdated: true}" % (where, entry))
+        unknown = sorted(str(key) for key in entry if key not in FILTER_KEYS)
+        if unknown:
+            raise RolloutError("%s: %s is not a host variable to filter on; use %s" % (where, ", ".join(unknown), ", ".join(FILTER_KEYS)))
+        converted = {}
+        for key, value in entry.items():
+            values = value if isinstance(value, list) else [value]
+            if not values or any(isinstance(item, (dict, list)) or item is None for item in values):
+                raise RolloutError("%s.%s: %r is not allowed; use a value or a list of values" % (where, key, value))
+            converted[key] = [_filter_text(item) for item in values]
+        checked.append(converted)
+    return checked
+
+
+def _matches(hostvars, entry):
+    return all(_filter_text(hostvars.get(key)) in values for key, values in entry.items())
+
+
+def filter_hosts(hosts, include, exclude):
+    """The entries of ``hosts`` (host_entries's) kept by checked ``include`` and ``exclude`` filters, in their order:
+    with include filters, only hosts matching every key of one of them; then no host matching every key of an exclude
+    filter (exclude wins). A filter key's values are alternatives."""
+    return [host for host in hosts
+            if (not include or any(_matches(host["vars"], entry) for entry in include))
+            and not any(_matches(host["vars"], entry) for entry in exclude)]
+
+
 def batch_instances(batch, hostvars):
     """The instances a batch of the serial playbook replaces: ``{node group: [instance id, ...]}``, in the batch's
     order. ``batch``: the batch's hosts (``ansible_play_batch``); ``hostvars``: every host's variables, as

@@ -11,6 +11,9 @@ client again, about a second of CPU per task before the first request. Each modu
 the worker starts with them in memory and runs the module's ``main()`` in place: same arguments, same result, same check
 mode, no new interpreter.
 
+Either way, the connection options set by ``module_defaults`` on amazon.aws's and kubernetes.core's groups reach the
+module (plugin_utils/foreign_groups.py).
+
 The module runs the usual way (AnsiballZ, a new interpreter) whenever in place could differ from it: a connection other
 than ``local``, ``become``, ``async``, or an ``ansible_python_interpreter`` other than the controller's own Python.
 """
@@ -30,6 +33,7 @@ from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.vars.clean import remove_internal_keys
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import warm_models
+from ansible_collections.nodeops.rollout.plugins.plugin_utils.foreign_groups import FOREIGN_GROUPS, foreign_connection_defaults, group_entries
 
 # the serialisation profile of a module without metadata (every module of this collection)
 PROFILE = "legacy"
@@ -68,6 +72,7 @@ class InWorkerAction(NormalAction):
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
+        self._task.args = dict(self._foreign_group_defaults(), **self._task.args)
         # ansible_python_interpreter, else the interpreter_python setting (ANSIBLE_PYTHON_INTERPRETER, ansible.cfg)
         interpreter = self._templar.template(C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars))
         if not runs_in_worker(self._connection.transport, self._play_context.become, self._task.async_val, interpreter):
@@ -75,6 +80,13 @@ class InWorkerAction(NormalAction):
         result = super(NormalAction, self).run(tmp, task_vars)  # pylint: disable=bad-super-call
         result.update(self._run_in_worker(task_vars))
         return result
+
+    def _foreign_group_defaults(self):
+        """The connection options set by ``module_defaults`` on group/amazon.aws.aws and group/kubernetes.core.k8s that
+        the task's arguments do not set (plugin_utils/foreign_groups.py), templated."""
+        values = {group: group_entries(self._task.module_defaults, group) for group, _spec in FOREIGN_GROUPS}
+        added = foreign_connection_defaults(values, self._task.args)
+        return self._templar.template(added) if added else {}
 
     def _run_in_worker(self, task_vars):
         module_args = dict(self._task.args)

@@ -17,6 +17,7 @@ import sys
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.choices import RETRY_MODES
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
@@ -53,18 +54,27 @@ AWS_ENV = {
     "secret_key": ("AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY"),
     "session_token": ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"),
     "endpoint_url": ("AWS_ENDPOINT_URL", "AWS_URL"),
+    "aws_ca_bundle": ("AWS_CA_BUNDLE",),
 }
+
+# The option that says whether TLS certificates are verified is one option for both APIs, as amazon.aws and
+# kubernetes.core both name it validate_certs (kubernetes.core's alias verify_ssl included): a module takes both sets.
+VALIDATE_CERTS_SPEC = dict(type="bool", aliases=["verify_ssl"])
 
 # Merge into a module's argument spec: dict(AWS_ARGUMENT_SPEC, **own_options).
 # Environment fallbacks are applied by aws_connection(), not by the argument spec, so that an option given
 # explicitly for one credential kind (profile or keys) is never contradicted by the environment of the other.
+# The aliases are amazon.aws's (its modules' common and region documentation fragments, older releases' names
+# included), so that options written for amazon.aws modules work unchanged here.
 AWS_ARGUMENT_SPEC = dict(
-    region=dict(type="str"),
-    profile=dict(type="str"),
-    access_key=dict(type="str", no_log=False),
-    secret_key=dict(type="str", no_log=True),
-    session_token=dict(type="str", no_log=True),
-    endpoint_url=dict(type="str"),
+    region=dict(type="str", aliases=["aws_region", "ec2_region"]),
+    profile=dict(type="str", aliases=["aws_profile"]),
+    access_key=dict(type="str", no_log=False, aliases=["aws_access_key_id", "aws_access_key", "ec2_access_key"]),
+    secret_key=dict(type="str", no_log=True, aliases=["aws_secret_access_key", "aws_secret_key", "ec2_secret_key"]),
+    session_token=dict(type="str", no_log=True, aliases=["aws_session_token", "security_token", "aws_security_token"]),
+    endpoint_url=dict(type="str", aliases=["aws_endpoint_url", "ec2_url"]),
+    aws_ca_bundle=dict(type="path"),
+    validate_certs=dict(VALIDATE_CERTS_SPEC),
     retry_mode=dict(type="str", choices=list(RETRY_MODES), default=DEFAULT_RETRY_MODE),
     max_attempts=dict(type="int", default=DEFAULT_MAX_ATTEMPTS),
 )
@@ -154,6 +164,16 @@ def resolve_aws_options(params, environ=None):
     if options["session_token"] and not options["access_key"]:
         raise AWSConfigurationError("session_token needs access_key and secret_key")
 
+    if options["validate_certs"] is None:
+        options["validate_certs"], sources["validate_certs"] = True, "default"
+    elif not isinstance(options["validate_certs"], bool):
+        try:
+            options["validate_certs"] = boolean(options["validate_certs"], strict=True)
+        except TypeError:
+            raise AWSConfigurationError("validate_certs must be a boolean (true/false, yes/no, 1/0), got %r" % (options["validate_certs"],)) from None
+    if options["aws_ca_bundle"]:
+        options["aws_ca_bundle"] = os.path.expanduser(os.path.expandvars(str(options["aws_ca_bundle"])))
+
     retry_mode = options["retry_mode"] or DEFAULT_RETRY_MODE
     if retry_mode not in RETRY_MODES:
         raise AWSConfigurationError("retry_mode must be one of %s, got %r" % (", ".join(RETRY_MODES), retry_mode))
@@ -214,6 +234,14 @@ def warm_models(services=SERVICES):
     _SHARED["warm"] = True
 
 
+def tls_verify(options):
+    """botocore's ``verify`` for resolved options: False when validate_certs is false (aws_ca_bundle then unused, as in
+    amazon.aws), else the aws_ca_bundle path, else None (botocore's own CA bundle)."""
+    if options.get("validate_certs") is False:
+        return False
+    return options.get("aws_ca_bundle") or None
+
+
 class AWSConnection:
     """A boto3 Session plus everything needed to make clients that identify the calling module."""
 
@@ -249,6 +277,9 @@ class AWSConnection:
         if not self.region:
             raise AWSConfigurationError(REGION_REQUIRED_MSG)
         self.endpoint_url = opts["endpoint_url"] or None
+        self.verify = tls_verify(opts)
+        if isinstance(self.verify, str) and not os.path.isfile(self.verify):
+            raise AWSConfigurationError("aws_ca_bundle: file not found: %s (from %s)" % (self.verify, self._source("aws_ca_bundle")))
         self.config = Config(
             retries={"mode": opts["retry_mode"], "total_max_attempts": opts["max_attempts"]},
             user_agent_extra=user_agent(module_name),
@@ -262,7 +293,8 @@ class AWSConnection:
         """Return a boto3 client for ``service`` with the retry policy and user agent of this connection."""
         from botocore.exceptions import NoRegionError  # pylint: disable=import-outside-toplevel
         try:
-            return self.session.client(service, region_name=self.region, endpoint_url=self.endpoint_url, config=self.config)
+            return self.session.client(service, region_name=self.region, endpoint_url=self.endpoint_url, verify=self.verify,
+                                       config=self.config)
         except NoRegionError:
             raise AWSConfigurationError(REGION_REQUIRED_MSG) from None
         except ValueError as exc:

@@ -15,9 +15,9 @@ options and environment together:
 5. in-cluster service account when ``KUBERNETES_SERVICE_HOST`` is set;
 6. ``$KUBECONFIG`` or ``~/.kube/config``.
 
-``validate_certs``, ``ca_cert``, ``client_cert``, ``client_key``, ``api_key`` and ``host`` (option or K8S_AUTH_*
-variable) given alongside modes 2, 5 and 6 override what the kubeconfig or service account says, for every request
-(see :func:`_apply_overrides`); with mode 3 only ``validate_certs`` applies.
+``validate_certs``, ``ca_cert``, ``client_cert``, ``client_key``, ``api_key``, ``host`` and ``proxy`` (option or
+K8S_AUTH_* variable) given alongside modes 2, 5 and 6 override what the kubeconfig or service account says, for every
+request (see :func:`_apply_overrides`); with mode 3 only ``validate_certs`` and ``proxy`` apply.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import (
     HAS_BOTO3,
+    VALIDATE_CERTS_SPEC,
     AWSConfigurationError,
     aws_connection,
     describe_aws_error,
@@ -85,19 +86,23 @@ K8S_ENV = {
     "ca_cert": ("K8S_AUTH_SSL_CA_CERT",),
     "client_cert": ("K8S_AUTH_CERT_FILE",),
     "client_key": ("K8S_AUTH_KEY_FILE",),
+    "proxy": ("K8S_AUTH_PROXY",),
 }
 
 # Merge into a module's argument spec; modules that accept eks_cluster also merge AWS_ARGUMENT_SPEC.
 # Environment fallbacks are applied by k8s_client(), which needs to know what was given explicitly.
+# The aliases are kubernetes.core's (its k8s_auth_options documentation fragment), so that options written for
+# kubernetes.core modules work unchanged here; validate_certs is shared with the AWS options (VALIDATE_CERTS_SPEC).
 K8S_ARGUMENT_SPEC = dict(
     kubeconfig=dict(type="path"),
     context=dict(type="str"),
     host=dict(type="str"),
     api_key=dict(type="str", no_log=True),
-    validate_certs=dict(type="bool"),
-    ca_cert=dict(type="path"),
-    client_cert=dict(type="path"),
-    client_key=dict(type="path", no_log=False),
+    validate_certs=dict(VALIDATE_CERTS_SPEC),
+    ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
+    client_cert=dict(type="path", aliases=["cert_file"]),
+    client_key=dict(type="path", no_log=False, aliases=["key_file"]),
+    proxy=dict(type="str"),
     eks_cluster=dict(type="str"),
 )
 
@@ -248,6 +253,8 @@ def _set_overrides(configuration, options, mode):
             configuration.key_file = options["client_key"]
     if options["validate_certs"] is not None:
         configuration.verify_ssl = options["validate_certs"]
+    if options["proxy"]:
+        configuration.proxy = options["proxy"]
 
 
 def _apply_overrides(configuration, options, mode):
@@ -266,7 +273,7 @@ def _apply_overrides(configuration, options, mode):
         return
     if options["api_key"]:
         configuration.refresh_api_key_hook = None
-    elif any(options[name] for name in ("host", "ca_cert", "client_cert", "client_key")) or options["validate_certs"] is not None:
+    elif any(options[name] for name in ("host", "ca_cert", "client_cert", "client_key", "proxy")) or options["validate_certs"] is not None:
         def refresh_then_override(config):
             hook(config)
             _set_overrides(config, options, mode)

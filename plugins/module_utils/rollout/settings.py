@@ -71,8 +71,10 @@ GROUP_FIELDS = ("name",) + GROUP_TARGETS + ("max_unavailable", "max_surge")
 # later run sees (the fact, the AWX artifact a workflow passes on, a hook's input).
 PLAYBOOK_VARIABLES = ("rolling_update_clusters", "rolling_update_serial", "rolling_update_nodes")
 ROLE_OUTPUTS = ("rolling_update_result", "rolling_update_results", "rolling_update_hook")
-AWS_OPTIONS = ("region", "profile", "access_key", "secret_key", "session_token", "endpoint_url", "retry_mode", "max_attempts")
-K8S_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "eks_cluster")
+AWS_OPTIONS = ("region", "profile", "access_key", "secret_key", "session_token", "endpoint_url", "aws_ca_bundle", "retry_mode",
+               "max_attempts")
+K8S_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy",
+               "eks_cluster")
 
 _LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")

@@ -12,7 +12,14 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeops.rollout.plugins.inventory.nodes import InventoryModule
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.filter.batch_instances import FilterModule
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import batch_instances, check_node_groups, group_name, host_entries
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import (
+    batch_instances,
+    check_host_filters,
+    check_node_groups,
+    filter_hosts,
+    group_name,
+    host_entries,
+)
 
 TARGET = {"launch_template_id": "lt-1", "version": 2, "image_id": "ami-0000000000000new"}
 
@@ -82,3 +89,48 @@ def test_a_batch_of_hosts_from_another_inventory_is_refused_naming_the_host():
         batch_instances(["cluster-1"], {"cluster-1": {"kubeconfig": "x"}})
     with pytest.raises(AnsibleFilterError, match="batch: 'node-1' is not allowed"):
         FilterModule().filters()["batch_instances"]("node-1", {})
+
+
+def _hosts():
+    records = [instance(1, "a", 1), instance(2, "b", 1), instance(3, "a", 2), instance(4, "b", 2, node=False)]
+    records[3]["lifecycle_state"] = "Pending"
+    return host_entries({"name": "workers"}, records, TARGET)
+
+
+def _names(hosts):
+    return [entry["host"] for entry in hosts]
+
+
+def test_without_filters_every_host_is_kept_in_its_order():
+    hosts = _hosts()
+    assert _names(filter_hosts(hosts, check_host_filters(None, "include_filters"), [])) == _names(hosts)
+
+
+def test_include_filters_keep_hosts_matching_every_key_of_one_filter():
+    include = check_host_filters([{"availability_zone": "a", "outdated": True}, {"lifecycle_state": "Pending"}], "include_filters")
+    assert _names(filter_hosts(_hosts(), include, [])) == ["node-1", "i-4"]
+    # a list holds alternatives; booleans match YAML's spellings
+    include = check_host_filters([{"availability_zone": ["a", "b"], "outdated": "no"}], "include_filters")
+    assert _names(filter_hosts(_hosts(), include, [])) == ["node-3", "i-4"]
+
+
+def test_exclude_filters_win_over_include_filters():
+    include = check_host_filters([{"node_group": "workers"}], "include_filters")
+    exclude = check_host_filters([{"ready": False}, {"launch_template_version": 1, "availability_zone": "b"}], "exclude_filters")
+    assert _names(filter_hosts(_hosts(), include, exclude)) == ["node-1", "node-3"]
+
+
+@pytest.mark.parametrize("filters, message", [
+    ({"outdated": True}, "include_filters: {'outdated': True} is not allowed; use a list of filters, each a dict of host variable to value(s)"),
+    (["outdated"], "include_filters[0]: 'outdated' is not allowed; use a dict of host variable to value(s), e.g. {outdated: true}"),
+    ([{"outdated": True}, {"colour": "red", "az": "a"}],
+     "include_filters[1]: az, colour is not a host variable to filter on; use node_name, instance_id, availability_zone, "
+     "node_group, launch_template_id, launch_template_version, target_launch_template_version, image_id, lifecycle_state, "
+     "ready, outdated"),
+    ([{"node_group": {"name": "x"}}], "include_filters[0].node_group: {'name': 'x'} is not allowed; use a value or a list of values"),
+    ([{"node_group": []}], "include_filters[0].node_group: [] is not allowed; use a value or a list of values"),
+])
+def test_bad_filters_are_refused_naming_the_filter(filters, message):
+    with pytest.raises(RolloutError) as err:
+        check_host_filters(filters, "include_filters")
+    assert str(err.value) == message

@@ -5,7 +5,9 @@
 
 A play that sets kubeconfig through module_defaults group/nodeops.rollout.k8s must reach every module that takes
 the Kubernetes options, and group/nodeops.rollout.aws every module that takes the AWS ones; a module left out of a
-group would run with its defaults instead (another cluster, another region)."""
+group would run with its defaults instead (another cluster, another region). The aws and k8s groups extend amazon.aws's
+and kubernetes.core's; the connection options set on those two groups reach these modules through their action plugins
+(plugin_utils/foreign_groups.py), below the task's own arguments. End to end: tests/integration/modules/test_conventions.py."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import yaml
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.plugin_utils.foreign_groups import foreign_connection_defaults, group_entries
 
 COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 MODULE_DIR = os.path.join(COLLECTION, "plugins", "modules")
@@ -28,6 +31,17 @@ def action_groups():
         return yaml.safe_load(stream)["action_groups"]
 
 
+def modules_of(group):
+    """The module names of an action group (its metadata entry left out)."""
+    return sorted(entry for entry in action_groups()[group] if isinstance(entry, str))
+
+
+def metadata_of(group):
+    entries = [entry["metadata"] for entry in action_groups()[group] if isinstance(entry, dict)]
+    assert len(entries) <= 1 and all(set(entry) == {"metadata"} for entry in action_groups()[group] if isinstance(entry, dict))
+    return entries[0] if entries else {}
+
+
 def argument_spec(name):
     return importlib.import_module("ansible_collections.nodeops.rollout.plugins.modules." + name).argument_spec()
 
@@ -37,16 +51,56 @@ def takes(name, options):
 
 
 def test_every_module_is_in_the_all_group():
-    assert sorted(action_groups()["all"]) == MODULE_NAMES
+    assert modules_of("all") == MODULE_NAMES
 
 
 @pytest.mark.parametrize("group, options", [("aws", AWS_ARGUMENT_SPEC), ("k8s", K8S_ARGUMENT_SPEC)])
 def test_a_connection_group_holds_every_module_that_takes_its_options(group, options):
     expected = [name for name in MODULE_NAMES if takes(name, options)]
-    assert sorted(action_groups()[group]) == expected
+    assert modules_of(group) == expected
 
 
 @pytest.mark.parametrize("name", ["node_group_info", "instance_terminate", "rollout_step"])
 def test_the_modules_that_call_both_apis_are_in_both_groups(name):
-    groups = action_groups()
-    assert name in groups["aws"] and name in groups["k8s"]
+    assert name in modules_of("aws") and name in modules_of("k8s")
+
+
+@pytest.mark.parametrize("group, extended", [("aws", ["amazon.aws.aws"]), ("k8s", ["kubernetes.core.k8s"]), ("all", None)])
+def test_the_connection_groups_extend_the_groups_of_amazon_aws_and_kubernetes_core(group, extended):
+    assert metadata_of(group).get("extend_group") == extended
+
+
+AWS_GROUP = "group/amazon.aws.aws"
+K8S_GROUP = "group/kubernetes.core.k8s"
+
+
+def test_the_aws_options_of_amazon_aws_group_reach_a_module_under_the_names_given():
+    values = {AWS_GROUP: {"aws_region": "eu-west-1", "aws_access_key_id": "AKIA", "aws_secret_access_key": "s", "ec2_url": "http://x"}}
+    assert foreign_connection_defaults(values, {"name": "web"}) == values[AWS_GROUP]
+
+
+def test_options_these_modules_do_not_take_are_left_out():
+    values = {AWS_GROUP: {"region": "eu-west-1", "aws_config": {"retries": 1}, "debug_botocore_endpoint_logs": True, "kubeconfig": "/k"},
+              K8S_GROUP: {"kubeconfig": "/k", "username": "u", "password": "p", "persist_config": True, "region": "us-east-1"}}
+    # a Kubernetes option on the AWS group (and the other way round) is not that group's: amazon.aws modules do not take it
+    assert foreign_connection_defaults(values, {}) == {"region": "eu-west-1", "kubeconfig": "/k"}
+
+
+@pytest.mark.parametrize("given", [{"region": "us-east-1"}, {"aws_region": "us-east-1"}, {"ec2_region": "us-east-1"}])
+def test_the_task_and_this_collection_s_defaults_win_whatever_name_they_use(given):
+    values = {AWS_GROUP: {"region": "eu-west-1", "profile": "prod"}, K8S_GROUP: {"verify_ssl": False}}
+    added = foreign_connection_defaults(values, dict(given, validate_certs=True))
+    assert added == {"profile": "prod"}
+
+
+def test_validate_certs_on_both_groups_is_taken_once_from_the_kubernetes_group():
+    values = {AWS_GROUP: {"validate_certs": True}, K8S_GROUP: {"verify_ssl": False}}
+    assert foreign_connection_defaults(values, {}) == {"verify_ssl": False}
+
+
+def test_later_module_defaults_entries_win_and_other_groups_are_ignored():
+    module_defaults = [{AWS_GROUP: {"region": "a", "profile": "p"}}, {"group/nodeops.rollout.aws": {"region": "b"}},
+                       {AWS_GROUP: {"region": "c"}}]
+    assert group_entries(module_defaults, AWS_GROUP) == {"region": "c", "profile": "p"}
+    assert group_entries({K8S_GROUP: {"host": "h"}}, K8S_GROUP) == {"host": "h"}
+    assert group_entries(None, K8S_GROUP) == {}

@@ -377,3 +377,80 @@ def test_every_connection_reads_the_service_models_through_one_loader_that_warm_
     assert first.meta.region_name == "eu-west-1" and second.meta.region_name == "us-west-2"
     assert first._loader is loader and second._loader is loader   # pylint: disable=protected-access
     assert len(loader.search_paths) == len(set(loader.search_paths))   # boto3's data path once, however many sessions
+
+
+# ---- amazon.aws's option names -------------------------------------------------------------------------------------
+# Each alias given to a real AnsibleModule (the argument spec every module merges) reaches the boto3 client it builds.
+
+def _module_connection(run_module, args):
+    from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
+    spec = dict(AWS_ARGUMENT_SPEC, **K8S_ARGUMENT_SPEC)
+    return run_module(spec, args, aws_connection)
+
+
+@pytest.mark.parametrize("name", ["access_key", "aws_access_key_id", "aws_access_key", "ec2_access_key"])
+def test_every_name_of_the_access_key_signs_the_requests(run_module, name):
+    secret = {"access_key": "secret_key", "aws_access_key_id": "aws_secret_access_key", "aws_access_key": "aws_secret_key",
+              "ec2_access_key": "ec2_secret_key"}[name]
+    module, connection = _module_connection(run_module, {name: "AKIDALIAS", secret: "alias-secret", "aws_region": "eu-west-1"})
+    credentials = connection.session.get_credentials()
+    assert (credentials.access_key, credentials.secret_key) == ("AKIDALIAS", "alias-secret")
+    assert "alias-secret" in module.no_log_values
+
+
+@pytest.mark.parametrize("name", ["session_token", "aws_session_token", "security_token", "aws_security_token"])
+def test_every_name_of_the_session_token_reaches_the_credentials_and_is_hidden(run_module, name):
+    module, connection = _module_connection(run_module, dict(KEYS, region="us-east-1", **{name: "token-by-alias"}))
+    assert connection.session.get_credentials().token == "token-by-alias"
+    assert "token-by-alias" in module.no_log_values
+
+
+@pytest.mark.parametrize("name", ["region", "aws_region", "ec2_region"])
+def test_every_name_of_the_region_chooses_the_region(run_module, name):
+    _module, connection = _module_connection(run_module, dict(KEYS, **{name: "ap-southeast-2"}))
+    assert connection.client("autoscaling").meta.region_name == "ap-southeast-2"
+
+
+@pytest.mark.parametrize("name", ["endpoint_url", "aws_endpoint_url", "ec2_url"])
+def test_every_name_of_the_endpoint_url_sends_the_requests_there(run_module, name):
+    _module, connection = _module_connection(run_module, dict(KEYS, region="us-east-1", **{name: "http://127.0.0.1:4566"}))
+    assert connection.client("ec2").meta.endpoint_url == "http://127.0.0.1:4566"
+
+
+@pytest.mark.parametrize("name", ["profile", "aws_profile"])
+def test_every_name_of_the_profile_reads_that_profile(run_module, isolated_env, name):
+    _write_profile(isolated_env, "dev", "eu-central-1")
+    _module, connection = _module_connection(run_module, {name: "dev"})
+    assert connection.region == "eu-central-1" and connection.session.get_credentials().access_key == "AKIDPROFILE"
+
+
+def _verify(client):
+    return client._endpoint.http_session._verify  # pylint: disable=protected-access
+
+
+def test_aws_ca_bundle_verifies_the_endpoints_with_that_bundle(run_module, tmp_path):
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    _module, connection = _module_connection(run_module, dict(KEYS, region="us-east-1", aws_ca_bundle=str(bundle)))
+    assert _verify(connection.client("autoscaling")) == str(bundle)
+
+
+def test_aws_ca_bundle_from_the_environment_and_a_missing_one_is_named(run_module, monkeypatch, tmp_path):
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(tmp_path / "missing.pem"))
+    with pytest.raises(run_module.ModuleExit) as err:
+        _module_connection(run_module, dict(KEYS, region="us-east-1"))
+    assert err.value.result["msg"] == "aws_ca_bundle: file not found: %s (from AWS_CA_BUNDLE)" % (tmp_path / "missing.pem")
+
+
+@pytest.mark.parametrize("name", ["validate_certs", "verify_ssl"])
+def test_validate_certs_false_turns_verification_off_even_with_a_bundle(run_module, tmp_path, name):
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    _module, connection = _module_connection(run_module, dict(KEYS, region="us-east-1", aws_ca_bundle=str(bundle), **{name: False}))
+    assert _verify(connection.client("autoscaling")) is False
+
+
+def test_certificates_are_verified_by_default(run_module):
+    _module, connection = _module_connection(run_module, dict(KEYS, region="us-east-1"))
+    # botocore's own CA bundle (a path), never False
+    assert connection.options["validate_certs"] is True and _verify(connection.client("autoscaling")) not in (False, None)

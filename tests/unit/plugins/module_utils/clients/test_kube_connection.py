@@ -446,3 +446,54 @@ def test_describe_config_exception():
     error = ConfigException("Invalid kube-config file. Expected key current-context in kube-config")
     assert describe_k8s_error(error, "load", "kubeconfig /tmp/kc") == (
         "load kubeconfig /tmp/kc: ConfigException: Invalid kube-config file. Expected key current-context in kube-config")
+
+
+# ---- kubernetes.core's option names --------------------------------------------------------------------------------
+# Each alias given to a real AnsibleModule (the argument spec every module merges) reaches the client it builds.
+
+def _module_client(run_module, args):
+    return run_module(dict(AWS_ARGUMENT_SPEC, **K8S_ARGUMENT_SPEC), args, k8s_client)
+
+
+@pytest.mark.parametrize("names", [("ca_cert", "client_cert", "client_key"), ("ssl_ca_cert", "cert_file", "key_file")])
+def test_the_certificate_options_by_either_name(run_module, tmp_path, names):
+    files = []
+    for name in ("ca.pem", "client.crt", "client.key"):
+        (tmp_path / name).write_text(name)
+        files.append(str(tmp_path / name))
+    _module, client = _module_client(run_module, dict(zip(names, files), host="https://h:6443"))
+    configuration = client.configuration
+    assert (configuration.ssl_ca_cert, configuration.cert_file, configuration.key_file) == tuple(files)
+
+
+@pytest.mark.parametrize("name", ["validate_certs", "verify_ssl"])
+def test_validate_certs_by_either_name(run_module, name):
+    _module, client = _module_client(run_module, {"host": "https://h", "api_key": "t", name: False})
+    assert client.configuration.verify_ssl is False
+
+
+def test_host_api_key_and_context_keep_kubernetes_core_s_names(run_module, tmp_path):
+    module, client = _module_client(run_module, {"host": "https://h:6443", "api_key": "secret-token"})
+    assert client.configuration.host == "https://h:6443" and _authorization(client) == "Bearer secret-token"
+    assert "secret-token" in module.no_log_values
+    path = tmp_path / "config"
+    _write_kubeconfig(path, {"one": "https://one:6443", "two": "https://two:6443"}, "one")
+    _module, client = _module_client(run_module, {"kubeconfig": str(path), "context": "two"})
+    assert client.configuration.host == "https://two:6443"
+
+
+def test_proxy_option_and_variable_send_every_request_through_the_proxy(run_module, monkeypatch):
+    _module, client = _module_client(run_module, {"host": "https://h", "api_key": "t", "proxy": "http://proxy:3128"})
+    assert client.configuration.proxy == "http://proxy:3128"
+    monkeypatch.setenv("K8S_AUTH_PROXY", "http://env-proxy:3128")
+    assert k8s_client(dict(host="https://h", api_key="t")).configuration.proxy == "http://env-proxy:3128"
+
+
+def test_proxy_over_a_kubeconfig_survives_each_request(tmp_path):
+    path = tmp_path / "config"
+    _write_kubeconfig(path, {"one": "https://one:6443"}, "one")
+    client = k8s_client(dict(kubeconfig=str(path), proxy="http://proxy:3128"))
+    configuration = client.configuration
+    if configuration.refresh_api_key_hook:
+        configuration.refresh_api_key_hook(configuration)
+    assert configuration.proxy == "http://proxy:3128"
