@@ -185,6 +185,17 @@ def test_a_recorded_rollout_is_planned_with_the_surge_it_still_owes(world, run):
     assert plan["surge"] == 0 and plan["taint_effect"] == "PreferNoSchedule" and plan["outdated_count"] == 3
 
 
+def test_the_flags_of_a_group_say_what_the_role_acts_on_before_and_after_a_surge(world, run):
+    world.new_version()
+    before = run("node_group_info", name="workers", include_nodes=False)["node_groups"][0]
+    assert before["has"]["rollout"] is False and before["has"]["up_to_date"] is False and before["has"]["payback"] is False
+    assert before["has"]["outdated_nodes"] is False and before["outdated_nodes"] == []   # no node read
+    assert before["stale_warm"] == [] and before["has"]["stale_warm"] is False and before["has"]["refusal"] is False
+    assert run("asg_surge", name="workers", surge=1, wait=False)["changed"] is True
+    after = run("node_group_info", name="workers", include_nodes=False)["node_groups"][0]
+    assert after["has"]["rollout"] is True and after["has"]["up_to_date"] is bool(after["up_to_date"])
+
+
 @pytest.mark.parametrize("field, value, words", [
     ("max_unavailable", "150%", "a percentage between 1% and 100%"),
     ("max_unavailable", "abc", "an integer >= 1"),

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
-from ansible_collections.nodeops.rollout.plugins.module_utils.step import StepReader, check_options, wait_for_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.step import StepReader, check_options, step_does, wait_for_step
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import make_node
 
 
@@ -381,3 +381,10 @@ def test_bad_controls_are_refused_by_name_before_any_call(params, field):
     with pytest.raises(PlanError) as raised:
         check_options(base)
     assert str(raised.value).startswith(field), str(raised.value)
+
+
+def test_what_a_step_does_is_said_by_flags_that_match_its_lists():
+    step = {"action": "step", "terminate": ["i-1"], "drain": [], "validate": ["i-2"], "protect": []}
+    assert step_does(step) == {"terminate": True, "drain": False, "validate": True, "protect": False, "work": True, "pause": False}
+    paused = {"action": "pause", "terminate": [], "drain": [], "validate": []}
+    assert step_does(paused) == {"terminate": False, "drain": False, "validate": False, "protect": False, "work": False, "pause": True}
