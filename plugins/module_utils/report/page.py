@@ -173,8 +173,8 @@ class _Chart:
             tick += step
         for index, (label, items, css) in enumerate(self.rows):
             top = AXIS_HEIGHT + index * ROW_HEIGHT
-            out.append('<text x="4" y="%d"%s>%s</text>' % (top + 15, ' class="%s"' % css if css else "",
-                                                          text(label if len(label) <= 44 else label[:43] + "…")))
+            shown = label if len(label) <= 44 else label[:43] + "…"
+            out.append('<text x="4" y="%d"%s>%s</text>' % (top + 15, ' class="%s"' % css if css else "", text(shown)))
             for kind, begin, end, colour, tip, note in (tuple(item) + (None,) * (6 - len(item)) for item in items):
                 x1 = self.x(begin)
                 if kind == "mark":
@@ -327,8 +327,8 @@ def _findings(group):
         out.append('<p class="muted">This run\'s plan carried no drain pre-flight (the playbook nodeops.rollout.plan '
                    'shows one before a run); below is what held its drains.</p>')
     if not rows:
-        out.append('<p class="muted">%s</p>' % ("The drain pre-flight found no blocker and no warning." if "preflight" in plan
-                                                 else "No drain was held."))
+        nothing = "The drain pre-flight found no blocker and no warning." if "preflight" in plan else "No drain was held."
+        out.append('<p class="muted">%s</p>' % nothing)
         return "".join(out)
     out.append('<p>%s</p>' % ", ".join("<b>%s</b> %d" % (kind or "other", count) for kind, count in sorted(kinds.items())))
     out.append(_table(["found", "kind", "pod", "node", "PodDisruptionBudget", "message"], rows))

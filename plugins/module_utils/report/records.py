@@ -169,7 +169,8 @@ def _count(value):
 
 def summary_lines(result):
     """One line per node group of ``rolling_update_result``, as the end of a run prints it before the JSON:
-    ``workers: replaced, 6 of 6 nodes in 3m 12s, 14 evictions`` and, for a group that did not finish, why
+    ``workers: replaced, 6 of 6 nodes in 3m 12s, 14 evictions`` (the evictions of every drain, as
+    :func:`group_counts` counts them) and, for a group that did not finish, why
     (the first line of its message). A plan says what it would replace."""
     lines = []
     for group in (result or {}).get("node_groups") or []:
@@ -185,7 +186,7 @@ def summary_lines(result):
         else:
             text = "%s: %s, %d of %d nodes replaced in %s, %d evictions" % (
                 group.get("name"), status, int(group.get("nodes_replaced") or 0), outdated,
-                human_duration(group.get("seconds")), int(group.get("evictions") or 0))
+                human_duration(group.get("seconds")), group_counts(group)["evictions"])
         why = (group.get("reason") or group.get("message") or "").strip().split("\n")[0]
         if why and status not in ("replaced", "up to date"):
             text += " - " + (why if len(why) <= 200 else why[:197] + "...")

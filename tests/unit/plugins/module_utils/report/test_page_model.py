@@ -56,6 +56,9 @@ def test_the_counts_add_up_over_every_drain_the_failed_ones_included():
     assert counts["evictions"] == 7
     assert (counts["drained"], counts["drain_failed"], counts["skipped"]) == (3, 3, 0)
     assert counts["replaced"] == 0 and counts["outdated"] == 6
+    # the line printed before the result counts them the same way
+    assert records.summary_lines({"node_groups": [failed_group()]})[0].startswith(
+        "sandbox-nodes: failed, 0 of 6 nodes replaced in 28s, 7 evictions - node n-b not drained")
     # a group whose steps kept no drains falls back on its own counts
     assert group_counts({"evictions": 4, "restarted": ["a"], "steps": []})["evictions"] == 4
 
