@@ -14,6 +14,7 @@ with ``NODEOPS_REFRESH_DOCS=1`` it rewrites the block instead. Pure text functio
 and writes.
 """
 
+import json
 import os
 import re
 
@@ -48,16 +49,27 @@ def normalise(text):
 
 def sections(output):
     """An ansible-playbook output cut into sections: ``[(header, [lines])]``, a header per ``TASK [...]``, ``PLAY
-    [...]`` and ``PLAY RECAP`` line, its lines up to the next blank line."""
-    out, current = [], None
+    [...]`` and ``PLAY RECAP`` line, its non-blank lines up to the next header."""
+    out = []
     for line in output.splitlines():
         if line.startswith(("TASK [", "PLAY [", "PLAY RECAP", "RUNNING HANDLER [")):
-            current = (line, [])
-            out.append(current)
-        elif current is not None and line.strip():
-            current[1].append(line)
-        elif not line.strip():
-            current = None if current is None or current[1] else current
+            out.append((line, []))
+        elif out and line.strip():
+            out[-1][1].append(line)
+    return out
+
+
+def _without_error_context(lines):
+    """A task's lines without the ``[ERROR]: ...`` preamble Ansible prints before a failure (the message again, the
+    task file's path on this machine and its source lines): its ``fatal: ...`` line says it."""
+    out, skipping = [], False
+    for line in lines:
+        if line.startswith("[ERROR]: "):
+            skipping = True
+        elif skipping and re.match(r"^(fatal|ok|changed|failed|skipping): ", line):
+            skipping = False
+        if not skipping:
+            out.append(line)
     return out
 
 
@@ -81,10 +93,23 @@ def _trim_list(lines, max_items):
     return out
 
 
+def _fatal(line):
+    """A ``fatal: [host]: FAILED! => {...}`` line with its message alone (the rest is the module's whole result)."""
+    found = re.match(r"^(fatal: \[[^]]+\]: FAILED! => )(\{.*\})\s*$", line)
+    if not found:
+        return line
+    try:
+        result = json.loads(found.group(2))
+    except ValueError:
+        return line
+    return found.group(1) + json.dumps({"msg": result.get("msg")}) if isinstance(result, dict) else line
+
+
 def excerpt(output, tasks, recap=True, max_items=None, body=True):
     """The sections of ``output`` whose header matches one of ``tasks`` (regular expressions searched in the
     header), in the order printed, with ``...`` where sections were left out, and the PLAY RECAP's host lines last
-    when ``recap``. ``max_items`` cuts a printed list; ``body`` False keeps the headers' first result line only."""
+    when ``recap``. ``max_items`` cuts a printed list; ``body`` False keeps the headers' first result line only; a
+    failure keeps its message alone."""
     out, skipped = [], False
     patterns = [re.compile(task) for task in tasks]
     for header, lines in sections(output):
@@ -103,7 +128,8 @@ def excerpt(output, tasks, recap=True, max_items=None, body=True):
             out.append("...")
             skipped = False
         out.append(header)
-        kept = _trim_list(lines, max_items) if max_items else lines
+        lines = _without_error_context(lines)
+        kept = [_fatal(line) for line in (_trim_list(lines, max_items) if max_items else lines)]
         out.extend(kept if body else kept[:1])
     return "\n".join(line.rstrip() for line in out)
 
