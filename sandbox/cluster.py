@@ -251,7 +251,9 @@ class Sandbox:
             self.controllers.nodes.lose_kubelet(name)
 
     def report(self, client_prefix="nodeops.rollout"):
-        return report_mod.build_report(self.events.events(), client_prefix=client_prefix)
+        """The invariant report, with the speed of the clock its delays ran on (``clock_speed``: a reader of a run's
+        durations, such as the HTML report, says they ran that many times faster than real time)."""
+        return dict(report_mod.build_report(self.events.events(), client_prefix=client_prefix), clock_speed=self.clock.speed)
 
     # ---- files ---------------------------------------------------------------------------------
     @property

@@ -12,15 +12,22 @@ author: nodeops.rollout maintainers (@nodeops)
 description:
   - Turns C(rolling_update_result) (the role M(nodeops.rollout.rolling_update)'s result) into one HTML page that
     needs nothing from the network - inline CSS, inline SVG, no script, no font or image fetched.
-  - At the top, for a node group that did not finish (failed, paused, rolled back), what stopped it and what to do
-    next. Per node group - a timeline (phases, each step as a bar with its wait hatched, each node from its cordon to
-    its termination, its replacement from launch to Ready), the plan beside what happened (predicted and measured
-    durations, the plan's drain waves with the hold after each when one holds, the steps run), in the plan of a
-    rollout or rollback the drain pre-flight's blockers and warnings grouped by kind (pod, node,
-    PodDisruptionBudget, message), and the node table (old node and instance, replacement, AZ, drain seconds, pods
-    evicted, restarted and deleted, the pods that blocked with their PodDisruptionBudget).
-  - Last, the sections given in O(sections), each a JSON document shown as tables (the role fills them from
-    C(rolling_update_report_sections), for example a test environment's invariant report).
+  - At the top, for a node group that did not finish (failed, paused, rolled back), the nodes whose drain failed with
+    the pod and PodDisruptionBudget holding each, what stopped it and what to do next; then a summary per node group
+    whose counts add up (nodes drained, whose drain failed and skipped apart; evictions, restarts and deletions of every
+    drain, the failed ones included).
+  - Per node group - a timeline (a labelled row per phase, each phase its own colour, an upgrade that a failure ended
+    drawn as C(upgrade (stopped)); a labelled row per step with its wait hatched; each node from its cordon to the end
+    of its drain, a drain that failed in its own C(drain failed) colour with what holds it beside it, its termination,
+    its replacement from launch to Ready), the plan beside what happened (predicted and measured durations, the
+    plan's drain waves with the hold after each when one holds, the steps run), blockers and warnings (the plan's
+    drain pre-flight grouped by kind when the plan carries one, and what held each drain of the run) and the node
+    table (old node and instance, replacement, AZ, state, drain seconds, pods evicted, restarted and deleted, the pods
+    that blocked with their PodDisruptionBudget).
+  - Last, the sections given in O(sections), each a JSON document shown as flat tables (the role fills them from
+    C(rolling_update_report_sections), for example a test environment's invariant report). A document that carries
+    C(clock_speed) (the sandbox's invariant report does) makes the page say that the run's delays ran that many times
+    faster than real time, beside the predicted and measured durations.
 options:
   _input:
     description: C(rolling_update_result).

@@ -58,6 +58,15 @@ options:
     description: How many nodes are replaced at a time when a play's C(serial) decides it (the playbook
       C(nodeops.rollout.upgrade_serial)); the model then counts the nodes left in batches of this size.
     type: int
+  steps:
+    description:
+      - The group's steps recorded so far (the role's C(rolling_update__steps), as
+        C(nodeops.rollout.step_record) keeps them).
+      - The upgrade began at the first one's start when that is earlier than O(upgrade_started_at) - the playbook
+        C(nodeops.rollout.upgrade_serial) starts the upgrade's clock again at each batch - so the pace, and the time
+        left, are the whole group's.
+    type: list
+    elements: dict
 """
 
 EXAMPLES = r"""
@@ -73,7 +82,9 @@ _value:
   description: >-
     C(step), C(replaced), C(total), C(draining), C(elapsed_seconds), C(left_seconds), C(model_left_seconds)
     (the model's time left before the correction), C(pace) (measured over modelled seconds, null before a node is
-    replaced) and C(line), for example C(workers: step 7: 12 of 30 nodes replaced, draining 3, 4m 10s elapsed, about 6m 20s left).
+    replaced), C(batch_done) (the step ended a batch of the serial playbook while outdated instances are left outside it:
+    the line says C(batch done) and the group's time left, never C(done)) and C(line), for example
+    C(workers: step 7: 12 of 30 nodes replaced, draining 3, 4m 10s elapsed, about 6m 20s left).
   type: dict
 """
 
@@ -84,9 +95,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.values import Plan
 
 
 def rollout_progress_filter(step, number, replaced, total, started_at, now, upgrade_started_at=None, surge=0, timings=None,
-                            name=None, batch=None):
+                            name=None, batch=None, steps=None):
     try:
-        return rollout_progress(step, number, replaced, total, started_at, now, upgrade_started_at, surge, timings, name, batch)
+        return rollout_progress(step, number, replaced, total, started_at, now, upgrade_started_at, surge, timings, name, batch,
+                                steps)
     except PlanError as exc:
         raise AnsibleFilterError(str(exc)) from None
 

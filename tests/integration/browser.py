@@ -1,7 +1,10 @@
 """Rendering a page the way a person opens it: Debian's chromium, headless, to a PNG screenshot, with the page's console
 messages read from chromium's log (``:CONSOLE`` lines). scripts/test.sh installs chromium when it is missing."""
 
+import html
+import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -37,3 +40,36 @@ def render(page_path, png_path, width=1280, height=2400, timeout=120):
     with open(str(png_path), "rb") as fh:
         assert fh.read(8) == PNG_SIGNATURE, "%s is not a PNG" % png_path
     return [line for line in proc.stdout.splitlines() if ":CONSOLE" in line]
+
+
+PROBE = """<script>
+(function () {
+  var out = {};
+  try { out = (%s)(document, window); } catch (e) { out = {error: String(e)}; }
+  var pre = document.createElement("pre");
+  pre.id = "nodeops-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def probe(page_path, function, workdir, width=1280, height=2400, timeout=120):
+    """What chromium computes for the page at ``page_path``: ``function`` is the text of a JavaScript function
+    ``(document, window) -> JSON value`` run once the page is laid out (its styles computed, as a person's browser
+    shows them); returns its value. The page itself has no script: a copy with the probe appended is loaded."""
+    with open(str(page_path), encoding="utf-8") as fh:
+        page = fh.read()
+    probed = os.path.join(str(workdir), "probed-" + os.path.basename(str(page_path)))
+    with open(probed, "w", encoding="utf-8") as fh:
+        fh.write(page.replace("</body>", PROBE % function + "</body>"))
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.run(
+            [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir=" + profile,
+             "--window-size=%d,%d" % (width, height), "--dump-dom", "file://" + os.path.abspath(probed)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, check=False)
+    found = re.search(r'<pre id="nodeops-probe">(.*?)</pre>', proc.stdout, re.S)
+    assert found, "chromium ran no probe (rc %d):\n%s" % (proc.returncode, proc.stderr[-3000:])
+    value = json.loads(html.unescape(found.group(1)))
+    assert not (isinstance(value, dict) and "error" in value and len(value) == 1), value
+    return value

@@ -32,6 +32,7 @@ LONGEST_FILES = (
     "role/test_termination_gate.py",        # 474
     "role/test_serial_stops.py",            # 340 (added later, three runs)
     "reliability/test_stop_then_end.py",    # 330 (added later, two trials of two runs)
+    "test_doc_outputs.py",                  # 326 (added later: the demo's three runs, a stop and its rerun)
     "reliability/test_node_faults.py",      # 465
     "reliability/test_blocking_budget.py",  # 434
     "role/test_two_clusters.py",            # 390

@@ -20,7 +20,9 @@ import base64
 import html
 import json
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import node_rows, time_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import (
+    NODE_STATES, clock_speed, drain_blockers, drain_end, group_counts, json_tables, node_rows, node_state, phase_bars, step_label,
+    time_of)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import found_by_kind, human_duration, target_text, wave_rows
 
 # Statuses of a group that ended the way it was asked to.
@@ -68,16 +70,34 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .muted{color:#5b6673}
 pre{white-space:pre-wrap;margin:0}
 svg text{font-size:11px;fill:#1d2733}
+svg text.stuck{fill:#a35200;font-weight:600}
+svg text.note{fill:#2b1600;font-weight:600}
+tr.state-drain-failed td{background:#fff1dc}
+tr.state-skipped td{background:#fdf8e1}
+.state{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;font-weight:600}
+.state.k-drain-failed,.state.k-terminate,.state.k-drain{color:#fff}
+.stuck-nodes{border:2px solid #f08c00;background:#fff7ec;border-radius:6px;padding:8px 14px;margin:10px 0}
+p.clock{background:#eef4fb;border:1px solid #b9cde6;border-radius:4px;padding:6px 10px}
 """
 
-COLORS = {"setup": "#9aa7b8", "scale_up": "#6d93c9", "upgrade": "#2f6db5", "scale_down": "#6aa87a",
-          "drain": "#2f6db5", "failed": "#c0392b", "terminate": "#c0392b", "boot": "#5cae72", "step": "#7b8da3"}
-PHASE_NAMES = {"setup": "setup", "scale_up": "scale up", "upgrade": "upgrade", "scale_down": "scale down"}
+# Every colour the page draws, by kind: one CSS class each (``k-<kind>``: fill for SVG, background for the legend's
+# swatches), so a bar and its legend entry cannot differ. A drain that failed has its own colour, never the red of a
+# termination; each phase has its own, none the green of a replacement's boot.
+COLORS = {"phase-setup": "#9aa7b8", "phase-scale_up": "#5b8fd1", "phase-upgrade": "#1f4e8c", "phase-scale_down": "#8a63c2",
+          "phase-cancel": "#a07a45", "step": "#7b8da3", "drain": "#3a86d4", "drain-failed": "#f08c00", "skipped": "#d9b526",
+          "terminate": "#c0392b", "boot": "#5cae72"}
+LEGEND = (("phase-setup", "setup"), ("phase-scale_up", "scale up"), ("phase-upgrade", "upgrade"),
+          ("phase-scale_down", "scale down"), ("step", "step"), ("wait", "wait"), ("drain", "drain (cordon to drained)"),
+          ("drain-failed", "drain failed: stuck, pods left"), ("skipped", "drain skipped: left cordoned"),
+          ("terminate", "terminated"), ("boot", "replacement: launched to Ready"))
+CSS += "".join(".k-%s{fill:%s;background:%s}" % (kind, colour, colour) for kind, colour in COLORS.items())
+STATE_KINDS = {"replaced": "drain", "drained": "drain", "drain failed": "drain-failed", "skipped": "skipped", "terminated": "terminate"}
 
 CHART_WIDTH = 1000
-LABEL_WIDTH = 230
+LABEL_WIDTH = 270
 ROW_HEIGHT = 22
 AXIS_HEIGHT = 24
+NOTE_CHAR = 6.2   # px per character of an 11 px note, to tell whether it fits
 TICK_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400)
 
 
@@ -131,10 +151,11 @@ class _Chart:
         offset = (moment - self.start).total_seconds()
         return LABEL_WIDTH + max(0.0, min(1.0, offset / self.span)) * (CHART_WIDTH - LABEL_WIDTH - 10)
 
-    def row(self, label, items):
-        """``items``: ``(kind, begin, end, colour, title[, label])``; kind ``bar``, ``wait`` (hatched), ``thin`` (lower half) or
-        ``mark`` (a tick at ``begin``)."""
-        self.rows.append((label, [item for item in items if item[1] is not None]))
+    def row(self, label, items, css=None):
+        """``items``: ``(kind, begin, end, colour_kind, title[, note])``; kind ``bar``, ``wait`` (hatched), ``thin``
+        (lower half) or ``mark`` (a tick at ``begin``); ``colour_kind`` a key of COLORS (the rect's class); ``note`` a
+        text drawn beside the bar (after it, or before it when the bar ends near the right edge)."""
+        self.rows.append((label, [item for item in items if item[1] is not None], css))
 
     def svg(self, title):
         height = AXIS_HEIGHT + ROW_HEIGHT * len(self.rows) + 6
@@ -150,99 +171,125 @@ class _Chart:
             out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e1e5ea"/>' % (x, AXIS_HEIGHT - 6, x, height))
             out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x, AXIS_HEIGHT - 10, _clock(tick)))
             tick += step
-        for index, (label, items) in enumerate(self.rows):
+        for index, (label, items, css) in enumerate(self.rows):
             top = AXIS_HEIGHT + index * ROW_HEIGHT
-            out.append('<text x="4" y="%d">%s</text>' % (top + 15, text(label if len(label) <= 34 else label[:33] + "…")))
-            for kind, begin, end, colour, tip, label_text in (tuple(item) + (None,) * (6 - len(item)) for item in items):
+            shown = label if len(label) <= 44 else label[:43] + "…"
+            out.append('<text x="4" y="%d"%s>%s</text>' % (top + 15, ' class="%s"' % css if css else "", text(shown)))
+            for kind, begin, end, colour, tip, note in (tuple(item) + (None,) * (6 - len(item)) for item in items):
                 x1 = self.x(begin)
                 if kind == "mark":
-                    out.append('<rect x="%.1f" y="%d" width="3" height="%d" fill="%s"><title>%s</title></rect>'
-                               % (x1 - 1, top + 2, ROW_HEIGHT - 4, colour, text(tip)))
+                    out.append('<rect class="k-%s" x="%.1f" y="%d" width="3" height="%d"><title>%s</title></rect>'
+                               % (colour, x1 - 1, top + 2, ROW_HEIGHT - 4, text(tip)))
                     continue
                 x2 = self.x(end if end is not None else begin)
                 y, h = (top + 12, ROW_HEIGHT - 14) if kind == "thin" else (top + 3, ROW_HEIGHT - 8)
-                fill = "url(#wait)" if kind == "wait" else colour
-                out.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" rx="2"><title>%s</title></rect>'
-                           % (x1, y, max(2.0, x2 - x1), h, fill, text(tip)))
-                if label_text and x2 - x1 >= 7 * len(label_text):
-                    out.append('<text x="%.1f" y="%d" fill="#fff" style="fill:#fff">%s</text>' % (x1 + 4, top + 14, text(label_text)))
+                paint = 'fill="url(#wait)"' if kind == "wait" else 'class="k-%s"' % colour
+                out.append('<rect %s x="%.1f" y="%d" width="%.1f" height="%d" rx="2"><title>%s</title></rect>'
+                           % (paint, x1, y, max(2.0, x2 - x1), h, text(tip)))
+                if note:
+                    # inside the bar when it fits, else after it, cut to the room left
+                    if x2 - x1 >= NOTE_CHAR * len(note) + 8:
+                        out.append('<text class="note" x="%.1f" y="%d">%s</text>' % (x1 + 4, top + 15, text(note)))
+                    else:
+                        room = max(4, int((CHART_WIDTH - x2 - 10) / NOTE_CHAR))
+                        out.append('<text class="stuck" x="%.1f" y="%d">%s</text>' % (
+                            x2 + 5, top + 15, text(note if len(note) <= room else note[:room - 1] + "…")))
         out.append("</svg>")
         return "".join(out)
 
 
 def _legend():
-    items = [("drain (cordon to drained)", COLORS["drain"]), ("wait", "url"), ("terminated", COLORS["terminate"]),
-             ("replacement: launched to Ready", COLORS["boot"]), ("step", COLORS["step"])]
     out = ['<p class="legend">']
-    for label, colour in items:
-        style = ("background:repeating-linear-gradient(45deg,#9aa3ad 0 2px,#eceff3 2px 6px)" if colour == "url"
-                 else "background:%s" % colour)
-        out.append('<span><i style="%s"></i>%s</span>' % (style, text(label)))
+    for kind, label in LEGEND:
+        if kind == "wait":
+            out.append('<span><i style="background:repeating-linear-gradient(45deg,#9aa3ad 0 2px,#eceff3 2px 6px)"></i>%s</span>'
+                       % text(label))
+        else:
+            out.append('<span><i class="k-%s"></i>%s</span>' % (kind, text(label)))
     out.append("</p>")
     return "".join(out)
 
 
+def _held_by(row):
+    """``shop/ledger-1 (PodDisruptionBudget shop/ledger)``: what holds a stuck node, for the text beside its bar."""
+    held = ["%s%s" % (blocker.get("pod") or "?", ", PDB %s" % blocker["pdb"] if blocker.get("pdb") else "")
+            for blocker in row.get("blocking") or []]
+    return ", ".join(held) if held else (row.get("message") or "")
+
+
 def _timeline(group, rows):
     timeline = group.get("timeline") or {}
-    phases = timeline.get("phases") or []
+    phases = phase_bars(group)
     steps = group.get("steps") or []
     moments = [time_of(timeline.get("started_at")), time_of(timeline.get("ended_at"))]
     moments += [time_of(phase.get(key)) for phase in phases for key in ("started_at", "ended_at")]
     moments += [time_of(step.get(key)) for step in steps for key in ("started_at", "ended_at")]
-    moments += [time_of(row.get(key)) for row in rows for key in ("started_at", "terminated_at")]
+    moments += [time_of(row.get(key)) for row in rows for key in ("started_at", "terminated_at")] + [drain_end(row) for row in rows]
     moments += [time_of((row.get("replacement") or {}).get(key)) for row in rows for key in ("launch_time", "ready_at")]
     moments = [moment for moment in moments if moment is not None]
     if len(moments) < 2:
         return '<p class="muted">No timeline: the run recorded no times for this group.</p>'
     chart = _Chart(min(moments), max(moments))
-    chart.row("phases", [("bar", time_of(phase.get("started_at")), time_of(phase.get("ended_at")),
-                          COLORS.get(phase.get("name"), COLORS["step"]),
-                          "%s: %s s" % (PHASE_NAMES.get(phase.get("name"), phase.get("name")), _seconds(phase.get("seconds"))),
-                          PHASE_NAMES.get(phase.get("name"), phase.get("name")))
-                         for phase in phases])
-    items = []
+    for phase in phases:
+        chart.row("phase %s, %s" % (phase["label"], human_duration(phase.get("seconds"))),
+                  [("bar", time_of(phase.get("started_at")), time_of(phase.get("ended_at")),
+                    "phase-" + phase["kind"] if "phase-" + phase["kind"] in COLORS else "step",
+                    "%s: %s s%s" % (phase["label"], _seconds(phase.get("seconds")),
+                                    ", ended by the failure" if phase["stopped"] else ""))])
     for step in steps:
         begin, decided, end = time_of(step.get("started_at")), time_of(step.get("decided_at")), time_of(step.get("ended_at"))
+        items = []
         if begin is not None and decided is not None and step.get("waited_seconds"):
             items.append(("wait", begin, decided, None, "step %s waited %s s for %s" % (
                 step.get("index"), _seconds(step.get("waited_seconds")), ", ".join(step.get("waited_for") or []) or "the group")))
-        items.append(("bar", decided or begin, end, COLORS["step"], "step %s: terminate %d, drain %d" % (
-            step.get("index"), len(step.get("terminated") or []), len(step.get("nodes") or [])), str(step.get("index"))))
-    chart.row("steps", items)
+        items.append(("bar", decided or begin, end, "step", "%s: %s s" % (step_label(step), _seconds(step.get("drain_seconds")))))
+        chart.row(step_label(step), items)
     for row in rows:
-        drained, terminated = time_of(row.get("drained_at")), time_of(row.get("terminated_at"))
-        failed = row.get("status") not in (None, "drained")
-        node_items = [("bar", time_of(row.get("started_at")), drained or time_of(row.get("started_at")),
-                       COLORS["failed"] if failed else COLORS["drain"],
-                       "%s: drain %s s, %s evicted (%s)" % (
-                           row.get("node"), _seconds(row.get("seconds")), row.get("evicted"), row.get("status")))]
-        if drained is not None and terminated is not None:
-            node_items.append(("wait", drained, terminated, None, "%s: post-drain delay, %s s" % (
-                row.get("node"), _seconds((terminated - drained).total_seconds()))))
+        state = node_state(row)
+        started, ended, terminated = time_of(row.get("started_at")), drain_end(row), time_of(row.get("terminated_at"))
+        stuck = state in ("drain failed", "skipped")
+        node_items = [("bar", started, ended, STATE_KINDS[state] if state != "terminated" else "drain",
+                       "%s: %s after %s s, %s evicted%s" % (
+                           row.get("node"), state, _seconds(row.get("seconds")), row.get("evicted"),
+                           (", held by " + _held_by(row)) if stuck else ""),
+                       ("%s: %s" % ("stuck" if state == "drain failed" else state, _held_by(row))) if stuck else None)]
+        if ended is not None and terminated is not None and row.get("drained_at"):
+            node_items.append(("wait", ended, terminated, None, "%s: post-drain delay, %s s" % (
+                row.get("node"), _seconds((terminated - ended).total_seconds()))))
         if terminated is not None:
-            node_items.append(("mark", terminated, None, COLORS["terminate"], "%s terminated (step %s)" % (
+            node_items.append(("mark", terminated, None, "terminate", "%s terminated (step %s)" % (
                 row.get("instance_id"), row.get("terminate_step"))))
         replacement = row.get("replacement") or {}
         launched = time_of(replacement.get("launch_time"))
         if launched is not None:
-            node_items.append(("thin", launched, time_of(replacement.get("ready_at")) or launched, COLORS["boot"],
+            node_items.append(("thin", launched, time_of(replacement.get("ready_at")) or launched, "boot",
                                "replacement %s (%s): launched %s, Ready %s" % (
                                    replacement.get("instance_id"), replacement.get("node") or "no node yet",
                                    replacement.get("launch_time"), replacement.get("ready_at") or "not yet")))
-        chart.row(row.get("node") or row.get("instance_id") or "?", node_items)
+        chart.row(("⚠ " if stuck else "") + (row.get("node") or row.get("instance_id") or "?"), node_items, "stuck" if stuck else None)
     return chart.svg("timeline of node group %s" % group.get("name")) + _legend()
 
 
 # ---- the plan beside what happened --------------------------------------------------------------------------------
 
-def _measured_vs_predicted(group):
+def _clock_note(clock):
+    """What a faster clock means for the durations beside it; empty when the speed is not known."""
+    if not clock:
+        return ""
+    return ('<p class="clock">Sandbox clock &times;%s (from %s): the boots, pod starts and stops and delays of this run '
+            'ran %s times faster than real time, while the plan\'s prediction is for real time; the measured duration '
+            'also holds the tasks\' own time, which no clock speeds up.</p>' % (
+                text("%g" % clock["speed"]), text(clock["source"]), text("%g" % clock["speed"])))
+
+
+def _measured_vs_predicted(group, clock=None):
     plan = group.get("plan") or {}
     phases = group.get("phase_seconds") or {}
     rows = [["predicted duration (plan)", text(human_duration(plan.get("eta_seconds")) if plan.get("eta_seconds") is not None else "not planned")],
-            ["measured duration (whole group)", text(human_duration(group.get("seconds")))]]
-    for key in ("setup", "scale_up", "upgrade", "scale_down"):
-        if key in phases:
-            rows.append(["&nbsp;&nbsp;" + text(PHASE_NAMES[key]), text(human_duration(phases[key]))])
+            ["measured duration (whole group)", text(human_duration(group.get("seconds")))
+             + (" on a clock &times;%s" % text("%g" % clock["speed"]) if clock else "")]]
+    for phase in phase_bars(group):
+        rows.append(["&nbsp;&nbsp;" + text(phase["label"]), text(human_duration(phases.get(phase["name"], phase.get("seconds"))))])
     rows += [["planned drain waves", text(plan.get("batch_count", len(plan.get("batches") or [])))],
              ["steps run", text(len(group.get("steps") or []))],
              ["surge", text(plan.get("surge"))],
@@ -259,20 +306,33 @@ def _plan_waves(group):
     return _table(headers, [[text(cell) for cell in row] for row in rows], numeric=(0, 1))
 
 
-def _plan_found(plan):
-    """The drain pre-flight's blockers, then its warnings, each grouped by kind; None when the plan has no pre-flight
-    (a rollout's plan: what blocked its drains is in the node table)."""
-    if "preflight" not in plan:
-        return None
+def _findings(group):
+    """The blockers and warnings: the plan's drain pre-flight (its blockers, then its warnings, each grouped by kind)
+    and what held the drains of this run that did not finish."""
+    plan = group.get("plan") or {}
     rows = []
     for severity, found in (("error", "blocker"), ("warning", "warning")):
-        grouped = found_by_kind(plan["preflight"], severity)
+        grouped = found_by_kind(plan.get("preflight") or {}, severity)
         for kind in sorted(grouped):
-            rows.extend([text(found), text(kind), text(item["pod"]), text(item["node"]), text(item["pdb"]), text(item["message"])]
-                        for item in grouped[kind])
+            rows.extend([text("%s (plan)" % found), text(kind), text(item["pod"]), text(item["node"]), text(item["pdb"]),
+                         text(item["message"])] for item in grouped[kind])
+    held = drain_blockers(group.get("steps") or [])
+    rows.extend([text("%s (step %s)" % (item["state"], item["step"])), text(item["kind"]), text(item["pod"]), text(item["node"]),
+                 text(item["pdb"]), text(item["message"])] for item in held)
+    kinds = {}
+    for row in rows:
+        kinds[row[1]] = kinds.get(row[1], 0) + 1
+    out = []
+    if "preflight" not in plan and not group.get("plan_only"):
+        out.append('<p class="muted">This run\'s plan carried no drain pre-flight (the playbook nodeops.rollout.plan '
+                   'shows one before a run); below is what held its drains.</p>')
     if not rows:
-        return '<p class="muted">The drain pre-flight found no blocker and no warning.</p>'
-    return _table(["found", "kind", "pod", "node", "PodDisruptionBudget", "message"], rows)
+        nothing = "The drain pre-flight found no blocker and no warning." if "preflight" in plan else "No drain was held."
+        out.append('<p class="muted">%s</p>' % nothing)
+        return "".join(out)
+    out.append('<p>%s</p>' % ", ".join("<b>%s</b> %d" % (kind or "other", count) for kind, count in sorted(kinds.items())))
+    out.append(_table(["found", "kind", "pod", "node", "PodDisruptionBudget", "message"], rows))
+    return "".join(out)
 
 
 def _steps_table(group):
@@ -281,13 +341,18 @@ def _steps_table(group):
         return '<p class="muted">No step ran.</p>'
     rows = []
     for step in steps:
+        nodes = step.get("nodes") or []
+        by_state = {"drained": [], "drain failed": [], "skipped": []}
+        for node in nodes:
+            status = node.get("status")
+            by_state[status if status in ("drained", "skipped") else "drain failed"].append(node.get("node") or "?")
         rows.append([text(step.get("index")), text(_seconds(step.get("waited_seconds"))),
                      text(", ".join(step.get("waited_for") or [])), text(len(step.get("terminated") or [])),
                      text(step.get("decrement")), text(step.get("validated")),
-                     text(", ".join(node.get("node") or "?" for node in step.get("nodes") or [])),
+                     text(", ".join(by_state["drained"])), text(", ".join(by_state["drain failed"])), text(", ".join(by_state["skipped"])),
                      text(_seconds(step.get("drain_seconds")))])
-    return _table(["step", "waited s", "waited for", "terminated", "paid back", "validated", "drained", "drain s"], rows,
-                  numeric=(0, 1, 3, 4, 5, 7))
+    return _table(["step", "waited s", "waited for", "terminated", "paid back", "validated", "drained", "drain failed",
+                   "skipped", "drain s"], rows, numeric=(0, 1, 3, 4, 5, 9))
 
 
 # ---- the nodes -----------------------------------------------------------------------------------------------------
@@ -300,45 +365,58 @@ def _blockers(row):
     return "<br>".join(text(line) for line in out)
 
 
+def _state(state):
+    return '<span class="state k-%s" title="%s">%s</span>' % (STATE_KINDS[state], text(NODE_STATES[state]), text(state))
+
+
 def _node_table(rows):
     if not rows:
         return '<p class="muted">No node was drained or terminated.</p>'
-    cells = []
+    out = ["<table><thead><tr>", "".join("<th>%s</th>" % header for header in (
+        "old node / instance", "replacement", "AZ", "step", "state", "drain s", "evicted", "restarted", "deleted", "blockers")),
+        "</tr></thead><tbody>"]
     for row in rows:
+        state = node_state(row)
         replacement = row.get("replacement") or {}
         old = "%s<br><span class=\"muted\">%s</span>" % (text(row.get("node") or "(no node)"), text(row.get("instance_id")))
         new = ("%s<br><span class=\"muted\">%s, Ready %s</span>" % (
             text(replacement.get("node") or "(no node yet)"), text(replacement.get("instance_id")),
             text(_when(replacement.get("ready_at")) if replacement.get("ready_at") else "not yet")) if replacement else
             '<span class="muted">%s</span>' % ("none: paid the surge back" if row.get("paid_back") else "none seen"))
-        status = row.get("status") or ("terminated" if row.get("terminated_at") else "")
-        if row.get("terminated_at") and status == "drained":
-            status = "replaced"
-        cells.append([old, new, text(row.get("az")), text(row.get("step")), text(status), text(_seconds(row.get("seconds"))),
-                      text(row.get("evicted")), text(row.get("restarted")),
-                      text("%s%s" % (row.get("deleted"), " (forced)" if row.get("forced") else "")), _blockers(row)])
-    return _table(["old node / instance", "replacement", "AZ", "step", "status", "drain s", "evicted", "restarted",
-                   "deleted", "blockers"], cells, numeric=(3, 5, 6, 7, 8))
+        cells = [old, new, text(row.get("az")), text(row.get("step")), _state(state), text(_seconds(row.get("seconds"))),
+                 text(row.get("evicted")), text(row.get("restarted")),
+                 text("%s%s" % (row.get("deleted"), " (forced)" if row.get("forced") else "")), _blockers(row)]
+        out.append('<tr class="state-%s" data-node="%s">' % (text(state.replace(" ", "-")), text(row.get("node") or row.get("instance_id")))
+                   + "".join('<td class="num">%s</td>' % cell if index in (3, 5, 6, 7, 8) else "<td>%s</td>" % cell
+                             for index, cell in enumerate(cells)) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
 
 
 # ---- sections the operator adds -----------------------------------------------------------------------------------
 
-def _value(value, depth=0):
-    if isinstance(value, dict):
-        if not value:
-            return '<span class="muted">none</span>'
-        if depth >= 3:
-            return "<pre>%s</pre>" % text(json.dumps(value, indent=1, sort_keys=True))
-        return _table(None, [[text(key), _value(value[key], depth + 1)] for key in value])
-    if isinstance(value, list):
-        if not value:
-            return '<span class="muted">none</span>'
-        if all(not isinstance(item, (dict, list)) for item in value):
-            return text(", ".join(str(item) for item in value))
-        return "<br>".join(_value(item, depth + 1) for item in value)
+def _cell(value):
+    if value is None:
+        return '<span class="muted">-</span>'
     if isinstance(value, bool):
         return "yes" if value else "no"
     return text(value)
+
+
+def _json_section(data):
+    """A JSON document as the tables of :func:`records.json_tables`, each under its name."""
+    out = []
+    for table in json_tables(data):
+        if table["title"]:
+            out.append("<h3>%s</h3>" % text(table["title"]))
+        if table["headers"] is None:
+            out.append(_table(None, [[text(name), _cell(value)] for name, value in table["rows"]]))
+        else:
+            numeric = tuple(index for index in range(len(table["headers"]))
+                            if all(isinstance(row[index], (int, float)) and not isinstance(row[index], bool)
+                                   for row in table["rows"] if row[index] is not None))
+            out.append(_table(table["headers"], [[_cell(value) for value in row] for row in table["rows"]], numeric=numeric))
+    return "".join(out) or '<span class="muted">none</span>'
 
 
 def section_of(entry):
@@ -368,20 +446,29 @@ def section_of(entry):
 
 def _sections(sections):
     out = []
-    for section in (section_of(entry) for entry in sections or []):
-        if not isinstance(section, dict):
-            continue
+    for section in sections:
         out.append("<h2>%s</h2>" % text(section.get("title") or "Attached report"))
         if section.get("source"):
             out.append('<p class="meta">from %s</p>' % text(section["source"]))
         if section.get("error"):
             out.append('<p class="banner stopped">Could not be read: %s</p>' % text(section["error"]))
         else:
-            out.append(_value(section.get("data")))
+            out.append(_json_section(section.get("data")))
     return "".join(out)
 
 
 # ---- the page -------------------------------------------------------------------------------------------------------
+
+def _stuck_nodes(group):
+    """The nodes whose drain did not finish, each with what holds it: the first thing a person must see of a failure."""
+    held = drain_blockers(group.get("steps") or [])
+    if not held:
+        return ""
+    rows = [[text(item["node"]), _state(item["state"]), text(item["pod"]), text(item["pdb"]), text(item["message"])] for item in held]
+    nodes = sorted(set(item["node"] for item in held))
+    return ('<div class="stuck-nodes"><h3>%d node(s) stuck, cordoned with pods left</h3>%s</div>'
+            % (len(nodes), _table(["node", "state", "pod left", "PodDisruptionBudget", "why"], rows)))
+
 
 def _banner(groups):
     stopped = [group for group in groups if group.get("status") not in FINISHED]
@@ -395,7 +482,8 @@ def _banner(groups):
     for group in stopped:
         status = group.get("status") or "unknown"
         out.append("<h2>Node group %s: %s</h2>" % (text(group.get("name")), text(status)))
-        if group.get("reason") and group.get("reason") != group.get("message"):
+        out.append(_stuck_nodes(group))
+        if group.get("reason") and not str(group.get("message") or "").startswith(group["reason"]):
             out.append("<p>Why: <b>%s</b></p>" % text(group["reason"]))
         if group.get("failed_task"):
             out.append("<p>Stopped at <b>%s</b></p>" % text(group["failed_task"]))
@@ -406,21 +494,24 @@ def _banner(groups):
     return "".join(out)
 
 
-def _summary(groups):
+def _summary(groups, clock=None):
     rows = []
     for group in groups:
         plan = group.get("plan") or {}
+        counts = group_counts(group)
         rows.append(['<a href="#group-%s">%s</a>' % (text(group.get("name")), text(group.get("name"))), _status(group.get("status")),
-                     text("%s of %s" % (group.get("nodes_replaced", 0), len(plan.get("outdated") or []))),
-                     text(human_duration(group.get("seconds"))),
-                     text(human_duration(plan.get("eta_seconds")) if plan.get("eta_seconds") is not None else ""),
-                     text(group.get("evictions", 0)), text(len(group.get("restarted") or [])),
-                     text(len(group.get("deleted") or [])), text(", ".join(group.get("skipped_nodes") or []))])
-    return _table(["node group", "status", "replaced", "measured", "predicted", "evictions", "restarted", "deleted",
-                   "skipped nodes"], rows, numeric=(5, 6, 7))
+                     text("%d of %d" % (counts["replaced"], counts["outdated"])), text(counts["drained"]),
+                     text(counts["drain_failed"]), text(counts["skipped"]), text(counts["evictions"]), text(counts["restarted"]),
+                     text(counts["deleted"]), text(human_duration(group.get("seconds"))),
+                     text(human_duration(plan.get("eta_seconds")) if plan.get("eta_seconds") is not None else "")])
+    return (_table(["node group", "status", "replaced", "drained", "drain failed", "skipped", "evictions", "restarted",
+                    "deleted", "measured", "predicted"], rows, numeric=(3, 4, 5, 6, 7, 8))
+            + '<p class="muted">Nodes: drained (terminated or not), drain failed (stuck with pods left), skipped (left '
+              'cordoned after the drain timeout). Evictions, restarts and deletions count every drain, the ones that did not '
+              'finish included.</p>' + _clock_note(clock))
 
 
-def _group(group):
+def _group(group, clock=None):
     rows = node_rows(group.get("steps") or [], group.get("new_nodes") or [])
     name = group.get("name")
     out = ['<section class="group" id="group-%s">' % text(name),
@@ -429,13 +520,13 @@ def _group(group):
         out.append("<h3>Timeline</h3>")
         out.append(_timeline(group, rows))
     out.append('<div class="columns"><div><h3>Plan and what happened</h3>%s</div><div><h3>The plan\'s drain waves</h3>%s</div></div>'
-               % (_measured_vs_predicted(group), _plan_waves(group)))
-    found = _plan_found(group.get("plan") or {})
-    if found is not None:
+               % (_measured_vs_predicted(group, clock), _plan_waves(group)))
+    plan = group.get("plan") or {}
+    if "preflight" in plan or not group.get("plan_only"):
         out.append("<h3>Blockers and warnings</h3>")
-        out.append('<p class="muted">What the drain pre-flight found on the outdated nodes: a blocker stops the drain '
-                   'under the run\'s options, a warning lets it finish at a cost.</p>')
-        out.append(found)
+        out.append('<p class="muted">What the drain pre-flight found on the outdated nodes (a blocker stops the drain '
+                   'under the run\'s options, a warning lets it finish at a cost), and what held a drain of this run.</p>')
+        out.append(_findings(group))
     if not group.get("plan_only"):
         out.append("<h3>Steps</h3>")
         out.append(_steps_table(group))
@@ -450,9 +541,12 @@ def _group(group):
 
 def report_html(result, cluster=None, sections=None, version=None):
     """The page (a str) for ``result`` (``rolling_update_result``) of cluster ``cluster`` (the inventory host), with the
-    operator's ``sections`` (``[{"title", "data", "source", "error"}]``) at the end."""
+    operator's ``sections`` (``[{"title", "data", "source", "error"}]``) at the end; a section whose document has
+    ``clock_speed`` (the sandbox's invariant report) makes the page say the run's delays ran on that clock."""
     result = result if isinstance(result, dict) else {}
     groups = [group for group in result.get("node_groups") or [] if isinstance(group, dict)]
+    read = [section for section in (section_of(entry) for entry in sections or []) if isinstance(section, dict)]
+    clock = clock_speed(read)
     title = "Node rollout%s" % (" of cluster %s" % cluster if cluster else "")
     # times as the role wrote them: with Z since it writes them so, without a zone (UTC) in results written before
     ended = max((moment for moment in (time_of((group.get("timeline") or {}).get("ended_at")) for group in groups) if moment),
@@ -466,8 +560,8 @@ def report_html(result, cluster=None, sections=None, version=None):
                (" " + text(version)) if version else ""),
            _banner(groups)]
     if groups:
-        out.append(_summary(groups))
-    out.extend(_group(group) for group in groups)
-    out.append(_sections(sections))
+        out.append(_summary(groups, clock))
+    out.extend(_group(group, clock) for group in groups)
+    out.append(_sections(read))
     out.append("</body></html>\n")
     return "".join(out)

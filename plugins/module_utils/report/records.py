@@ -12,6 +12,7 @@ into one row per outdated node, from its cordon to its termination, with the new
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
@@ -168,7 +169,8 @@ def _count(value):
 
 def summary_lines(result):
     """One line per node group of ``rolling_update_result``, as the end of a run prints it before the JSON:
-    ``workers: replaced, 6 of 6 nodes in 3m 12s, 14 evictions`` and, for a group that did not finish, why
+    ``workers: replaced, 6 of 6 nodes in 3m 12s, 14 evictions`` (the evictions of every drain, as
+    :func:`group_counts` counts them) and, for a group that did not finish, why
     (the first line of its message). A plan says what it would replace."""
     lines = []
     for group in (result or {}).get("node_groups") or []:
@@ -184,9 +186,190 @@ def summary_lines(result):
         else:
             text = "%s: %s, %d of %d nodes replaced in %s, %d evictions" % (
                 group.get("name"), status, int(group.get("nodes_replaced") or 0), outdated,
-                human_duration(group.get("seconds")), int(group.get("evictions") or 0))
+                human_duration(group.get("seconds")), group_counts(group)["evictions"])
         why = (group.get("reason") or group.get("message") or "").strip().split("\n")[0]
         if why and status not in ("replaced", "up to date"):
             text += " - " + (why if len(why) <= 200 else why[:197] + "...")
         lines.append(text)
     return lines
+
+
+# ---- what the page draws: the decisions behind each colour, label and count ----------------------------------------
+
+# A drained node's state on the page, from node_drain's status and whether its instance was terminated since; each
+# state has its own colour and legend entry (page.py), so a node whose drain gave up never looks like one that went.
+NODE_STATES = {
+    "replaced": "drained, then terminated",
+    "drained": "drained, not terminated yet",
+    "drain failed": "drain failed: stuck, cordoned with pods left",
+    "skipped": "drain skipped after its timeout: left cordoned",
+    "terminated": "terminated (drained by an earlier run)",
+}
+# node_drain's statuses that mean its pods are still on it
+STUCK_STATUSES = ("failed", "timeout", "not drained")
+
+
+def node_state(row):
+    """The page's state of one :func:`node_rows` row: ``replaced``, ``drained``, ``drain failed``, ``skipped`` or
+    ``terminated``. A node terminated since is ``replaced`` whatever an earlier drain said."""
+    status = row.get("status")
+    if row.get("terminated_at"):
+        return "replaced" if status else "terminated"
+    if status == "skipped":
+        return "skipped"
+    if status == "drained":
+        return "drained"
+    return "drain failed"
+
+
+def drain_end(row):
+    """When the drain of ``row`` ended: its ``drained_at``, else its start plus its seconds (a drain that gave up has
+    no ``drained_at`` but ran its timeout), else None."""
+    drained = time_of(row.get("drained_at"))
+    if drained is not None:
+        return drained
+    started = time_of(row.get("started_at"))
+    if started is not None and row.get("seconds") is not None:
+        return started + timedelta(seconds=float(row["seconds"]))
+    return started
+
+
+def group_counts(group, rows=None):
+    """The counts a person compares, made from the same records so that they add up.
+
+    ``evictions``, ``restarted`` and ``deleted`` are summed over every drain of every step, a drain that failed or
+    was skipped included (its evictions happened); the group's own counts (what finished batches recorded) are used
+    only when no step kept its drains. Nodes: ``drained`` (drained, terminated or not), ``drain_failed``, ``skipped``,
+    ``replaced`` (instances terminated) of ``outdated``.
+    """
+    steps = group.get("steps") or []
+    rows = node_rows(steps, group.get("new_nodes") or []) if rows is None else rows
+    drains = [node for step in steps for node in step.get("nodes") or []]
+    states = [node_state(row) for row in rows if row.get("status")]
+    if drains:
+        evictions = sum(int(node.get("evicted") or 0) for node in drains)
+        restarted = sum(int(node.get("restarted") or 0) for node in drains)
+        deleted = sum(int(node.get("deleted") or 0) for node in drains)
+    else:
+        evictions = int(group.get("evictions") or 0)
+        restarted, deleted = _count(group.get("restarted")), _count(group.get("deleted"))
+    plan = group.get("plan") or {}
+    return {
+        "outdated": _count(plan.get("outdated")),
+        "replaced": int(group.get("nodes_replaced") or 0),
+        "drained": sum(1 for state in states if state in ("replaced", "drained")),
+        "drain_failed": sum(1 for state in states if state == "drain failed"),
+        "skipped": sum(1 for state in states if state == "skipped"),
+        "evictions": evictions, "restarted": restarted, "deleted": deleted,
+    }
+
+
+PHASE_LABELS = {"setup": "setup", "scale_up": "scale up", "upgrade": "upgrade", "scale_down": "scale down", "cancel": "cancel"}
+
+
+def phase_bars(group):
+    """The group's phases as bars: ``[{"name", "kind", "label", "started_at", "ended_at", "seconds", "stopped"}]``.
+
+    ``kind`` is the phase without the rollback's prefix (its colour); ``label`` says it (``rollback: scale up``). A run
+    that stopped inside its upgrade recorded no upgrade phase: one is made from its first step's start to the end of
+    its last step (or of the group), marked ``stopped``, so the steps drawn under it have their phase."""
+    timeline = group.get("timeline") or {}
+    bars = []
+    for phase in timeline.get("phases") or []:
+        name = str(phase.get("name") or "phase")
+        kind = name[len("rollback_"):] if name.startswith("rollback_") else name
+        label = PHASE_LABELS.get(kind, kind.replace("_", " "))
+        bars.append({"name": name, "kind": kind, "label": ("rollback: " + label) if kind != name else label,
+                     "started_at": phase.get("started_at"), "ended_at": phase.get("ended_at"),
+                     "seconds": phase.get("seconds"), "stopped": False})
+    steps = [step for step in group.get("steps") or [] if time_of(step.get("started_at") or step.get("decided_at"))]
+    if steps and not any(bar["kind"] in ("upgrade", "cancel") for bar in bars):
+        begin = min(time_of(step.get("started_at") or step.get("decided_at")) for step in steps)
+        ends = [time_of(step.get("ended_at")) for step in steps if time_of(step.get("ended_at"))]
+        end = time_of(timeline.get("ended_at")) or max(ends, default=begin)
+        bars.append({"name": "upgrade", "kind": "upgrade", "label": "upgrade (stopped)", "started_at": iso(begin),
+                     "ended_at": iso(end), "seconds": round((end - begin).total_seconds(), 1), "stopped": True})
+    first = time_of(timeline.get("started_at"))
+    return sorted(bars, key=lambda bar: ((time_of(bar["started_at"]) or first) - first).total_seconds() if first else 0)
+
+
+def step_label(step):
+    """A step's label on the timeline: ``step 3: drain 2, terminate 1`` (a wait or a validation when that is all)."""
+    parts = []
+    drained = step.get("nodes") or []
+    if drained:
+        stuck = sum(1 for node in drained if node.get("status") != "drained")
+        parts.append("drain %d%s" % (len(drained), " (%d failed)" % stuck if stuck else ""))
+    if step.get("terminated"):
+        parts.append("terminate %d" % len(step["terminated"]))
+    if not parts:
+        parts.append("validate %d" % step["validated"] if step.get("validated") else "wait")
+    return "step %s: %s" % (step.get("index"), ", ".join(parts))
+
+
+def drain_blockers(steps):
+    """What held each drain that did not finish, from the steps' drains: ``[{"node", "step", "state", "pod", "kind",
+    "pdb", "message"}]`` (one entry with pod None for a stuck node that named no pod)."""
+    found = []
+    for step in steps or []:
+        for node in step.get("nodes") or []:
+            if node.get("status") == "drained":
+                continue
+            state = "skipped" if node.get("status") == "skipped" else "drain failed"
+            blocking = node.get("blocking") or [{"pod": None, "kind": None, "pdb": None, "message": node.get("message")}]
+            found.extend({"node": node.get("node"), "step": step.get("index"), "state": state, "pod": blocker.get("pod"),
+                          "kind": blocker.get("kind"), "pdb": blocker.get("pdb"), "message": blocker.get("message")}
+                         for blocker in blocking)
+    return found
+
+
+def clock_speed(sections):
+    """The speed of the clock the run's delays ran on, when an attached document says it (the sandbox's invariant
+    report carries ``clock_speed``): ``{"speed", "source"}``, or None when no document says it or it is 1."""
+    for section in sections or []:
+        data = section.get("data") if isinstance(section, dict) else None
+        speed = data.get("clock_speed") if isinstance(data, dict) else None
+        if isinstance(speed, (int, float)) and not isinstance(speed, bool) and speed > 0 and speed != 1:
+            return {"speed": float(speed), "source": section.get("title") or section.get("source")}
+    return None
+
+
+def _scalar(value):
+    return not isinstance(value, (dict, list))
+
+
+def _name(key):
+    return str(key)   # as the document spells it, so that a name on the page is found in the JSON
+
+
+def json_tables(data, title=None, depth=0):
+    """A JSON document as tables a person reads: ``[{"title", "headers", "rows"}]`` (``headers`` None: a table of
+    names and values). Scalars of a mapping make one table of names and values; a mapping whose values are all
+    mappings of scalars (one per deployment, per client) and a list of mappings make one table with a row each and a
+    column per key; anything else nests under its name. Values stay as they are (the page formats them); a document
+    nested deeper than four levels is kept as JSON text."""
+    if depth > 4:
+        return [{"title": title, "headers": None, "rows": [["(JSON)", json.dumps(data, sort_keys=True)]]}]
+    if isinstance(data, list):
+        if data and all(isinstance(item, dict) and all(_scalar(value) for value in item.values()) for item in data):
+            keys = list(dict.fromkeys(key for item in data for key in item))
+            return [{"title": title, "headers": [_name(key) for key in keys], "rows": [[item.get(key) for key in keys] for item in data]}]
+        if all(_scalar(item) for item in data):
+            return [{"title": title, "headers": None, "rows": [["values", ", ".join(str(item) for item in data) or "none"]]}]
+        out = []
+        for index, item in enumerate(data):
+            out.extend(json_tables(item, "%s %d" % (title or "item", index + 1), depth + 1))
+        return out
+    if not isinstance(data, dict):
+        return [{"title": title, "headers": None, "rows": [["value", data]]}]
+    if data and all(isinstance(value, dict) and value and all(_scalar(inner) for inner in value.values()) for value in data.values()):
+        keys = list(dict.fromkeys(key for value in data.values() for key in value))
+        return [{"title": title, "headers": [""] + [_name(key) for key in keys],
+                 "rows": [[name] + [data[name].get(key) for key in keys] for name in data]}]
+    pairs = [[_name(key), "none" if value in ([], {}) else value] for key, value in data.items()
+             if _scalar(value) or value in ([], {})]
+    out = [{"title": title, "headers": None, "rows": pairs}] if pairs else []
+    for key, value in data.items():
+        if not _scalar(value) and value not in ([], {}):
+            out.extend(json_tables(value, "%s / %s" % (title, _name(key)) if title else _name(key), depth + 1))
+    return out

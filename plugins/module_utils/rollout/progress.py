@@ -27,10 +27,13 @@ def _count(value, field, minimum=0):
     return int_at_least(value, field, minimum)
 
 
-def _model(outdated, max_unavailable, surge, timings, surge_ready, batch=None):
+def _model(outdated, max_unavailable, surge, timings, surge_ready, batch=None, canary=False):
     if batch:
-        # the serial playbook's batches: at most ``batch`` nodes at a time, whatever the surge lends
-        waves = [batch] * (outdated // batch) + ([outdated % batch] if outdated % batch else [])
+        # the serial playbook's batches: a canary of one first (its play's serial is [1, batch]), then at most ``batch``
+        # nodes at a time, whatever the surge lends
+        first = [1] if canary and outdated else []
+        rest = outdated - len(first)
+        waves = first + [batch] * (rest // batch) + ([rest % batch] if rest % batch else [])
     else:
         waves = wave_sizes(outdated, max_unavailable, surge, up_to_date_count=1 if surge_ready else 0)
     return estimate_duration(waves, timings["boot_seconds"], timings["drain_seconds"], timings["post_drain_delay"],
@@ -41,17 +44,55 @@ def _seconds_between(start, end, field):
     return max(0.0, (parse_time(end, "now") - parse_time(start, field)).total_seconds())
 
 
+def _last_termination(steps, step, now, since):
+    """``(when, replaced)`` of the latest termination: now for a step that terminates, else the latest ``decided_at`` of
+    the recorded ``steps`` that terminated (not before ``since``, the upgrade's start), else now; ``replaced``: its
+    terminations were not all paid back, so their replacements boot (the model's wave ends with that boot)."""
+    if step.get("terminate") or not steps:
+        return now, len(step.get("terminate") or []) > int(step.get("decrement") or 0)
+    found = [(parse_time(entry["decided_at"], "steps[].decided_at"), entry) for entry in steps
+             if isinstance(entry, dict) and entry.get("terminated") and entry.get("decided_at")]
+    found = [(moment, entry) for moment, entry in found if since is None or moment >= parse_time(since, "upgrade_started_at")]
+    if not found:
+        return now, False
+    moment, entry = max(found, key=lambda pair: pair[0])
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), len(entry["terminated"]) > int(entry.get("decrement") or 0)
+
+
+def _upgrade_start(upgrade_started_at, steps):
+    """When the group's upgrade began: its first recorded step's start when ``steps`` (the group's steps so far, as
+    ``step_record`` keeps them) has one earlier than ``upgrade_started_at`` - the serial playbook starts the upgrade's
+    clock again at each batch, its steps carry on - else ``upgrade_started_at``."""
+    if steps in (None, ""):
+        return upgrade_started_at
+    if not isinstance(steps, (list, tuple)):
+        raise PlanError("steps: %r is not allowed; use the group's recorded steps (a list)" % (steps,))
+    begun = [entry.get("started_at") or entry.get("decided_at") for entry in steps if isinstance(entry, dict)]
+    begun = [(parse_time(value, "steps[].started_at"), value) for value in begun if value]
+    if not begun:
+        return upgrade_started_at
+    first = min(begun)
+    if upgrade_started_at and parse_time(upgrade_started_at, "upgrade_started_at") <= first[0]:
+        return upgrade_started_at
+    return first[1]
+
+
 def rollout_progress(step, number, replaced, total, started_at, now, upgrade_started_at=None, surge=0, timings=None,
-                     name=None, batch=None):
+                     name=None, batch=None, steps=None):
     """The progress of one group's upgrade after step ``number`` was decided (``step``: ``rollout_step``'s ``step``).
 
     ``replaced``: instances terminated so far, this step's included; ``total``: outdated instances when the upgrade
     began; ``started_at``, ``upgrade_started_at`` and ``now``: ISO 8601 times (the group's rollout began, its upgrade
     phase began, now); ``surge``: the surge the upgrade began with; ``timings``: the plan's (``plan.timings``);
-    ``batch``: the nodes replaced at a time when a play's ``serial`` sets it (nodeops.rollout.upgrade_serial).
+    ``batch``: the nodes replaced at a time when a play's ``serial`` sets it (nodeops.rollout.upgrade_serial);
+    ``steps``: the group's steps recorded so far (``rolling_update__steps``), whose first start is the upgrade's start
+    across the serial playbook's batches.
+
+    A step ``done`` while outdated instances are left outside its ``limit`` (``step.outside``: the serial playbook's
+    other batches) ends the batch, not the group: the line says ``batch done`` and the group's time left.
 
     Returns ``{"step", "replaced", "total", "draining", "elapsed_seconds", "left_seconds", "model_left_seconds",
-    "pace", "line"}`` (``pace``: measured over modelled seconds, None before a node is replaced).
+    "pace", "batch_done", "line"}`` (``pace``: measured over modelled seconds, None before a node is replaced).
     """
     step = step or {}
     number = _count(number, "number", 1)
@@ -69,26 +110,37 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
     draining = len(step.get("drain") or [])
     # drained already (terminated now, or in their post-drain delay) are not waves any more
     undrained = max(0, int(step.get("outdated_left") or 0) - len(step.get("terminate") or []) - len(step.get("delayed") or []))
-    model_left = _model(undrained, max_unavailable, owed, merged, True, batch)
+    # the serial playbook's canary is still to come while no node of the group is drained
+    model_left = _model(undrained, max_unavailable, owed, merged, True, batch, canary=undrained >= total)
     if not undrained and step.get("delayed"):
         model_left = merged["post_drain_delay"]
     elapsed = _seconds_between(started_at, now, "started_at")
-    upgrade_elapsed = _seconds_between(upgrade_started_at or started_at, now, "upgrade_started_at")
+    upgrade_start = _upgrade_start(upgrade_started_at, steps) or started_at
+    # the pace is measured up to the latest termination, where the model's waves end; since then the time left counts
+    # down as the time passes, instead of the pace swelling with a wave in progress that the model does not count yet
+    paced_until, booting = _last_termination(steps, step, now, upgrade_start)
+    paced_elapsed = _seconds_between(upgrade_start, paced_until, "upgrade_started_at")
+    done = step.get("action") == "done"
+    batch_done = done and bool(step.get("outside"))
     pace = None
     left = model_left
-    done_model = _model(total, max_unavailable, surge, merged, True, batch) - model_left
-    if replaced and done_model > 0 and upgrade_elapsed > 0:
-        pace = upgrade_elapsed / done_model
-        left = model_left * pace
-    if step.get("action") == "done":
+    whole = _model(total, max_unavailable, surge, merged, True, batch, canary=True)
+    # at a termination the model's wave is done but for its replacements' boot
+    done_model = whole - model_left - (merged["boot_seconds"] if booting else 0)
+    if replaced and done_model > 0 and paced_elapsed > 0:
+        pace = paced_elapsed / done_model
+        # the whole group at that pace, less the time the upgrade has taken
+        left = max(0.0, whole * pace - _seconds_between(upgrade_start, now, "upgrade_started_at"))
+        model_left = whole - done_model
+    if done and not batch_done:
         left, model_left = 0.0, 0.0
     # a cancel's steps give instances back (rollout_step's goal)
-    line = "%sstep %d: %d of %d nodes %s%s, %s elapsed, %s" % (
+    line = "%sstep %d: %d of %d nodes %s%s%s, %s elapsed, %s" % (
         ("%s: " % name) if name else "", number, replaced, total, "given back" if step.get("goal") == "cancel" else "replaced",
-        ", draining %d" % draining if draining else "", human_duration(elapsed),
-        "done" if step.get("action") == "done" else "about %s left" % human_duration(left))
-    if pace is not None and step.get("action") != "done" and model_left:
+        ", draining %d" % draining if draining else "", ", batch done" if batch_done else "", human_duration(elapsed),
+        "about %s left" % human_duration(left) if not done or batch_done else "done")
+    if pace is not None and (batch_done or not done) and model_left:
         line += " (the plan's %s at the pace so far)" % human_duration(model_left)
     return {"step": number, "replaced": replaced, "total": total, "draining": draining, "elapsed_seconds": round(elapsed, 1),
             "left_seconds": round(left, 1), "model_left_seconds": round(model_left, 1),
-            "pace": None if pace is None else round(pace, 3), "line": line}
+            "pace": None if pace is None else round(pace, 3), "batch_done": batch_done, "line": line}

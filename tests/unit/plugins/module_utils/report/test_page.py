@@ -190,10 +190,11 @@ def test_a_plan_only_page_shows_the_pre_flight_s_blockers_and_warnings_grouped_b
     assert "pdb_zero" in text and "<td>shop/api</td>" in page and "PodDisruptionBudget shop/api" in text
     assert page.index("pdb_zero") < page.index("single_replica")          # the blockers, then the warnings
     assert "shop/cache-0" in text and "ip-10-0-0-1.ec2.internal" in text
-    # a plan whose pre-flight found nothing says so; a rollout's plan has no pre-flight, its node table shows what blocked
+    # a plan whose pre-flight found nothing says so; a rollout's plan without a pre-flight says that, and what held its drains
     group["plan"]["preflight"] = {}
     assert "found no blocker and no warning" in report_html({"node_groups": [group]})
-    assert "Blockers and warnings" not in report_html({"node_groups": [rollout_group()]})
+    page = report_html({"node_groups": [rollout_group()]})
+    assert "Blockers and warnings" in page and "carried no drain pre-flight" in page and "No drain was held." in page
 
 
 def test_the_waves_table_says_the_hold_after_a_wave_only_when_a_wave_holds():

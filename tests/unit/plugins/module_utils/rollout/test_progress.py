@@ -37,13 +37,14 @@ def test_before_any_node_is_replaced_the_time_left_is_the_plan_s_model_of_what_i
 
 
 def test_once_nodes_are_replaced_the_model_is_scaled_by_the_measured_pace():
-    # 3 replaced, 3 left to drain; the upgrade took twice what the model gives the first 3
-    done = model(6, 2) - model(3, 2)
+    # 3 replaced now, 3 left to drain; the upgrade took twice what the model gives the first 3 up to their termination
+    # (their waves but for the boot of their replacements, which starts now)
+    done = model(6, 2) - model(3, 2) - TIMINGS["boot_seconds"]
     now = "2026-11-25T07:%02d:%02dZ" % divmod(60 + 2 * done, 60)
     progress = rollout_progress(step(6, terminate=["i-1", "i-2", "i-3"]), 4, 3, 6, START, now,
                                 upgrade_started_at="2026-11-25T07:01:00Z", surge=2, timings=TIMINGS)
-    assert progress["pace"] == 2.0 and progress["model_left_seconds"] == model(3, 2)
-    assert progress["left_seconds"] == 2 * model(3, 2)
+    assert progress["pace"] == 2.0 and progress["model_left_seconds"] == model(3, 2) + TIMINGS["boot_seconds"]
+    assert progress["left_seconds"] == 2 * (model(3, 2) + TIMINGS["boot_seconds"])
     assert "3 of 6 nodes replaced" in progress["line"] and "at the pace so far" in progress["line"]
 
 
@@ -70,3 +71,58 @@ def test_in_batches_of_a_play_s_serial_the_nodes_left_are_counted_in_those_batch
     assert progress["model_left_seconds"] == 3 * (50 + 10 + 100)
     with pytest.raises(PlanError, match="batch: 0 is not allowed"):
         rollout_progress(step(5), 2, 1, 6, START, START, batch=0)
+
+
+def _clock(seconds):
+    return "2026-11-25T07:%02d:%02dZ" % divmod(int(seconds), 60)
+
+
+def serial_run(keep_steps=True):
+    """The serial playbook over 6 outdated nodes, a canary of 1 then batches of 2, each batch at the model's pace
+    (drain 50 s, delay 10 s, boot 100 s): the progress line of every step, as the role asks for it - the upgrade's clock
+    started again at each batch (upgrade_started_at), the group's steps so far passed on (``steps``) when
+    ``keep_steps``."""
+    lines, recorded, replaced, now, number = [], [], 0, 60, 1
+    left_ids = ["i-%d" % n for n in range(6)]
+    for size in (1, 2, 2, 1):
+        batch_start = now
+        mine, others = left_ids[:size], left_ids[size:]
+        for action, terminate, drain, took in (("run", [], mine, 60), ("run", mine, [], 100), ("done", [], [], 0)):
+            if terminate:
+                replaced += len(terminate)
+            outdated = len(left_ids) - (len(mine) if action == "done" else 0)
+            entry = {"action": action, "outdated_left": outdated, "terminate": terminate, "delayed": [], "decrement": 0,
+                     "drain": [{"node": name} for name in drain], "outside": others if action == "done" else list(others),
+                     "group": {"max_unavailable": 2, "surge_owed": 0}}
+            lines.append((now, rollout_progress(entry, number, replaced, 6, START, _clock(now), upgrade_started_at=_clock(batch_start),
+                                                timings=TIMINGS, name="workers", batch=2,
+                                                steps=list(recorded) if keep_steps else None)))
+            recorded.append({"index": number, "started_at": _clock(now), "decided_at": _clock(now), "terminated": terminate,
+                             "decrement": 0})
+            number += 1
+            now += took
+        left_ids = others
+        now += 20   # the play moves on to the next batch's hosts
+    return lines
+
+
+def test_a_serial_batch_s_end_says_batch_done_with_the_group_s_time_left_and_the_estimate_does_not_jump():
+    lines = serial_run()
+    ends = [progress for _, progress in lines if progress["line"].endswith("done") or "batch done" in progress["line"]]
+    assert [progress["batch_done"] for progress in ends] == [True, True, True, False]
+    assert "1 of 6 nodes replaced, batch done," in ends[0]["line"] and "left" in ends[0]["line"]
+    assert ends[-1]["line"] == "workers: step 12: 6 of 6 nodes replaced, 12m 40s elapsed, done"
+    assert [progress for _, progress in lines[:-1] if progress["line"].endswith(" done")] == []
+    # the time left never falls faster than the time passing (with a step's slack), from the first replacement on
+    timed = [(now, progress["left_seconds"]) for now, progress in lines if progress["replaced"]]
+    for (before, left_before), (after, left_after) in zip(timed, timed[1:-1]):
+        assert left_before - left_after <= (after - before) + 60, (before, left_before, after, left_after)
+    # without the group's steps the clock of each batch starts again, and the estimate jumps
+    jumpy = [(now, progress["left_seconds"]) for now, progress in serial_run(keep_steps=False) if progress["replaced"]]
+    assert any(left_before - left_after > (after - before) + 60
+               for (before, left_before), (after, left_after) in zip(jumpy, jumpy[1:-1]))
+
+
+def test_steps_must_be_a_list():
+    with pytest.raises(PlanError, match="steps: 'x' is not allowed"):
+        rollout_progress(step(2), 1, 0, 2, START, START, steps="x")
