@@ -60,7 +60,7 @@ options:
     type: int
   steps:
     description:
-      - The group's steps recorded so far (the role's C(rolling_update__steps), as
+      - The group's steps recorded so far (the C(steps) of the role's run record, as
         C(nodeops.rollout.step_record) keeps them).
       - The upgrade began at the first one's start when that is earlier than O(upgrade_started_at) - the playbook
         C(nodeops.rollout.upgrade_serial) starts the upgrade's clock again at each batch - so the pace, and the time

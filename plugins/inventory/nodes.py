@@ -115,6 +115,7 @@ node_groups:
 # ansible-playbook -i prod-eu1.nodes.yml nodeops.rollout.upgrade_serial -e rolling_update_max_unavailable=2
 # ansible-playbook -i prod-eu1.nodes.yml nodeops.rollout.upgrade_serial --limit az_eu_west_1a
 
+---
 # stage-eu1.nodes.yml - one AZ's Ready nodes only, groups per launch template version and status, and a cache
 plugin: nodeops.rollout.nodes
 aws_region: eu-west-1

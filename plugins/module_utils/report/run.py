@@ -68,6 +68,9 @@ def _steps(record, count, total, first=None, bound=None):
     if count not in (REPLACED, APART):
         raise PlanError("count: %r is not allowed; use %s or %s" % (count, REPLACED, APART))
     total = int(total or 0)
+    if count == REPLACED:
+        # a serial run's later batches count on from what its earlier batches replaced
+        total += len(set(record["terminated_ids"]))
     record["step_number"] = len(record["steps"]) + 1 if first is None else int(first)
     # every step drains or terminates something, and each instance is drained and terminated once: twice the count is
     # enough, with room for drains a killed run left half done
@@ -86,7 +89,7 @@ PLAN_KEYS = ("surge", "batch_size", "batch_count", "canary", "eta_seconds", "tar
              "taint_effect", "timings", "standby", "protected")
 
 
-def _setup(record, group, target):
+def _setup(record, group, target, preflight=None):
     """The setup resolved the target and read the group (node_group_info's group, with its plan)."""
     if not isinstance(group, dict) or not isinstance(group.get("plan"), dict):
         raise PlanError("group: %r is not allowed; use a node group node_group_info returned with its plan" % (group,))
@@ -99,7 +102,16 @@ def _setup(record, group, target):
     record["end_marked"] = []
     # what the report shows of the plan beside what happened, and the model the progress lines correct
     record["plan"] = dict({key: group["plan"].get(key) for key in PLAN_KEYS},
-                          outdated=[entry["instance_id"] for entry in group.get("outdated") or []], resumed=resumed)
+                          outdated=[entry["instance_id"] for entry in group.get("outdated") or []], resumed=resumed,
+                          **_findings(preflight))
+
+
+def _findings(preflight):
+    """node_drain's pre-flight (its ``nodes``) and what it found, split into blockers and warnings."""
+    preflight = preflight if isinstance(preflight, dict) else {}
+    found = [blocker for node in preflight.values() if isinstance(node, dict) for blocker in node.get("blocking") or []]
+    return {"preflight": preflight, "blockers": [entry for entry in found if entry.get("severity") == "error"],
+            "warnings": [entry for entry in found if entry.get("severity") != "error"]}
 
 
 def _recorded(record, group, action):
@@ -123,8 +135,6 @@ def _planned(record, group, ltv, preflight, controls):
         raise PlanError("group: %r is not allowed; use a node group node_group_info returned with its plan" % (group,))
     plan = group["plan"]
     outdated = group.get("outdated") or []
-    preflight = preflight if isinstance(preflight, dict) else {}
-    found = [blocker for node in preflight.values() if isinstance(node, dict) for blocker in node.get("blocking") or []]
     count = int(group.get("outdated_count") or 0)
     record["needed"] = count > 0
     record["status"] = "planned" if count > 0 else "up to date"
@@ -135,12 +145,10 @@ def _planned(record, group, ltv, preflight, controls):
         "outdated_nodes": [entry["node"] for entry in outdated if entry.get("node")],
         "surge": plan.get("surge"), "batch_size": plan.get("batch_size"), "canary": plan.get("canary"),
         "batches": plan.get("batches"), "eta_seconds": plan.get("eta_seconds"), "target_groups": plan.get("target_groups"),
-        "preflight": preflight,
-        "blockers": [entry for entry in found if entry.get("severity") == "error"],
-        "warnings": [entry for entry in found if entry.get("severity") != "error"],
         "standby": plan.get("standby"), "protected": plan.get("protected"),
         "controls": controls or {},
     }
+    record["plan"].update(_findings(preflight))
 
 
 def cancel_release(group):
@@ -252,7 +260,7 @@ def apply(record, event, now=None, **data):
     elif event == "close":
         _close_phase(record, now)
     elif event == "setup":
-        _setup(record, data["group"], data.get("target"))
+        _setup(record, data["group"], data.get("target"), data.get("preflight"))
     elif event == "recorded":
         _recorded(record, data["group"], data["action"])
     elif event == "failed":
@@ -322,6 +330,7 @@ def group_result(record, plan_only=False, now=None):
     def every(field):
         return [item for batch in batches for item in (batch.get(field) or [])]
 
+    drains = [node for step in record["steps"] for node in step.get("nodes") or []]
     result = {
         "name": record["name"],
         "status": record["status"],
@@ -329,7 +338,8 @@ def group_result(record, plan_only=False, now=None):
         "target": record["target"],
         "nodes_replaced": len(set(record["terminated_ids"])),
         "batches": batches,
-        "evictions": len(every("evicted")),
+        # every drain's evictions, a drain that failed or was skipped included (they happened), as the page counts them
+        "evictions": sum(int(node.get("evicted") or 0) for node in drains) if drains else len(every("evicted")),
         "deleted": every("deleted"),
         "force_deleted": every("force_deleted"),
         "restarted": every("restarted"),
