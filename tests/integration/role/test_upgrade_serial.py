@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from tests.integration.controls import node_marks
+from tests.integration.doc_outputs import check_or_refresh, excerpt, fenced
 from sandbox.drive.convergence import group_of, problems, record, sizes
 from sandbox.drive.handle import BIN, ROOT, floor_until, promised_floor
 from tests.integration.modules.conftest import assert_safe
@@ -163,3 +164,12 @@ def test_the_invariants_hold_through_both_runs_and_the_report_says_so(runs, sand
     for host in runs["outdated"][1:]:
         assert host in page
     record("upgrade-serial", sandbox, outcome="limited run: %s" % runs["limited"][2]["status"], rerun=runs["rest"][2]["status"])
+
+
+def test_the_quick_start_shows_what_the_second_run_prints_for_each_node(runs):
+    """The docs' sample of the serial playbook's end is this run's: each host's line and the recap (whose counts depend
+    on how many steps the batches took)."""
+    _rc, out, _group = runs["rest"]
+    shown = excerpt(out, [r"Serial \| whether this node was replaced\]"])
+    assert shown.count(" replaced") >= len(runs["outdated"]) - 1, shown
+    check_or_refresh("docs/quick-start.md", "serial", fenced(shown), loose=((r"(ok|changed|skipped)=\d+", r"\1=N"),))
