@@ -408,6 +408,8 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
                     record = dict(info)
                     record["launch_template"] = dict(info["launch_template"])
                     record["state"] = state
+                    # the image's name says which kubelet an EKS-optimized AMI runs (kube/controllers/nodes.py)
+                    record["image_name"] = getattr(self._backend("ec2").amis.get(info.get("image_id")), "name", None)
                 fresh[instance.id] = (info, state, info["group"], record)
                 out.append(record)
         self._records = fresh
