@@ -333,6 +333,13 @@ class Sandbox:
                         self._send(400, {"error": str(exc)})
                         return
                     self._send(200, {"ok": True})
+                elif self.path == "/ssm/publish":
+                    try:
+                        sandbox.aws.publish_parameter(body.get("name"), body.get("value"))
+                    except (TypeError, ValueError) as exc:
+                        self._send(400, {"error": str(exc)})
+                        return
+                    self._send(200, {"ok": True})
                 elif self.path == "/version":
                     try:
                         sandbox.set_control_plane_version(body.get("gitVersion"))

@@ -171,6 +171,10 @@ class SandboxHandle:
         return self.aws("ec2", user_agent="test-setup").register_image(
             Name=name, Architecture="x86_64", RootDeviceName="/dev/xvda", VirtualizationType="hvm")["ImageId"]
 
+    def publish_parameter(self, name, value):
+        """Publish an SSM parameter under ``/aws/service/`` as AWS does (EKS's recommended AMI of a Kubernetes version)."""
+        return self._control("/ssm/publish", {"name": name, "value": value})
+
     def hold(self, **spec):
         """Arm the sandbox's hold (``sandbox/hold.py``): the matching request of the collection is stopped before
         it is applied; :meth:`held` says when, :meth:`release` lets it go (answered 503, never applied)."""
