@@ -100,8 +100,8 @@ def skew_refusal(kubelet, control_plane, source, control_plane_text=None):
     Versions are ``(major, minor)``; either unknown (None) refuses nothing."""
     if kubelet is None or control_plane is None:
         return None
-    plane = "the control plane's %s%s" % (version_text(control_plane),
-                                         " (%s)" % control_plane_text if control_plane_text else "")
+    detail = " (%s)" % control_plane_text if control_plane_text else ""
+    plane = "the control plane's %s%s" % (version_text(control_plane), detail)
     if kubelet > control_plane:
         return ("version skew: %s runs kubelet %s, newer than %s; a kubelet must not be newer than kube-apiserver: upgrade "
                 "the control plane to %s first" % (source, version_text(kubelet), plane, version_text(kubelet)))
@@ -128,6 +128,6 @@ def new_node_refusals(expected, expected_source, new_nodes):
             expected, expected_source = found, "new node %s (kubelet %s)" % (name, kubelet_version)
             continue
         if found != expected:
-            refusals.append("new node %s runs kubelet %s, not the %s of %s" % (name, kubelet_version, version_text(expected),
-                                                                              expected_source))
+            refusals.append("new node %s runs kubelet %s, not the %s of %s"
+                            % (name, kubelet_version, version_text(expected), expected_source))
     return refusals, expected, expected_source
