@@ -16,7 +16,7 @@ options:
         C(kubectl describe node) shows what the rollout did to the node and why.
       - They are core/v1 Events in the C(default) namespace whose C(involvedObject) is the Node, reported by
         C(nodeops.rollout), with reasons C(RolloutCordoned), C(RolloutUncordoned), C(RolloutTainted), C(RolloutUntainted),
-        C(DrainSucceeded), C(DrainBlocked) (Warning: the pods and PodDisruptionBudgets that blocked the drain),
+        C(DrainSucceeded), C(DrainBlocked) (a Warning naming the pods and PodDisruptionBudgets that blocked the drain),
         C(DrainFailed) (Warning) and C(RolloutTerminating).
       - Best effort. An Event the API server refuses (no C(create) on C(events) in the RBAC, a missing namespace,
         any error) never fails the module or stops the rollout; each is sent once with a short timeout, and after a

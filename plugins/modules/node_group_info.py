@@ -445,7 +445,7 @@ node_groups:
     versions:
       description:
         - The version skew check, made when O(target) is given or a rollout is recorded on the group (else null), as EKS
-          managed node groups make it: a kubelet must not be newer than the control plane, nor more minor versions older
+          managed node groups make it - a kubelet must not be newer than the control plane, nor more minor versions older
           than it than Kubernetes supports (three since Kubernetes 1.28, two before).
         - The kubelet of the target is, first found, the one the EKS-optimized AMI's name says (C(amazon-eks-node-1.29-v...),
           C(amazon-eks-node-al2023-x86_64-standard-1.30-v...), C(bottlerocket-aws-k8s-1.29-...)), the one its SSM
