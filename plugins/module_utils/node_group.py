@@ -157,9 +157,9 @@ def kubelet_versions(ec2, plan_target, control_plane, records, up_to_date, raw_n
         if node is not None:
             new_nodes.append((node["metadata"]["name"], ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion")))
     refusals, expected, source = skew.new_node_refusals(expected, source, new_nodes)
-    plane = skew.server_version(control_plane)
-    refusal = skew.skew_refusal(expected, plane, source, (control_plane or {}).get("gitVersion"))
-    return {"control_plane": (control_plane or {}).get("gitVersion"), "kubelet": skew.version_text(expected) if expected else None,
+    plane, plane_text = skew.server_version(control_plane), skew.server_version_text(control_plane)
+    refusal = skew.skew_refusal(expected, plane, source, plane_text if plane_text != (plane and skew.version_text(plane)) else None)
+    return {"control_plane": plane_text, "kubelet": skew.version_text(expected) if expected else None,
             "kubelet_source": source, "refusals": ([refusal] if refusal else []) + refusals}
 
 

@@ -455,7 +455,9 @@ node_groups:
       type: dict
       contains:
         control_plane:
-          description: The API server's C(gitVersion), null when it could not be read (then nothing is refused).
+          description:
+            - The API server's C(gitVersion) (C(major.minor) when its gitVersion does not agree with them, as on a
+              kube-apiserver built without release stamps), null when it could not be read (then nothing is refused).
           type: str
           sample: v1.30.6-eks-7f9249a
         kubelet:

@@ -51,12 +51,25 @@ def version_text(version):
 
 
 def server_version(document):
-    """``(major, minor)`` of the API server's ``/version`` (its gitVersion; else major and minor, EKS's ``29+``)."""
+    """``(major, minor)`` of the API server's ``/version``: its ``major`` and ``minor`` (EKS says ``29+``), else its
+    gitVersion. A kube-apiserver built without release stamps says ``v0.0.0-master+$Format:%H$`` as gitVersion and the
+    true version in major and minor only."""
     document = document or {}
-    found = parse_version(document.get("gitVersion"))
-    if found is None and document.get("major") and document.get("minor"):
+    if document.get("major") and document.get("minor"):
         found = parse_version("%s.%s" % (document["major"], str(document["minor"]).rstrip("+")))
-    return found
+        if found is not None:
+            return found
+    return parse_version(document.get("gitVersion"))
+
+
+def server_version_text(document):
+    """How the control plane's version is named: its gitVersion when it agrees with major and minor, else
+    ``major.minor``; None when ``/version`` says neither."""
+    found = server_version(document)
+    if found is None:
+        return None
+    git_version = (document or {}).get("gitVersion")
+    return git_version if parse_version(git_version) == found else version_text(found)
 
 
 def _first(patterns, text):

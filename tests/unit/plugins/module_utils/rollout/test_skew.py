@@ -55,6 +55,11 @@ def test_server_and_kubelet_versions():
     assert skew.server_version({"major": "1", "minor": "29+", "gitVersion": "v1.29.4-eks-036c24b"}) == (1, 29)
     assert skew.server_version({"major": "1", "minor": "30+"}) == (1, 30)
     assert skew.server_version({}) is None
+    # a kube-apiserver built without release stamps (the reference backend's) names its version in major and minor only
+    unstamped = {"major": "1", "minor": "34", "gitVersion": "v0.0.0-master+$Format:%H$"}
+    assert skew.server_version(unstamped) == (1, 34) and skew.server_version_text(unstamped) == "1.34"
+    assert skew.server_version_text({"major": "1", "minor": "29+", "gitVersion": "v1.29.4-eks-036c24b"}) == "v1.29.4-eks-036c24b"
+    assert skew.server_version({"gitVersion": "v1.31.2"}) == (1, 31) and skew.server_version_text({}) is None
     assert skew.parse_version("v1.29.3-eks-ae9a62a") == (1, 29)
     assert skew.parse_version("1.30") == (1, 30) and skew.parse_version("latest") is None
 
