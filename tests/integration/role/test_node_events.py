@@ -9,6 +9,7 @@ import pytest
 
 from sandbox.drive.handle import KUBE_ENV
 from tests.integration.controls import GROUP, QUICK, assert_invariants, group_view, node_marks, result_of
+from tests.integration.modules.conftest import assert_safe
 
 pytestmark = pytest.mark.reference   # node Events as the real kube-apiserver stores and selects them
 
@@ -99,3 +100,30 @@ def test_a_rollout_whose_events_are_refused_still_succeeds(sandbox, tmp_path):
     assert len(tries) <= 1 + 2 * NODES, tries
     for name, uid in old.items():
         assert described(sandbox, name, uid) == []
+
+
+def test_a_blocked_drain_names_the_pod_and_its_budget_on_the_node(sandbox):
+    """node_drain as a task of any playbook uses it: a budget that allows no disruption holds the drain, which gives up
+    (timeout_action skip), and the node says so, naming the pod and the budget; the release says so too."""
+    from tests.integration.modules.test_node_drain import budget, deployment, namespace, pin, ready_on  # pylint: disable=import-outside-toplevel
+    node = sorted(group_nodes(sandbox))[0]
+    # two replicas and a budget that wants both (a single replica would be restarted on another node instead)
+    pin(sandbox, node, [namespace("held"), deployment("held", "web", 2), budget("held", "web", "web", minAvailable=2)], "held", expect=2)
+    pods = sorted(p.metadata.name for p in ready_on(sandbox, "held", node))
+    events = {"run": "change-4711", "target": "launch template lt-0123 version 9"}
+    result = sandbox.run_module("node_drain", nodes=[node], timeout_action="skip", poll_interval=0.2, events=events,
+                                module_args={"timeout": "5s"})
+    assert result["rc"] == 0 and result["skipped_nodes"] == [node], result.get("msg")
+    assert result["events"] == {"written": 2, "not_written": 0, "error": None}
+    released = sandbox.run_module("node_taint", nodes=[node], cordon=False, events=events)
+    assert released["rc"] == 0 and released["events"]["written"] == 1
+
+    seen = described(sandbox, node, sandbox.core().read_node(node).metadata.uid)[-3:]
+    assert [(kind, reason) for kind, reason, *_rest in seen] == [
+        ("Normal", "RolloutCordoned"), ("Warning", "DrainBlocked"), ("Normal", "RolloutUncordoned")]
+    cordoned, blocked, uncordoned = (message for _kind, _reason, _source, message, _event in seen)
+    assert cordoned == "Cordoned by rollout run change-4711, rolling to launch template lt-0123 version 9, to be drained"
+    assert blocked.startswith("Drain skipped after ") and ", node left cordoned; blocked by held/web-" in blocked, blocked
+    assert all("held/%s (PodDisruptionBudget held/web)" % pod in blocked for pod in pods), blocked
+    assert uncordoned == "Marked schedulable again by rollout run change-4711, rolling to launch template lt-0123 version 9"
+    assert_safe(sandbox.report())
