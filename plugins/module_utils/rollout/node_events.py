@@ -33,6 +33,9 @@ DRAIN_BLOCKED = "DrainBlocked"
 DRAIN_FAILED = "DrainFailed"
 TERMINATING = "RolloutTerminating"
 WARNINGS = (DRAIN_BLOCKED, DRAIN_FAILED)
+# what a user should read into a taint the rollout put on, by its effect
+TAINT_MEANS = {"NoSchedule": "no new pod is scheduled here", "PreferNoSchedule": "new pods go to other nodes where they can",
+               "NoExecute": "pods that do not tolerate it are evicted"}
 
 
 def event_context(events_option, lock_option):
@@ -79,7 +82,9 @@ def edit_events(node_name, changes, context):
     if "uncordoned" in changes:
         found.append(("Normal", UNCORDONED, _cut("Marked schedulable again%s" % why(context))))
     if added:
-        found.append(("Normal", TAINTED, _cut("Tainted %s%s: no new pod is scheduled here" % (", ".join(added), why(context)))))
+        effects = set(text.rsplit(":", 1)[-1] for text in added)
+        found.append(("Normal", TAINTED, _cut("Tainted %s%s: %s" % (", ".join(added), why(context), "; ".join(
+            TAINT_MEANS[effect] for effect in ("NoSchedule", "PreferNoSchedule", "NoExecute") if effect in effects)))))
     if removed:
         found.append(("Normal", UNTAINTED, _cut("Taint %s removed%s" % (", ".join(removed), why(context)))))
     return found

@@ -27,6 +27,12 @@ def test_taint_and_cordon_say_who_and_why():
     assert RUN in found[0][2] and "lt-0abc version 7" in found[0][2]
 
 
+def test_a_soft_taint_says_what_it_means():
+    [(_kind, reason, message)] = ev.edit_events("n1", ["taint nodeops.rollout/queued=true:PreferNoSchedule added"], {"run": "r"})
+    assert reason == "RolloutTainted"
+    assert message == "Tainted nodeops.rollout/queued=true:PreferNoSchedule by rollout run r: new pods go to other nodes where they can"
+
+
 def test_labels_and_annotations_alone_make_no_event():
     assert ev.edit_events("n1", ["annotation cluster-autoscaler.kubernetes.io/scale-down-disabled=true set"], CONTEXT) == []
 
