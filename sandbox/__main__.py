@@ -6,6 +6,7 @@
     python -m sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
     python -m sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
                             [--k8s-429 VERB=RATE] [--k8s-5xx VERB=RATE] [--k8s-down SECONDS] [--insufficient-capacity AZ]
+                            [--k8s-forbid RESOURCE=VERB[,VERB]]
                             [--nodes-never-ready | --nodes-ready] [--eviction-latency SECONDS] [--unreachable-node NODE]
                             [--seed N] [--clear]
     python -m sandbox apply --state-dir DIR FILE [FILE ...]
@@ -239,6 +240,13 @@ def cmd_fault(args):
         spec["nodes_never_ready"] = args.nodes_never_ready
     if args.unreachable_node:
         spec["unreachable_nodes"] = args.unreachable_node
+    if args.k8s_forbid:
+        spec["k8s_forbid"] = {}
+        for item in args.k8s_forbid:
+            resource, _, verbs = item.partition("=")
+            if not resource or not verbs:
+                sys.exit("--k8s-forbid: %r is not allowed; use RESOURCE=VERB[,VERB] (VERB '*' for all, '' to grant again)" % item)
+            spec["k8s_forbid"][resource] = [verb for verb in verbs.split(",") if verb]
     if args.k8s_down is not None:
         if not args.k8s_down >= 0:
             sys.exit("--k8s-down must be a number of wall seconds >= 0, got %s" % args.k8s_down)
@@ -368,6 +376,9 @@ def main(argv=None):
                             "grace period, its pods not Ready, nothing on it confirmed gone (embedded backend)")
     fault.add_argument("--k8s-down", type=float, metavar="SECONDS",
                        help="the Kubernetes API server is unreachable for this many wall seconds: connections cut, none served")
+    fault.add_argument("--k8s-forbid", action="append", metavar="RESOURCE=VERB[,VERB]",
+                       help="answer 403 Forbidden to these verbs of a resource (repeatable), as an RBAC role without them "
+                            "would; e.g. events=create (embedded backend)")
     fault.add_argument("--seed", type=int)
     fault.add_argument("--clear", action="store_true", help="clear every fault first")
     fault.set_defaults(func=cmd_fault)

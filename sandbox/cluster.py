@@ -249,6 +249,16 @@ class Sandbox:
             self.controllers.faults.set(nodes_never_ready=bool(spec["nodes_never_ready"]))
         for name in spec.get("unreachable_nodes") or []:
             self.controllers.nodes.lose_kubelet(name)
+        if spec.get("k8s_forbid") is not None and not self.reference:
+            self.api.faults.forbid(spec["k8s_forbid"])
+
+    def set_control_plane_version(self, git_version):
+        """What the Kubernetes API server's ``/version`` says (``v1.29.4``, ``v1.29.4-eks-036c24b``): the embedded
+        backend serves any; the reference backend is the kube-apiserver it built, whose version it cannot change."""
+        if self.reference:
+            raise ValueError("the reference backend serves its own kube-apiserver's version; set the control plane version "
+                             "on the embedded backend")
+        self.api.set_version(git_version)
 
     def report(self, client_prefix="nodeops.rollout"):
         """The invariant report, with the speed of the clock its delays ran on (``clock_speed``: a reader of a run's
@@ -321,6 +331,20 @@ class Sandbox:
                 if self.path == "/fault":
                     try:
                         sandbox.set_faults(body)
+                    except (TypeError, ValueError) as exc:
+                        self._send(400, {"error": str(exc)})
+                        return
+                    self._send(200, {"ok": True})
+                elif self.path == "/ssm/publish":
+                    try:
+                        sandbox.aws.publish_parameter(body.get("name"), body.get("value"))
+                    except (TypeError, ValueError) as exc:
+                        self._send(400, {"error": str(exc)})
+                        return
+                    self._send(200, {"ok": True})
+                elif self.path == "/version":
+                    try:
+                        sandbox.set_control_plane_version(body.get("gitVersion"))
                     except (TypeError, ValueError) as exc:
                         self._send(400, {"error": str(exc)})
                         return

@@ -259,7 +259,8 @@ def run_launch_template_version(module):
         "default_version": target_number if params["set_default"] else int(template["DefaultVersionNumber"]),
         "mixed_instances_policy": spec["mixed_instances_policy"],
         "rollout_retargeted": retarget,
-        "target": {"launch_template_id": template["LaunchTemplateId"], "version": target_number, "image_id": target_image},
+        "target": dict({"launch_template_id": template["LaunchTemplateId"], "version": target_number, "image_id": target_image},
+                       **({"ssm_parameter": params["ssm_parameter"]} if params.get("ssm_parameter") else {})),
     }
     if module._diff:  # pylint: disable=protected-access
         result["diff"] = {

@@ -31,7 +31,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_drain_loop import NodeLoop
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import INSTANCE_NODE_FIELDS, node_ready, node_summary
-from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_names, read_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import NodeNotFound, cordon_nodes, node_event_writer, node_names, read_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_events
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import LABEL_EXCLUDE_LB
 
 # Upper bound of threads sending evictions, all nodes together.
@@ -68,8 +69,11 @@ class Drain(NodeLoop):
     """One drain run over ``names``; ``run()`` returns the module result (without exiting)."""
 
     def __init__(self, api, names, options, check_mode=False, diff=False, clock=time.monotonic, sleep=time.sleep,
-                 now_text=utc_now_text, watch=False, drained_text=utc_now_precise, utc_now=lambda: datetime.now(timezone.utc)):
+                 now_text=utc_now_text, watch=False, drained_text=utc_now_precise, utc_now=lambda: datetime.now(timezone.utc),
+                 events=None):
         self.api = api
+        self.events = events   # clients.event_writer.NodeEvents: the Events on the nodes, or None
+        self.cordoned_nodes = {}   # name -> the node as the cordon wrote it
         self.watch = watch
         self.names = names
         self.opts = options
@@ -191,6 +195,21 @@ class Drain(NodeLoop):
         return problems
 
     # ---- the run ------------------------------------------------------------------------------
+    def _record_outcomes(self, results):
+        """An Event per node saying how its drain ended (``results``: node_drain's entries), best effort."""
+        if self.events is None:
+            return
+        nodes = dict(self.survey.nodes)
+        nodes.update(self.cordoned_nodes)
+        if not nodes and self.events.active:
+            try:   # a drain refused before its cordon read no node: their uids are what kubectl describe looks for
+                nodes = dict(zip(self.names, read_nodes(self.api, self.names)))
+            except Exception:  # pylint: disable=broad-except
+                return   # best effort: no Event rather than a failed drain
+        for name in self.names:
+            node = nodes.get(name) or {"metadata": {"name": name}}
+            self.events.record(node, node_events.drain_event(name, results[name], self.events.context))
+
     def run_check(self):
         survey = self.survey
         return check_result(self.names, self.preflight(), survey.nodes, survey.pods_by_node, self.diff)
@@ -207,7 +226,9 @@ class Drain(NodeLoop):
             for name, found in self.static_problems().items():
                 problems.setdefault(name, []).extend(found)
         if problems:
-            return refused_result(self.names, problems)
+            output = refused_result(self.names, problems)
+            self._record_outcomes(output["nodes"])
+            return output
         started_at = self.drained_text()
         # out of external load balancers from the start: the deregistration delay runs while the pods are evicted
         cordoned = cordon_nodes(self.api, self.names,
@@ -215,6 +236,8 @@ class Drain(NodeLoop):
         results = {name: node_result("draining", message="") for name in self.names}
         for name in self.names:
             results[name]["cordoned"] = cordoned[name]["cordoned"]
+            if cordoned[name]["cordoned"] and self.events is not None:
+                self.events.record(cordoned[name]["node"], node_events.cordon_event(name, self.events.context, draining=True))
             ready, reason = node_ready(cordoned[name]["node"])
             self.not_ready[name] = None if ready else reason
         node_workers = min(len(self.names), self.opts.max_concurrent_nodes or len(self.names))
@@ -228,6 +251,8 @@ class Drain(NodeLoop):
         finally:
             if self.pacing.watch is not None:
                 self.pacing.watch.stop()
+        self.cordoned_nodes = {name: cordoned[name]["node"] for name in self.names}
+        self._record_outcomes(results)
         return drain_result(self.names, results, round(self.clock() - started, 3), started_at, self.survey.nodes,
                             self.survey.pods_by_node, self.diff)
 
@@ -239,12 +264,15 @@ def run_node_drain(module, make_client):
     options = DrainOptions(module.params)
     workers = min(len(names), options.max_concurrent_nodes or len(names))
     api_client = with_pool_size(make_client(module), min(MAX_EVICTION_THREADS, workers * options.max_concurrent_evictions) + workers + 4)
-    drain = Drain(KubeApi(api_client), names, options, check_mode=module.check_mode, diff=module._diff, watch=True)
+    api = KubeApi(api_client)
+    events = node_event_writer(module, api)
+    drain = Drain(api, names, options, check_mode=module.check_mode, diff=module._diff, watch=True, events=events)
     try:
         with kube_errors("drain", "nodes %s" % ", ".join(names)):
             output = drain.run()
     except NodeNotFound as exc:
         raise RolloutError("%s; nothing was changed" % exc) from None
+    output["events"] = events.summary()
     if output.pop("failed", False):
         module.fail_json(**output)
     module.exit_json(**output)

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
     aws_clients,
     aws_errors,
+    describe_image,
     detached_instances,
     find_groups,
     group_azs,
@@ -25,7 +26,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     termination_hooks,
     warm_pool,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import K8S_ERRORS, KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, stranded_volumes
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
@@ -45,6 +46,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks impo
     marked_outdated,
     marked_up_to_date,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import skew
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback
@@ -139,10 +141,35 @@ def group_refusals(group, records, outdated, target, surge_method="scale", stran
     return [text for text in refusals if text]
 
 
-def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups=(), volumes=None, hooks=(), pool=None):
+def kubelet_versions(ec2, plan_target, control_plane, records, up_to_date, raw_nodes):
+    """The version skew check of a target (``rollout.skew``): ``{"control_plane", "kubelet", "kubelet_source",
+    "refusals"}``. ``control_plane`` is the API server's ``/version`` (None when it could not be read); the kubelet comes
+    from the target AMI's name (one DescribeImages), its SSM parameter's path, or the first new node; every new node of
+    ``up_to_date`` is checked against it."""
+    image_id = plan_target.get("image_id")
+    image = describe_image(ec2, image_id) if image_id else None
+    expected, source = skew.expected_kubelet(image_id, (image or {}).get("Name"), plan_target.get("ssm_parameter"))
+    by_instance = {instance_id_of((node.get("spec") or {}).get("providerID")): node for node in raw_nodes or []}
+    new_nodes = []
+    for record in sorted((record for record in records if record["instance_id"] in set(up_to_date)),
+                         key=lambda record: (str(record.get("launch_time") or ""), record["instance_id"])):
+        node = by_instance.get(record["instance_id"])
+        if node is not None:
+            new_nodes.append((node["metadata"]["name"], ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion")))
+    refusals, expected, source = skew.new_node_refusals(expected, source, new_nodes)
+    plane, plane_text = skew.server_version(control_plane), skew.server_version_text(control_plane)
+    refusal = skew.skew_refusal(expected, plane, source, plane_text if plane_text != (plane and skew.version_text(plane)) else None)
+    return {"control_plane": plane_text, "kubelet": skew.version_text(expected) if expected else None,
+            "kubelet_source": source, "refusals": ([refusal] if refusal else []) + refusals}
+
+
+def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups=(), volumes=None, hooks=(), pool=None,
+                        control_plane=None):
     """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None; ``raw_nodes``:
     the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster;
-    ``target_groups``: the group's, as ``clients.aws.group_target_groups`` reads them; ``volumes``: a function
+    ``target_groups``: the group's, as ``clients.aws.group_target_groups`` reads them; ``control_plane``: a function
+    returning the API server's ``/version``, called when a target is given or a rollout is recorded (the version skew
+    check, :func:`kubelet_versions`), or None; ``volumes``: a function
     returning ``{"attached": drain.volumes.attachments_by_node, "volumes": name -> PersistentVolume}`` of the cluster
     (called only when an outdated instance has a node), or None; ``hooks``: its
     termination lifecycle hooks, ``clients.aws.termination_hooks``; ``pool``: its warm pool, ``clients.aws.warm_pool``)."""
@@ -176,6 +203,9 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
                         bake_seconds=params.get("bake_time") or 0, checkpoints=params.get("checkpoints") or (),
                         **(params.get("timings") or {}))
     outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}
+    versions = None
+    if control_plane is not None and (override or state):
+        versions = kubelet_versions(ec2, plan_target, control_plane(), records, plan["up_to_date"], raw_nodes)
     in_group = members(group)
     detached = [record["instance_id"] for record in records if record["detached"]]
     marked = marked_old = []
@@ -206,7 +236,8 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "nodes_joined": nodes is not None,
         "mismatch": cluster_mismatch(name, records, raw_nodes) if raw_nodes is not None else None,
         "refusals": group_refusals(group, records, plan["outdated"], target, params.get("surge_method") or "scale",
-                                   _stranded(plan["outdated"], volumes, raw_nodes, group)),
+                                   _stranded(plan["outdated"], volumes, raw_nodes, group)) + (versions or {}).get("refusals", []),
+        "versions": versions,
         "surge_owed": owed,
         "payback": payback,
         "marked": marked,
@@ -292,8 +323,18 @@ def run_node_group_info(module):
             groups = find_groups(autoscaling, params["tags"])
             if not groups:
                 raise RolloutError("tags: no Auto Scaling group in region %s has the tags %s" % (connection.region, params["tags"]))
-    nodes = raw_nodes = volumes = None
+    nodes = raw_nodes = volumes = control_plane = None
     if api is not None:
+        read_version = []   # the API server's /version, read once for every group that needs it
+
+        def control_plane():
+            if not read_version:
+                try:
+                    read_version.append(api.server_version())
+                except K8S_ERRORS:
+                    read_version.append(None)   # unknown: the skew is not checked against it (versions.control_plane null)
+            return read_version[0]
+
         with kube_errors("list", "nodes", params):
             raw_nodes = api.list_nodes()
         nodes = nodes_by_instance(raw_nodes)
@@ -316,7 +357,8 @@ def run_node_group_info(module):
     with aws_errors("DescribeInstances", where, params):
         node_groups = [describe_node_group(ec2, group, nodes, params, raw_nodes if nodes is not None else None,
                                            target_groups[group["AutoScalingGroupName"]], volumes,
-                                           hooks[group["AutoScalingGroupName"]], pools[group["AutoScalingGroupName"]])
+                                           hooks[group["AutoScalingGroupName"]], pools[group["AutoScalingGroupName"]],
+                                           control_plane)
                        for group in groups]
     result = {"changed": False, "node_groups": node_groups}
     if params.get("abort_alarms"):

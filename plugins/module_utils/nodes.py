@@ -17,7 +17,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits
 from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map_at_once
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi, kube_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.event_writer import NodeEvents
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_events
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_CORDONED
 
 # Attempts of one node's read-modify-write before a run of conflicts is reported.
@@ -145,11 +147,26 @@ def run_node_taint(module, make_client):
         raise RolloutError("%s; %s" % (exc, "other nodes may have been changed" if exc.while_writing else "no node was changed")) from None
 
     changed = any(result["changed"] for result in results)
-    output = {"changed": changed, "nodes": {result["name"]: _node_result(result) for result in results}}
+    events = node_event_writer(module, api)
+    for result in results:
+        if result["changed"]:
+            for event in node_events.edit_events(result["name"], result["changes"], events.context):
+                events.record(result["node"], event)
+    output = {"changed": changed, "nodes": {result["name"]: _node_result(result) for result in results},
+              "events": events.summary()}
     if module._diff:
         output["diff"] = [{"before_header": "node %s" % result["name"], "after_header": "node %s" % result["name"],
                            "before": result["before"], "after": result["after"]} for result in results]
     module.exit_json(**output)
+
+
+def node_event_writer(module, api, target=None):
+    """The best-effort writer of the module's Events on nodes, from its ``events`` and ``lock`` options (``target``:
+    what the rollout rolls to, when the module knows it and the ``events`` option does not say)."""
+    context = node_events.event_context(module.params.get("events"), module.params.get("lock"))
+    if target and not context["target"]:
+        context["target"] = target
+    return NodeEvents(api, context, node_events.event_body, node_events.NAMESPACE, check_mode=module.check_mode)
 
 
 def node_names(module):

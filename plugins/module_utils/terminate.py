@@ -40,6 +40,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube impor
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import nodes_by_instance
+from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import node_event_writer
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_events
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_STATES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import (
     DECREMENT_OWED,
@@ -119,6 +121,7 @@ class _Termination:
         self.records = [{"instance_id": instance_id, "private_dns_name": (listed.get(instance_id) or {}).get("PrivateDnsName") or None}
                         for instance_id in self.members + self.detached]
         self.refusals = []
+        self.nodes = {}   # instance id -> its node, as the gate read it
 
     def check_gate(self, api, ec2):
         """The termination gate, asked for every member and detached instance listed (reads nodes and their pods)."""
@@ -126,7 +129,8 @@ class _Termination:
             return
         nodes = api.list_nodes()
         index = node_index(nodes)
-        names = [node["metadata"]["name"] for node in (node_of(record, index) for record in self.records) if node is not None]
+        self.nodes = {record["instance_id"]: node_of(record, index) for record in self.records}
+        names = [node["metadata"]["name"] for node in self.nodes.values() if node is not None]
         # one consistent read of the pods (the cluster's, in pages), or one list per node when that is fewer requests
         pods_by_node = node_pods(api, names, workers=GATE_WORKERS)[0]
         # Whether the cluster is the group's: a listed instance (a member, or detached from the group) with a node says
@@ -274,6 +278,15 @@ def _delete_lingering_nodes(api, ec2, instance_ids, result):
             result["nodes_deleted"].append(node["name"])
 
 
+def _recorded_target(state):
+    """The target of the rollout recorded on the group, as an Event names it, or None."""
+    if not state or state.get("target_version") is None:
+        return None
+    template = state.get("target_launch_template")
+    template_id = template.get("id") if isinstance(template, dict) else template
+    return node_events.target_text(template_id, state["target_version"])
+
+
 @reports_errors
 def run_instance_terminate(module):
     params = module.params
@@ -319,9 +332,16 @@ def run_instance_terminate(module):
         result["decremented"] = list(termination.decrement)
         module.exit_json(**result)
 
+    events = node_event_writer(module, api, target=_recorded_target(termination.state))
     with reporting(result):
-        with aws_errors("TerminateInstanceInAutoScalingGroup", resource):
-            _terminate(autoscaling, ec2, termination, result)
+        try:
+            with aws_errors("TerminateInstanceInAutoScalingGroup", resource):
+                _terminate(autoscaling, ec2, termination, result)
+        finally:
+            for instance_id in result["terminated"] + result["terminated_detached"]:
+                events.record(termination.nodes.get(instance_id), node_events.termination_event(
+                    instance_id, name, instance_id in result["decremented"], events.context))
+            result["events"] = events.summary()
         result["changed"] = bool(result["terminated"] or result["terminated_detached"])
         ended = result["terminated"] + result["terminated_detached"]
         if params["wait"] and (ended or termination.gone):

@@ -34,6 +34,7 @@ extends_documentation_fragment:
   - nodeops.rollout.aws
   - nodeops.rollout.k8s
   - nodeops.rollout.lock
+  - nodeops.rollout.events
   - nodeops.rollout.attributes.AWS
 attributes:
   check_mode:
@@ -118,6 +119,21 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+events:
+  description: The Events written on the nodes (see O(events)).
+  returned: success
+  type: dict
+  contains:
+    written:
+      description: How many Events the API server accepted.
+      type: int
+    not_written:
+      description: How many were refused, or not sent after a refusal.
+      type: int
+    error:
+      description: Why the first one was not written, or null.
+      type: str
+  sample: {"written": 2, "not_written": 0, "error": null}
 asg_name:
   description: Name of the Auto Scaling group.
   returned: always
@@ -196,6 +212,7 @@ replacements:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.event_writer import EVENTS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import run_instance_terminate
@@ -204,6 +221,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import r
 def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC, **K8S_ARGUMENT_SPEC)
     spec.update(LOCK_ARGUMENT_SPEC)
+    spec.update(EVENTS_ARGUMENT_SPEC)
     spec.update(
         asg_name=dict(type="str", required=True),
         instance_ids=dict(type="list", elements="str", required=True),

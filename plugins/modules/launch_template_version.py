@@ -162,7 +162,9 @@ mixed_instances_policy:
   returned: success
   type: bool
 target:
-  description: The target as node_group_info and the role use it, C(launch_template_id), C(version) and C(image_id).
+  description:
+    - The target as node_group_info and the role use it, C(launch_template_id), C(version) and C(image_id), and
+      C(ssm_parameter) when the AMI came from O(ssm_parameter) (node_group_info reads the Kubernetes version in its path).
   returned: success
   type: dict
   sample:

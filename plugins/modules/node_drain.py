@@ -159,6 +159,7 @@ extends_documentation_fragment:
   - nodeops.rollout.k8s
   - nodeops.rollout.aws
   - nodeops.rollout.lock
+  - nodeops.rollout.events
   - nodeops.rollout.attributes.K8S
 attributes:
   check_mode:
@@ -199,6 +200,21 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+events:
+  description: The Events written on the nodes (see O(events)).
+  returned: success
+  type: dict
+  contains:
+    written:
+      description: How many Events the API server accepted.
+      type: int
+    not_written:
+      description: How many were refused, or not sent after a refusal.
+      type: int
+    error:
+      description: Why the first one was not written, or null.
+      type: str
+  sample: {"written": 2, "not_written": 0, "error": null}
 nodes:
   description:
     - Per node name, what the drain did (in check mode, what it would do).
@@ -342,6 +358,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.choices import TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.event_writer import EVENTS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_drain import run_node_drain
@@ -351,6 +368,7 @@ def argument_spec():
     spec = dict(AWS_ARGUMENT_SPEC)
     spec.update(K8S_ARGUMENT_SPEC)
     spec.update(LOCK_ARGUMENT_SPEC)
+    spec.update(EVENTS_ARGUMENT_SPEC)
     spec.update(
         nodes=dict(type="list", elements="str", required=True),
         timeout=dict(type="raw", default="15m"),

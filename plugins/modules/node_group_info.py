@@ -82,6 +82,12 @@ options:
       image_id:
         description: The AMI of that version.
         type: str
+      ssm_parameter:
+        description:
+          - The SSM parameter the AMI was resolved from, as M(nodeops.rollout.launch_template_version) returns it. Its path
+            names the Kubernetes version of an EKS-optimized AMI (C(/aws/service/eks/optimized-ami/1.30/...)) when the AMI's
+            name does not (see RV(node_groups.versions)).
+        type: str
   timings:
     description:
       - What the estimated duration of the plan (C(eta_seconds) in RV(node_groups[].plan)) assumes, each as seconds or a duration.
@@ -431,9 +437,41 @@ node_groups:
           So is each persistent volume attached to an outdated node (a VolumeAttachment) that is pinned by node affinity
           to zones where the group launches no instance and no other schedulable node is, since its pod could never
           start again once the node is drained.
+          So is a target whose kubelet the control plane does not support (the version skew rule, RV(node_groups.versions)),
+          naming both versions, and each new node that registered with another kubelet version than the target's.
         - The C(nodeops.rollout.rolling_update) role stops on them before any change.
       type: list
       elements: str
+    versions:
+      description:
+        - The version skew check, made when O(target) is given or a rollout is recorded on the group (else null), as EKS
+          managed node groups make it - a kubelet must not be newer than the control plane, nor more minor versions older
+          than it than Kubernetes supports (three since Kubernetes 1.28, two before).
+        - The kubelet of the target is, first found, the one the EKS-optimized AMI's name says (C(amazon-eks-node-1.29-v...),
+          C(amazon-eks-node-al2023-x86_64-standard-1.30-v...), C(bottlerocket-aws-k8s-1.29-...)), the one its SSM
+          parameter's path says (C(/aws/service/eks/optimized-ami/1.29/...)), or the kubelet of the first new node (a custom
+          AMI); every new node is checked against it. A breach is in RV(node_groups.refusals).
+        - Costs one DescribeImages and one read of the API server's C(/version) (once for all groups).
+      type: dict
+      contains:
+        control_plane:
+          description:
+            - The API server's C(gitVersion) (C(major.minor) when its gitVersion does not agree with them, as on a
+              kube-apiserver built without release stamps), null when it could not be read (then nothing is refused).
+          type: str
+          sample: v1.30.6-eks-7f9249a
+        kubelet:
+          description: The kubelet minor version of the target, null when nothing tells it yet.
+          type: str
+          sample: "1.30"
+        kubelet_source:
+          description: Where RV(node_groups.versions.kubelet) comes from.
+          type: str
+          sample: AMI ami-0123456789abcdef0 (amazon-eks-node-1.30-v20240917)
+        refusals:
+          description: The version skew refusals alone.
+          type: list
+          elements: str
     surge_owed:
       description:
         - The surge the recorded rollout still owes, from what the group holds now (never more than the recorded C(surge_owed),
@@ -617,6 +655,7 @@ def argument_spec():
             launch_template_id=dict(type="str"),
             version=dict(type="raw", required=True),
             image_id=dict(type="str"),
+            ssm_parameter=dict(type="str"),
         )),
     )
     return spec

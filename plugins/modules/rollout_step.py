@@ -79,6 +79,9 @@ options:
       image_id:
         description: The AMI of that version.
         type: str
+      ssm_parameter:
+        description: The SSM parameter the AMI was resolved from, when it was.
+        type: str
   max_unavailable:
     description:
       - How many nodes may be below the group's original desired capacity at once, a whole number or a percentage of
@@ -472,6 +475,7 @@ def argument_spec():
             launch_template_id=dict(type="str", required=True),
             version=dict(type="raw", required=True),
             image_id=dict(type="str"),
+            ssm_parameter=dict(type="str"),
         )),
         max_unavailable=dict(type="raw"),
         post_drain_delay=dict(type="raw", default=0),

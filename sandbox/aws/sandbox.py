@@ -371,6 +371,21 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
     def _backend(self, kind):
         return self._moto[kind][ACCOUNT_ID][self.region]
 
+    def publish_parameter(self, name, value):
+        """Publish an SSM parameter as AWS does under ``/aws/service/...`` (EKS's ``/aws/service/eks/optimized-ami/1.30/
+        .../image_id``), a name no account may write with PutParameter: a new version of it holding ``value``."""
+        # pylint: disable=import-outside-toplevel
+        import datetime
+        from moto.ssm.models import Parameter, ssm_backends
+        if not isinstance(name, str) or not name.startswith("/aws/service/") or not isinstance(value, str) or not value:
+            raise ValueError("publish a parameter under /aws/service/ with a value, got %r = %r" % (name, value))
+        with self.lock:
+            versions = ssm_backends[ACCOUNT_ID][self.region]._parameters[name]   # pylint: disable=protected-access
+            versions.append(Parameter(account_id=ACCOUNT_ID, name=name, value=value, parameter_type="String", description=None,
+                                      allowed_pattern=None, keyid=None, version=len(versions) + 1, data_type="text",
+                                      last_modified_date=datetime.datetime.now(datetime.timezone.utc)))
+        self.events.emit("ssm.published", name=name, value=value)
+
     def changed(self):
         """Note that an instance may have changed (a mutating request, a launch, a boot, a termination)."""
         self._generation += 1
@@ -408,6 +423,8 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
                     record = dict(info)
                     record["launch_template"] = dict(info["launch_template"])
                     record["state"] = state
+                    # the image's name says which kubelet an EKS-optimized AMI runs (kube/controllers/nodes.py)
+                    record["image_name"] = getattr(self._backend("ec2").amis.get(info.get("image_id")), "name", None)
                 fresh[instance.id] = (info, state, info["group"], record)
                 out.append(record)
         self._records = fresh

@@ -162,6 +162,19 @@ class SandboxHandle:
     def fault(self, **spec):
         return self._control("/fault", spec)
 
+    def set_control_plane_version(self, git_version):
+        """``/version`` of the Kubernetes API then says ``git_version`` (embedded backend only)."""
+        return self._control("/version", {"gitVersion": git_version})
+
+    def register_image(self, name):
+        """Register an AMI named ``name`` through the EC2 API (as an image pipeline would) and return its id."""
+        return self.aws("ec2", user_agent="test-setup").register_image(
+            Name=name, Architecture="x86_64", RootDeviceName="/dev/xvda", VirtualizationType="hvm")["ImageId"]
+
+    def publish_parameter(self, name, value):
+        """Publish an SSM parameter under ``/aws/service/`` as AWS does (EKS's recommended AMI of a Kubernetes version)."""
+        return self._control("/ssm/publish", {"name": name, "value": value})
+
     def hold(self, **spec):
         """Arm the sandbox's hold (``sandbox/hold.py``): the matching request of the collection is stopped before
         it is applied; :meth:`held` says when, :meth:`release` lets it go (answered 503, never applied)."""

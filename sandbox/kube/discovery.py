@@ -7,6 +7,7 @@ uses the Eviction API (and so honours PodDisruptionBudgets) when it finds exactl
 """
 
 import json
+import re
 
 from .store import RESOURCES, api_version
 
@@ -133,6 +134,20 @@ def openapi_v3(group, version):
                                              "requestBody": body, "responses": {"200": {"description": "OK"}}}}
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION}, "paths": paths,
             "components": {"schemas": {}}}
+
+
+_GIT_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)([-+][0-9A-Za-z.+-]*)?$")
+
+
+def version_document(git_version):
+    """``/version`` of a control plane at ``git_version`` (``v1.29.4`` or ``v1.29.4-eks-036c24b``, as EKS reports
+    it: ``minor`` then carries a ``+``). Raises ValueError on anything else."""
+    match = _GIT_VERSION_RE.match(git_version or "") if isinstance(git_version, str) else None
+    if not match:
+        raise ValueError("control plane version %r is not allowed; use a gitVersion such as v1.29.4 or v1.29.4-eks-036c24b"
+                         % (git_version,))
+    minor = match.group(2) + ("+" if match.group(4) else "")
+    return dict(VERSION, major=match.group(1), minor=minor, gitVersion=git_version)
 
 
 def documents():

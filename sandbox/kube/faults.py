@@ -21,6 +21,33 @@ class Faults:
         self._rng = random.Random()
         self.eviction_latency = 0.0
         self._down_until = 0.0
+        self._forbidden = {}   # resource (plural) -> verbs answered 403 Forbidden, as an RBAC without them would
+
+    def forbid(self, rules):
+        """Answer 403 Forbidden to the verbs of resources an RBAC role would not grant: ``rules`` maps a resource's
+        plural to a list of verbs (``["*"]``: all); an empty list grants it again."""
+        if not isinstance(rules, dict):
+            raise ValueError("k8s_forbid must be a dict of resource -> [verbs], got %r" % (rules,))
+        checked = {}
+        for resource, verbs in rules.items():
+            if not isinstance(resource, str) or not resource:
+                raise ValueError("k8s_forbid: resource %r is not allowed; use a resource's plural such as events" % (resource,))
+            if not isinstance(verbs, list) or any(verb != "*" and verb not in VERBS for verb in verbs):
+                raise ValueError("k8s_forbid[%r]: %r is not allowed; use a list of verbs among %s, or [\"*\"]"
+                                 % (resource, verbs, ", ".join(VERBS)))
+            checked[resource] = set(verbs)
+        with self._lock:
+            for resource, verbs in checked.items():
+                if verbs:
+                    self._forbidden[resource] = verbs
+                else:
+                    self._forbidden.pop(resource, None)
+
+    def forbidden(self, resource, verb):
+        """Whether ``verb`` on ``resource`` is refused (see :meth:`forbid`)."""
+        with self._lock:
+            verbs = self._forbidden.get(resource) or ()
+            return "*" in verbs or verb in verbs
 
     def go_down(self, seconds):
         """The API server is unreachable for ``seconds`` wall seconds: every connection is cut, none accepted."""
@@ -72,6 +99,7 @@ class Faults:
             self._rates = {}
             self.eviction_latency = 0.0
             self._down_until = 0.0
+            self._forbidden = {}
 
     def roll(self, verb):
         """The HTTP code (int) to fail this request with, or None."""

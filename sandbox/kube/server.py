@@ -255,6 +255,12 @@ class KubeApiServer:
         self._thread.join(timeout=5)
         self._httpd = None
 
+    def set_version(self, git_version):
+        """Serve ``/version`` as a control plane at ``git_version`` does (``discovery.version_document``); an
+        ``api.version`` event records it."""
+        self._docs["/version"] = _dumps(discovery.version_document(git_version))
+        self.events.emit("api.version", git_version=git_version)
+
     def go_down(self, seconds):
         """Unreachable for ``seconds`` wall seconds: open connections (watches, keep-alives) are cut at once and new
         ones are cut before their first request; an ``api.down`` event marks the start."""
@@ -414,6 +420,12 @@ class KubeApiServer:
         req.dry_run = _parse_dry_run(req.raw_query.get("dryRun"), _OPTIONS_KIND.get(method, "GetOptions"))
 
     def _check_fault(self, req):
+        if req.resource is not None and self.faults.forbidden(req.resource, req.verb):
+            req.injected = True
+            where = " in the namespace \"%s\"" % req.namespace if req.namespace else " at the cluster scope"
+            raise ApiError(403, "Forbidden", '%s is forbidden: User "sandbox-admin" cannot %s resource "%s" in API group "%s"%s'
+                           % (req.resource, req.verb, req.resource, req.res.group if req.res else "", where),
+                           {"kind": req.resource})
         code = self.faults.roll(req.verb)
         if code is None:
             return

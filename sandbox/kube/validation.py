@@ -685,6 +685,14 @@ def validate(plural, obj, old=None):
     elif plural in ("persistentvolumes", "persistentvolumeclaims", "volumeattachments"):
         _storage_errors(plural, obj, causes)
     elif plural == "events":
-        if not isinstance(obj.get("involvedObject"), dict):
+        involved = obj.get("involvedObject")
+        if not isinstance(involved, dict):
             causes.append(("involvedObject", REQUIRED))
+        elif not obj.get("eventTime"):
+            # kube-apiserver's legacy rule: an Event about a cluster-scoped object (a Node) lives in default (or
+            # nowhere); one about a namespaced object lives in its namespace
+            namespace = (obj.get("metadata") or {}).get("namespace") or ""
+            if (involved.get("namespace") or "") != namespace and not (not involved.get("namespace") and namespace == "default"):
+                causes.append(("involvedObject.namespace", 'Invalid value: "%s": does not match event.namespace'
+                               % (involved.get("namespace") or "")))
     return causes

@@ -11,7 +11,7 @@ from .observer import Observer, is_ready
 
 CLIENT = "sandbox-reference"
 # what the reference backend cannot do that the embedded one can, named in the error a caller gets
-KUBE_FAULTS = ("k8s_429", "k8s_5xx", "k8s_down", "eviction_latency", "unreachable_nodes")
+KUBE_FAULTS = ("k8s_429", "k8s_5xx", "k8s_down", "eviction_latency", "unreachable_nodes", "k8s_forbid")
 
 
 class ReferenceKube:

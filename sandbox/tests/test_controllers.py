@@ -1023,3 +1023,14 @@ def test_a_pod_bound_to_a_node_that_does_not_exist_is_collected(cluster):
     assert (deleted["pod"], deleted["how"], deleted["client"]) == ("default/lost", "killed", "sandbox-pod-gc")
     assert deleted["t"] - created >= 40.0 - 0.5
     cluster.idle()
+
+
+def test_an_eks_optimized_ami_runs_the_kubelet_its_name_says():
+    from sandbox.kube.controllers.nodes import kubelet_version  # pylint: disable=import-outside-toplevel
+    default = "v1.30.4-eks-a737599"
+    assert kubelet_version({"image_name": "amazon-eks-node-1.28-v20240917"}, default) == "v1.28.0-eks-sandbox"
+    assert kubelet_version({"image_name": "amazon-eks-node-al2023-x86_64-standard-1.31-v20241024"}, default) == "v1.31.0-eks-sandbox"
+    assert kubelet_version({"image_name": "bottlerocket-aws-k8s-1.29-x86_64-v1.19.0-c5fb0e4b"}, default) == "v1.29.0-eks-sandbox"
+    assert kubelet_version({"image_name": "amazon-eks-node-1.30-v20240917"}, default) == default
+    assert kubelet_version({"image_name": "sandbox-node-1.29-v20240101"}, default) == default   # the sandbox's own images
+    assert kubelet_version({}, default) == default

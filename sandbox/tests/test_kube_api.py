@@ -1078,3 +1078,48 @@ def test_request_events_attribute_the_client(sb):
     assert setup[0]["name"] == "n1" and setup[0]["mutating"] is True
     patched = sb.events.events("node.cordoned")
     assert patched[-1]["client"] == "nodeops.rollout/0.1.0 node_drain"
+
+
+def node_event(name, uid, namespace="default", reason="RolloutCordoned"):
+    return {"metadata": {"generateName": name + ".", "namespace": namespace},
+            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid},
+            "reason": reason, "message": "Cordoned", "type": "Normal", "source": {"component": "nodeops.rollout"},
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z", "count": 1}
+
+
+def test_node_events_are_created_and_found_as_kubectl_describe_node_searches(sb):
+    node = sb.core.create_node({"metadata": {"name": "n1"}})
+    sb.core.create_namespaced_event("default", node_event("n1", node.metadata.uid))
+    sb.core.create_namespaced_event("default", node_event("n2", "other"))
+    # kubectl describe node: every namespace, by involvedObject name, namespace (empty), kind and uid
+    selector = "involvedObject.name=n1,involvedObject.namespace=,involvedObject.kind=Node,involvedObject.uid=%s" % node.metadata.uid
+    found = sb.core.list_event_for_all_namespaces(field_selector=selector).items
+    assert [(event.reason, event.source.component, event.metadata.namespace) for event in found] == [
+        ("RolloutCordoned", "nodeops.rollout", "default")]
+    # an Event about a cluster-scoped object lives in default, as kube-apiserver's validation wants
+    with pytest.raises(ApiException) as refused:
+        sb.core.create_namespaced_event(NS, node_event("n1", node.metadata.uid, namespace=NS))
+    assert refused.value.status == 422 and "does not match event.namespace" in refused.value.body
+
+
+def test_a_forbidden_resource_is_answered_403_as_an_rbac_without_it(sb):
+    sb.api.faults.forbid({"events": ["create"]})
+    with pytest.raises(ApiException) as refused:
+        sb.core.create_namespaced_event("default", node_event("n1", "u1"))
+    assert refused.value.status == 403
+    status = json.loads(refused.value.body)
+    assert status["reason"] == "Forbidden" and status["message"].startswith('events is forbidden: User "sandbox-admin" cannot create')
+    assert sb.core.list_event_for_all_namespaces().items == []      # list is still granted
+    sb.api.faults.forbid({"events": []})
+    sb.core.create_namespaced_event("default", node_event("n1", "u1"))
+    with pytest.raises(ValueError, match="k8s_forbid"):
+        sb.api.faults.forbid({"events": ["fly"]})
+
+
+def test_the_control_plane_version_can_be_set(sb):
+    assert client.VersionApi(sb.raw).get_code().git_version == "v1.30.6"
+    sb.api.set_version("v1.29.4-eks-036c24b")
+    code = client.VersionApi(sb.raw).get_code()
+    assert (code.major, code.minor, code.git_version) == ("1", "29+", "v1.29.4-eks-036c24b")
+    with pytest.raises(ValueError, match="v1.29.4"):
+        sb.api.set_version("1.29")

@@ -25,7 +25,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_conne
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 
 try:
-    from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api, StorageV1Api
+    from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api, StorageV1Api, VersionApi
     from kubernetes.client.exceptions import ApiException
     from kubernetes.watch.watch import iter_resp_lines
 except ImportError:
@@ -275,6 +275,19 @@ class KubeApi:
 
     def list_volume_attachments(self):
         return self._call(self.storage.list_volume_attachment).get("items") or []
+
+    # ---- events and the server's version ---------------------------------------------------------
+    def create_event(self, namespace, body, request_timeout=None):
+        """POST a core/v1 Event, once (what a refused Event means is the caller's: nodes' Events are best effort)."""
+        response = self.core.create_namespaced_event(namespace, body, _preload_content=False,
+                                                     _request_timeout=request_timeout or self.request_timeout)
+        self.reached = True
+        data = response.data
+        return json.loads(data) if data else {}
+
+    def server_version(self):
+        """The API server's ``/version`` (``{"major", "minor", "gitVersion", ...}``)."""
+        return self._call(VersionApi(self.client).get_code)
 
     # ---- leases (the rollout lock) ----------------------------------------------------------------
     # Retrying the writes is safe: a create or update that succeeded before its answer was lost comes back as 409

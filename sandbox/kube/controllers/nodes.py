@@ -21,6 +21,7 @@ controller and the pod garbage collector do for nodes backed by EC2 instances.
   bound to a node that no longer exists are removed after 40 s as the pod GC does.
 """
 
+import re
 import threading
 
 from ..errors import ApiError
@@ -49,8 +50,27 @@ def region_of(az):
     return az[:-1] if az and az[-1].isalpha() else az
 
 
+# the Kubernetes version in an EKS-optimized AMI's name (amazon-eks-node-1.29-v..., amazon-eks-node-al2023-x86_64-standard-
+# 1.30-v..., bottlerocket-aws-k8s-1.29-...): the kubelet such an instance runs
+_EKS_IMAGE = re.compile(r"^(?:amazon-eks-(?:[a-z0-9_]+-)*node-(?:[a-z0-9_]+-)*?|bottlerocket-aws-k8s-)(\d+)\.(\d+)-")
+
+
+def kubelet_version(inst, default):
+    """What the kubelet of ``inst`` reports: the version its EKS-optimized AMI's name says (the sandbox's own images,
+    and any other, run ``default``)."""
+    match = _EKS_IMAGE.match(inst.get("image_name") or "")
+    if not match:
+        return default
+    wanted = (match.group(1), match.group(2))
+    if re.match(r"^v%s\.%s\." % wanted, default or ""):
+        return default
+    return "v%s.%s.0-eks-sandbox" % wanted
+
+
 def node_object(inst, name, ts, allocatable, version):
-    """The Node a kubelet registers for EC2 instance ``inst`` (NotReady, with the not-ready taint), as EKS labels it."""
+    """The Node a kubelet registers for EC2 instance ``inst`` (NotReady, with the not-ready taint), as EKS labels it;
+    its kubelet is at ``version`` unless its AMI's name says another (:func:`kubelet_version`)."""
+    version = kubelet_version(inst, version)
     az = inst.get("az") or ""
     region = region_of(az)
     iid = inst["instance_id"]

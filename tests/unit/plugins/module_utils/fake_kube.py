@@ -16,7 +16,7 @@ import threading
 
 from kubernetes.client.exceptions import ApiException
 
-MUTATING = ("patch_node", "evict_pod", "delete_pod", "patch_deployment")
+MUTATING = ("patch_node", "evict_pod", "delete_pod", "patch_deployment", "create_event")
 
 
 def api_error(code, message="", reason=None, causes=None, headers=None):
@@ -93,6 +93,8 @@ class FakeKube:
         self.enforce_pdbs = False     # evictions consult status.disruptionsAllowed; a pod gone gives it back
         self.claims = []              # PersistentVolumeClaims
         self.volumes = []             # PersistentVolumes
+        self.events = []              # core/v1 Events created
+        self.event_error = None       # an exception every Event creation raises (an RBAC without events)
 
     # ---- setup ----
     def add_node(self, node):
@@ -107,6 +109,15 @@ class FakeKube:
 
     def mutating(self):
         return [entry for entry in self.requests if entry[0] in MUTATING]
+
+    # ---- events ----
+    def create_event(self, namespace, body, request_timeout=None):  # pylint: disable=unused-argument
+        self._log("create_event", "%s/%s" % (namespace, body["involvedObject"]["name"]))
+        if self.event_error is not None:
+            raise self.event_error
+        with self.lock:
+            self.events.append(copy.deepcopy(body))
+        return body
 
     # ---- nodes ----
     def get_node(self, name):

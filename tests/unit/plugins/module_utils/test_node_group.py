@@ -60,9 +60,9 @@ def test_info_finds_groups_by_tags(world, run):
     assert [group["name"] for group in result["node_groups"]] == ["gpu"]
 
 
-def _info_sees_nodes(monkeypatch, items, attachments=(), volumes=()):
+def _info_sees_nodes(monkeypatch, items, attachments=(), volumes=(), version="v1.30.6"):
     """node_group_info's Kubernetes client lists ``items`` as the cluster's nodes (and ``attachments``, ``volumes`` as
-    its VolumeAttachments and PersistentVolumes)."""
+    its VolumeAttachments and PersistentVolumes); its /version says ``version``."""
 
     class Nodes:
         @staticmethod
@@ -77,7 +77,12 @@ def _info_sees_nodes(monkeypatch, items, attachments=(), volumes=()):
         def list_persistent_volumes():
             return list(volumes)
 
-    Nodes.reads = []
+        @staticmethod
+        def server_version():
+            Nodes.reads.append("version")
+            return {"major": "1", "minor": version.split(".")[1] + "+", "gitVersion": version}
+
+    Nodes.reads = []   # pylint: disable=attribute-defined-outside-init
     for method in ("list_volume_attachments", "list_persistent_volumes"):
         def counted(method=method, original=getattr(Nodes, method)):
             Nodes.reads.append(method)
@@ -248,3 +253,53 @@ def test_info_reads_the_operator_s_controls(world, run):
     assert refused["start_refusal"].startswith("rolling_update_abort_alarms: abort alarm 'shop-5xx' is in ALARM")
     missing = run("node_group_info", name="workers", include_nodes=False, abort_alarms=["gone"])
     assert missing["failed"] and missing["msg"].startswith("abort_alarms: CloudWatch alarm(s) gone not found")
+
+
+def _nodes_of(world, kubelet=None, ids=None):
+    return [{"metadata": {"name": "node-%d" % index}, "spec": {"providerID": "aws:///%s/%s" % (AZS[index % 3], instance_id)},
+             "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": kubelet or "v1.29.8"}}}
+            for index, instance_id in enumerate(ids or world.member_ids())]
+
+
+def test_a_target_whose_kubelet_is_newer_than_the_control_plane_is_refused_naming_both(world, run, monkeypatch):
+    image = world.ec2.register_image(Name="amazon-eks-node-1.31-v20240917", RootDeviceName="/dev/xvda")["ImageId"]
+    version = world.new_version(image)
+    reads = _info_sees_nodes(monkeypatch, _nodes_of(world), version="v1.30.6-eks-7f9249a")
+    group = run("node_group_info", name="workers", target={"launch_template_id": world.lt_id, "version": version,
+                                                           "image_id": image})["node_groups"][0]
+    assert group["refusals"] == [
+        "version skew: AMI %s (amazon-eks-node-1.31-v20240917) runs kubelet 1.31, newer than the control plane's 1.30 "
+        "(v1.30.6-eks-7f9249a); a kubelet must not be newer than kube-apiserver: upgrade the control plane to 1.31 first" % image]
+    assert group["versions"]["control_plane"] == "v1.30.6-eks-7f9249a" and group["versions"]["kubelet"] == "1.31"
+    assert reads.count("version") == 1
+
+
+def test_the_ssm_path_tells_when_the_name_does_not_and_an_allowed_skew_passes(world, run, monkeypatch):
+    image = world.ec2.register_image(Name="golden-2024-09", RootDeviceName="/dev/xvda")["ImageId"]
+    version = world.new_version(image)
+    _info_sees_nodes(monkeypatch, _nodes_of(world), version="v1.30.6")
+    target = {"launch_template_id": world.lt_id, "version": version, "image_id": image}
+    group = run("node_group_info", name="workers", target=dict(
+        target, ssm_parameter="/aws/service/eks/optimized-ami/1.26/amazon-linux-2/recommended/image_id"))["node_groups"][0]
+    assert len(group["refusals"]) == 1 and "kubelet 1.26, 4 minor versions older than the control plane's 1.30" in group["refusals"][0]
+    group = run("node_group_info", name="workers", target=dict(
+        target, ssm_parameter="/aws/service/eks/optimized-ami/1.27/amazon-linux-2/recommended/image_id"))["node_groups"][0]
+    assert group["refusals"] == [] and group["versions"]["kubelet"] == "1.27"
+    # without a target or a recorded rollout, nothing is checked (nothing is read for it)
+    assert run("node_group_info", name="workers")["node_groups"][0]["versions"] is None
+
+
+def test_new_nodes_are_checked_against_the_target_kubelet(world, run, monkeypatch):
+    # the group's instances run the target (version 1): they are its new nodes, registered with kubelet 1.29
+    _info_sees_nodes(monkeypatch, _nodes_of(world, "v1.29.8"), version="v1.30.6")
+    target = {"launch_template_id": world.lt_id, "version": 1, "image_id": world.old_ami,
+              "ssm_parameter": "/aws/service/eks/optimized-ami/1.30/amazon-linux-2/recommended/image_id"}
+    group = run("node_group_info", name="workers", target=target)["node_groups"][0]
+    assert group["outdated"] == [] and len(group["refusals"]) == 3
+    assert all(refusal.startswith("new node node-") and refusal.endswith(
+        "runs kubelet v1.29.8, not the 1.30 of SSM parameter /aws/service/eks/optimized-ami/1.30/amazon-linux-2/recommended/image_id")
+        for refusal in group["refusals"]), group["refusals"]
+    # a custom AMI named by nothing: the first new node tells, and agrees with the others
+    group = run("node_group_info", name="workers", target=dict(target, ssm_parameter=None))["node_groups"][0]
+    assert group["refusals"] == [] and group["versions"]["kubelet"] == "1.29"
+    assert group["versions"]["kubelet_source"].startswith("new node node-")
