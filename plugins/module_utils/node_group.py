@@ -278,6 +278,8 @@ def group_flags(view):
             "stale_warm": bool(stale_warm),
             "payback": bool(view["payback"]),
             "rollout": view["state"] is not None,
+            # a new node runs another kubelet than the target's (versions.refusals)
+            "kubelet_refusal": bool((view.get("versions") or {}).get("refusals")),
         },
     }
 

@@ -548,7 +548,8 @@ node_groups:
       description:
         - What the role's tasks ask of the group, each a flag - C(refusal) (C(mismatch) or C(refusals) says the group cannot
           be rolled), C(outdated_nodes), C(up_to_date), C(marked), C(failed_to_join), C(leftovers), C(standby_left),
-          C(stale_warm) and C(payback) (the lists of the same names are not empty), C(rollout) (a rollout is recorded).
+          C(stale_warm) and C(payback) (the lists of the same names are not empty), C(rollout) (a rollout is recorded),
+          C(kubelet_refusal) (C(versions.refusals) is not empty).
       type: dict
     state:
       description:

@@ -34,7 +34,7 @@ def start(name, now):
         "loop": {"count": REPLACED, "total": 0, "max": 0, "done": 0, "more": False},
         "batches_done": [], "terminated_ids": [], "apart_ids": [], "termination_waits": [], "held": [],
         "skipped_nodes": [], "new_nodes": [], "end_marked": [], "hook_failure": {},
-        "target": {}, "plan": {}, "autoscaler_delta": 0,
+        "target": {}, "target_label": "", "plan": {}, "autoscaler_delta": 0,
         # whether the run changes the group (outdated instances, or a rollout recorded to finish), and whether
         # outdated instances are left to replace (else the scale down finishes what an earlier run left)
         "needed": False, "outdated_left": False,
@@ -96,6 +96,7 @@ def _setup(record, group, target, preflight=None):
     outdated = int(group.get("outdated_count") or 0)
     resumed = group.get("state") is not None
     record["target"] = target or {}
+    record["target_label"] = target_label(record["target"])
     record["needed"] = outdated > 0 or resumed
     record["outdated_left"] = outdated > 0
     # set by the last step of this pass; a pass without steps gives nothing back before its end read
@@ -104,6 +105,14 @@ def _setup(record, group, target, preflight=None):
     record["plan"] = dict({key: group["plan"].get(key) for key in PLAN_KEYS},
                           outdated=[entry["instance_id"] for entry in group.get("outdated") or []], resumed=resumed,
                           **_findings(preflight))
+
+
+def target_label(target):
+    """The target as the Events on the nodes name it: ``launch template lt-1 version 3 (ami-2)``, or '' before one."""
+    if not target or target.get("version") is None:
+        return ""
+    return "launch template %s version %s%s" % (target.get("launch_template_id") or "?", target["version"],
+                                                 " (%s)" % target["image_id"] if target.get("image_id") else "")
 
 
 def _findings(preflight):
@@ -126,6 +135,7 @@ def _recorded(record, group, action):
     else:
         record["needed"] = True
         record["target"] = group.get("target") or record["target"]
+        record["target_label"] = target_label(record["target"])
 
 
 def _planned(record, group, ltv, preflight, controls):
