@@ -57,10 +57,12 @@ def test_the_nodes_tell_what_the_rollout_did_to_them_and_why(sandbox, tmp_path):
         assert all(kind == "Normal" and source == "nodeops.rollout" for kind, _reason, source, _message, _event in seen)
         tainted, cordoned, drained, terminating = (message for _kind, _reason, _source, message, _event in seen)
         # the surge covers every outdated node here: the taint is the hard one
-        assert re.match(r"^Tainted nodeops.rollout/outdated=true:NoSchedule by rollout run \S+: no new pod is scheduled here$",
-                        tainted), tainted
-        assert cordoned.startswith("Cordoned by rollout run ") and cordoned.endswith(", to be drained")
-        assert re.match(r"^Drained in \d+s by rollout run \S+: \d+ pod\(s\) evicted", drained), drained
+        # each names the run and the target it rolls to
+        target = r"rolling to launch template lt-[0-9a-f]+ version %s \(ami-[0-9a-f]+\)" % view["version"]
+        assert re.match(r"^Tainted nodeops.rollout/outdated=true:NoSchedule by rollout run \S+, %s: no new pod is scheduled here$"
+                        % target, tainted), tainted
+        assert re.match(r"^Cordoned by rollout run \S+, %s.*, to be drained$" % target, cordoned), cordoned
+        assert re.match(r"^Drained in \d+s by rollout run \S+, %s: \d+ pod\(s\) evicted" % target, drained), drained
         # the termination names the instance and the target recorded on the group
         instance_id = re.search(r"i-[0-9a-f]+", terminating).group(0)
         assert terminating.startswith("Terminating instance %s through Auto Scaling group %s (" % (instance_id, GROUP))
