@@ -243,7 +243,7 @@ def cmd_fault(args):
     if args.k8s_forbid:
         spec["k8s_forbid"] = {}
         for item in args.k8s_forbid:
-            resource, _, verbs = item.partition("=")
+            resource, _sep, verbs = item.partition("=")
             if not resource or not verbs:
                 sys.exit("--k8s-forbid: %r is not allowed; use RESOURCE=VERB[,VERB] (VERB '*' for all, '' to grant again)" % item)
             spec["k8s_forbid"][resource] = [verb for verb in verbs.split(",") if verb]

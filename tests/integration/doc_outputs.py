@@ -164,7 +164,7 @@ def check_or_refresh(doc, name, content, loose=()):
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(with_block(text, name, content))
         return
-    shown, content = block_of(text, name), content
+    shown = block_of(text, name)
     for pattern, replacement in loose:
         shown, content = re.sub(pattern, replacement, shown), re.sub(pattern, replacement, content)
     assert normalise(shown) == normalise(content), (

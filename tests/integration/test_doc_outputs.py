@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from sandbox.drive.handle import BIN, ROOT
+from sandbox.drive.handle import BIN
 from tests.integration.doc_outputs import check_or_refresh, excerpt, fenced, sections
 from tests.integration.modules.conftest import assert_safe
 

@@ -283,7 +283,7 @@ def phase_bars(group):
                      "started_at": phase.get("started_at"), "ended_at": phase.get("ended_at"),
                      "seconds": phase.get("seconds"), "stopped": False})
     steps = [step for step in group.get("steps") or [] if time_of(step.get("started_at") or step.get("decided_at"))]
-    if steps and not any(bar["kind"] in ("upgrade", "cancel") for bar in bars):
+    if steps and not any(drawn["kind"] in ("upgrade", "cancel") for drawn in bars):
         begin = min(time_of(step.get("started_at") or step.get("decided_at")) for step in steps)
         ends = [time_of(step.get("ended_at")) for step in steps if time_of(step.get("ended_at"))]
         end = time_of(timeline.get("ended_at")) or max(ends, default=begin)

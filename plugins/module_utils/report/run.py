@@ -74,7 +74,8 @@ def _steps(record, count, total, first=None, bound=None):
     record["step_number"] = len(record["steps"]) + 1 if first is None else int(first)
     # every step drains or terminates something, and each instance is drained and terminated once: twice the count is
     # enough, with room for drains a killed run left half done
-    record["loop"] = {"count": count, "total": total, "max": record["step_number"] - 1 + int(bound if bound is not None else total) * 2 + 5, "done": 0, "more": True}
+    bound = int(bound if bound is not None else total)
+    record["loop"] = {"count": count, "total": total, "max": record["step_number"] - 1 + bound * 2 + 5, "done": 0, "more": True}
     record["finished"] = False
     record["apart_ids"] = []
     _count_done(record)
@@ -111,8 +112,8 @@ def target_label(target):
     """The target as the Events on the nodes name it: ``launch template lt-1 version 3 (ami-2)``, or '' before one."""
     if not target or target.get("version") is None:
         return ""
-    return "launch template %s version %s%s" % (target.get("launch_template_id") or "?", target["version"],
-                                                 " (%s)" % target["image_id"] if target.get("image_id") else "")
+    image = " (%s)" % target["image_id"] if target.get("image_id") else ""
+    return "launch template %s version %s%s" % (target.get("launch_template_id") or "?", target["version"], image)
 
 
 def _findings(preflight):
@@ -250,7 +251,8 @@ def _stop(record, status, reason=None, message=None, **more):
         record["stop"] = dict({"reason": reason, "message": message}, **more)
 
 
-EVENTS = ("start", "open", "close", "setup", "recorded", "planned", "cancel_planned", "target", "finish", "failed", "steps", "step", "terminated", "drained", "step_end", "stop", "status", "rollback", "hook_failure",
+EVENTS = ("start", "open", "close", "setup", "recorded", "planned", "cancel_planned", "target", "finish", "failed",
+          "steps", "step", "terminated", "drained", "step_end", "stop", "status", "rollback", "hook_failure",
           "restored")
 
 

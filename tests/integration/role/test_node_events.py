@@ -123,9 +123,9 @@ def test_a_blocked_drain_names_the_pod_and_its_budget_on_the_node(sandbox):
     assert released["rc"] == 0 and released["events"]["written"] == 1
 
     seen = described(sandbox, node, sandbox.core().read_node(node).metadata.uid)[-3:]
-    assert [(kind, reason) for kind, reason, *_rest in seen] == [
+    assert [entry[:2] for entry in seen] == [
         ("Normal", "RolloutCordoned"), ("Warning", "DrainBlocked"), ("Normal", "RolloutUncordoned")]
-    cordoned, blocked, uncordoned = (message for _kind, _reason, _source, message, _event in seen)
+    cordoned, blocked, uncordoned = [entry[3] for entry in seen]
     assert cordoned == "Cordoned by rollout run change-4711, rolling to launch template lt-0123 version 9, to be drained"
     assert blocked.startswith("Drain skipped after ") and ", node left cordoned; blocked by held/web-" in blocked, blocked
     assert all("held/%s (PodDisruptionBudget held/web)" % pod in blocked for pod in pods), blocked

@@ -43,7 +43,7 @@ items:
     spec: {minAvailable: 3, selector: {matchLabels: {app: ledger}}}
 """
 
-# What chromium computed: the fill of each timeline bar by its title, each legend swatch's background by its label, the
+# What chromium computed: the fill of each timeline drawn by its title, each legend swatch's background by its label, the
 # summary table's cells and the labels of the timeline's rows.
 MEASURE = """function (document, window) {
   var style = function (node, name) { return window.getComputedStyle(node)[name]; };
@@ -110,16 +110,16 @@ def test_a_failed_drain_is_drawn_in_its_own_colour_beside_what_holds_it_and_the_
     drains = [node for step in group["steps"] for node in step["nodes"]]
     stuck = sorted(node["node"] for node in drains if node["status"] == "failed")
     assert len(stuck) == 3, drains
-    # each stuck node's bar: the legend's "drain failed" colour, as wide as its 20 s drain, not the terminated red
+    # each stuck node's drawn: the legend's "drain failed" colour, as wide as its 20 s drain, not the terminated red
     failed_colour = page["legend"]["drain failed: stuck, pods left"]
     assert failed_colour not in (page["legend"]["terminated"], page["legend"]["drain (cordon to drained)"]), page["legend"]
     for node in stuck:
-        bars = [bar for bar in page["bars"] if bar["title"].startswith(node + ": drain failed")]
+        bars = [drawn for drawn in page["bars"] if drawn["title"].startswith(node + ": drain failed")]
         assert len(bars) == 1 and bars[0]["fill"] == failed_colour and bars[0]["width"] > 20, (node, page["bars"])
         assert "shop/ledger" in bars[0]["title"]
         # beside it, the pod and the budget that hold it
         assert any(text.startswith("stuck: shop/ledger-") and "PDB shop/ledger" in text for text in page["texts"]), page["texts"]
-    assert not [bar for bar in page["bars"] if bar["fill"] == page["legend"]["terminated"]]   # nothing was terminated
+    assert not [drawn for drawn in page["bars"] if drawn["fill"] == page["legend"]["terminated"]]   # nothing was terminated
     # the counts add up: the evictions the sandbox saw, the drained and the stuck nodes apart
     counts = summary(page)
     assert counts["evictions"] == str(invariants["evictions"]["total"]) and invariants["evictions"]["total"] > 0, (counts, invariants["evictions"])
@@ -136,8 +136,8 @@ def test_a_finished_run_labels_every_phase_in_its_own_colour_and_every_step_and_
     group, page, invariants = success["group"], success["page"], success["invariants"]
     assert success["rc"] == 0 and group["status"] == "replaced", success["out"][-3000:]
     assert_safe(invariants)
-    phases = {bar["title"].split(":")[0]: bar["fill"] for bar in page["bars"]
-              if bar["title"].split(":")[0] in ("setup", "scale up", "upgrade", "scale down")}
+    phases = {drawn["title"].split(":")[0]: drawn["fill"] for drawn in page["bars"]
+              if drawn["title"].split(":")[0] in ("setup", "scale up", "upgrade", "scale down")}
     assert sorted(phases) == ["scale down", "scale up", "setup", "upgrade"], page["bars"]
     assert len(set(phases.values())) == 4 and page["legend"]["replacement: launched to Ready"] not in phases.values()
     for name, fill in phases.items():

@@ -24,7 +24,7 @@ class Api:
 
     def create_event(self, namespace, body, request_timeout=None):
         self.sent.append((namespace, body["reason"], request_timeout))
-        answer = self.answers.pop(0) if self.answers else None
+        answer = self.answers.pop(0) if self.answers else body
         if isinstance(answer, Exception):
             raise answer
         return body
@@ -47,7 +47,7 @@ def test_written_once_each_with_a_short_timeout():
 def test_forbidden_stops_the_next_ones_and_raises_nothing():
     api = Api([api_error(403, 'events is forbidden: User "rollout" cannot create resource "events"', "Forbidden")])
     events = writer(api)
-    for _ in range(3):
+    for _attempt in range(3):
         events.record(NODE, EVENT)
     assert len(api.sent) == 1
     summary = events.summary()

@@ -69,7 +69,7 @@ def test_a_stuck_node_is_its_own_state_and_a_terminated_one_is_replaced_whatever
     assert node_state({"status": "skipped"}) == "skipped"
     assert node_state({"status": "failed", "terminated_at": "2026-11-28T08:40:00Z"}) == "replaced"
     assert node_state({"status": None, "terminated_at": "2026-11-28T08:40:00Z"}) == "terminated"
-    # a drain that gave up ran its timeout: its bar ends 20 s after its start, not at its start
+    # a drain that gave up ran its timeout: its drawn ends 20 s after its start, not at its start
     stuck = rows[1]
     assert (records.drain_end(stuck) - records.time_of(stuck["started_at"])).total_seconds() == 20.0
 
@@ -81,12 +81,12 @@ def test_each_state_and_phase_has_its_own_colour_and_a_failed_drain_is_not_the_t
     assert len(set(phases)) == 5 and page.COLORS["boot"] not in phases
     assert page.COLORS["drain-failed"] != page.COLORS["terminate"]
     # every colour drawn has a legend entry
-    assert {kind for kind, _ in page.LEGEND} >= {"drain", "drain-failed", "skipped", "terminate", "boot", "phase-upgrade"}
+    assert {kind for kind, _label in page.LEGEND} >= {"drain", "drain-failed", "skipped", "terminate", "boot", "phase-upgrade"}
 
 
 def test_a_run_that_stopped_in_its_upgrade_still_draws_its_upgrade_phase_labelled_as_stopped():
     bars = phase_bars(failed_group())
-    assert [bar["label"] for bar in bars] == ["setup", "scale up", "upgrade (stopped)"]
+    assert [drawn["label"] for drawn in bars] == ["setup", "scale up", "upgrade (stopped)"]
     assert bars[-1]["stopped"] and bars[-1]["ended_at"] == "2026-11-28T08:39:34.333Z"
     rollback = {"timeline": {"phases": [{"name": "rollback_scale_down", "started_at": "2026-11-28T08:00:00Z"}]}}
     assert phase_bars(rollback)[0]["label"] == "rollback: scale down" and phase_bars(rollback)[0]["kind"] == "scale_down"
@@ -139,7 +139,7 @@ def test_the_failure_page_draws_the_stuck_nodes_in_their_colour_next_to_their_bu
     stuck = _rects(html, "drain-failed")
     assert len(stuck) == 3 and all("held by shop/ledger-" in tip and "shop/ledger" in tip for tip in stuck)
     assert not _rects(html, "terminate")                        # nothing was terminated
-    assert "stuck: shop/ledger-1, PDB shop/ledger" in html     # beside the bar
+    assert "stuck: shop/ledger-1, PDB shop/ledger" in html     # beside the drawn
     assert "3 node(s) stuck, cordoned with pods left" in html
     assert html.index("3 node(s) stuck") < html.index('id="group-sandbox-nodes"')
     summary = re.search(r"<tbody><tr><td><a href=\"#group-sandbox-nodes\">.*?</tr>", html).group(0)

@@ -21,7 +21,7 @@ def test_the_run_is_the_lock_holder_unless_named():
 def test_taint_and_cordon_say_who_and_why():
     found = ev.edit_events("n1", ["taint nodeops.rollout/outdated=true:NoSchedule added", "cordoned",
                                   "label node.kubernetes.io/exclude-from-external-load-balancers=true set"], CONTEXT)
-    assert [(kind, reason) for kind, reason, _ in found] == [("Normal", "RolloutCordoned"), ("Normal", "RolloutTainted")]
+    assert [(kind, reason) for kind, reason, _message in found] == [("Normal", "RolloutCordoned"), ("Normal", "RolloutTainted")]
     assert found[1][2] == ("Tainted nodeops.rollout/outdated=true:NoSchedule by rollout run %s, rolling to launch template "
                            "lt-0abc version 7 (ami-0130): no new pod is scheduled here" % RUN)
     assert RUN in found[0][2] and "lt-0abc version 7" in found[0][2]
@@ -39,7 +39,7 @@ def test_labels_and_annotations_alone_make_no_event():
 
 def test_release_says_untainted_and_uncordoned():
     found = ev.edit_events("n1", ["taint nodeops.rollout/outdated=true:NoSchedule removed", "uncordoned"], {"run": None})
-    assert [reason for _, reason, _ in found] == ["RolloutUncordoned", "RolloutUntainted"]
+    assert [reason for _kind, reason, _message in found] == ["RolloutUncordoned", "RolloutUntainted"]
     assert found[1][2] == "Taint nodeops.rollout/outdated=true:NoSchedule removed by nodeops.rollout"
 
 

@@ -108,11 +108,11 @@ def serial_run(keep_steps=True):
 
 def test_a_serial_batch_s_end_says_batch_done_with_the_group_s_time_left_and_the_estimate_does_not_jump():
     lines = serial_run()
-    ends = [progress for _, progress in lines if progress["line"].endswith("done") or "batch done" in progress["line"]]
+    ends = [progress for _step, progress in lines if progress["line"].endswith("done") or "batch done" in progress["line"]]
     assert [progress["batch_done"] for progress in ends] == [True, True, True, False]
     assert "1 of 6 nodes replaced, batch done," in ends[0]["line"] and "left" in ends[0]["line"]
     assert ends[-1]["line"] == "workers: step 12: 6 of 6 nodes replaced, 12m 40s elapsed, done"
-    assert [progress for _, progress in lines[:-1] if progress["line"].endswith(" done")] == []
+    assert [progress for _step, progress in lines[:-1] if progress["line"].endswith(" done")] == []
     # the time left never falls faster than the time passing (with a step's slack), from the first replacement on
     timed = [(now, progress["left_seconds"]) for now, progress in lines if progress["replaced"]]
     for (before, left_before), (after, left_after) in zip(timed, timed[1:-1]):
