@@ -173,3 +173,14 @@ def test_the_quick_start_shows_what_the_second_run_prints_for_each_node(runs):
     shown = excerpt(out, [r"Serial \| whether this node was replaced\]"])
     assert shown.count(" replaced") >= len(runs["outdated"]) - 1, shown
     check_or_refresh("docs/quick-start.md", "serial", fenced(shown), loose=((r"(ok|changed|skipped)=\d+", r"\1=N"),))
+
+
+def test_a_batch_s_last_step_says_the_batch_is_done_and_what_is_left_of_the_group(runs):
+    """The serial playbook's batches each end with a step 'done' of rollout_step: the progress line says the batch is
+    done and the time the group still needs, never the group 'done' before its last node."""
+    _rc, out, group = runs["rest"]
+    lines = re.findall(r'"msg": "(\S+: step \d+: [^"]*)"', out)
+    assert lines, out[-3000:]
+    batch_ends = [line for line in lines if ", batch done" in line]
+    assert batch_ends and all(line.endswith(" left") for line in batch_ends), lines
+    assert not [line for line in lines if line.endswith(" done") and ("%d of" % group["nodes_replaced"]) not in line], lines
