@@ -68,9 +68,6 @@ def _steps(record, count, total, first=None, bound=None):
     if count not in (REPLACED, APART):
         raise PlanError("count: %r is not allowed; use %s or %s" % (count, REPLACED, APART))
     total = int(total or 0)
-    if count == REPLACED:
-        # a serial run's later batches count on from what its earlier batches replaced
-        total += len(set(record["terminated_ids"]))
     record["step_number"] = len(record["steps"]) + 1 if first is None else int(first)
     # every step drains or terminates something, and each instance is drained and terminated once: twice the count is
     # enough, with room for drains a killed run left half done
