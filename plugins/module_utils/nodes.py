@@ -19,7 +19,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import bac
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import ApiException, KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.event_writer import NodeEvents
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_events
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import marks, node_events
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_CORDONED
 
 # Attempts of one node's read-modify-write before a run of conflicts is reported.
@@ -77,31 +77,34 @@ def update_node(api, name, decide, check_mode=False, attempts=CONFLICT_ATTEMPTS,
     raise NodeConflict("node %s: %d writes in a row met a concurrent change (409 Conflict); giving up" % (name, conflicts))
 
 
-def read_nodes(api, names):
+def read_nodes(api, names, skip_missing=False):
     """The nodes ``names``, in that order: one GET for one node, one LIST for more (a request per node costs more than
-    one list of the cluster's nodes). Raises NodeNotFound for the first name that is not a node."""
+    one list of the cluster's nodes). Raises NodeNotFound for the first name that is not a node, or, with
+    ``skip_missing``, gives None in its place."""
     if len(names) == 1:
         try:
             return [api.get_node(names[0])]
         except ApiException as exc:
             if exc.status == 404:
+                if skip_missing:
+                    return [None]
                 raise NodeNotFound(names[0]) from None
             raise
     listed = {(node.get("metadata") or {}).get("name"): node for node in api.list_nodes()}
     for name in names:
-        if name not in listed:
+        if name not in listed and not skip_missing:
             raise NodeNotFound(name)
-    return [listed[name] for name in names]
+    return [listed.get(name) for name in names]
 
 
-def update_nodes(api, names, decide, check_mode=False, workers=NODE_WORKERS):
+def update_nodes(api, names, decide, check_mode=False, workers=NODE_WORKERS, skip_missing=False):
     """:func:`update_node` for each name, several at once; returns the results in the order of ``names``.
 
     Every node is read (:func:`read_nodes`) before any is written, so a missing node fails the whole request with
-    nothing changed.
+    nothing changed; with ``skip_missing`` the nodes that are not there are left out of the results instead.
     """
-    nodes = read_nodes(api, names)
-    return map_at_once(lambda pair: update_node(api, pair[0], decide, check_mode, node=pair[1]), zip(names, nodes), workers)
+    pairs = [(name, node) for name, node in zip(names, read_nodes(api, names, skip_missing)) if node is not None]
+    return map_at_once(lambda pair: update_node(api, pair[0], decide, check_mode, node=pair[1]), pairs, workers)
 
 
 def _cordon(node, labels=None):
@@ -130,19 +133,30 @@ def _node_result(result):
 def run_node_taint(module, make_client):
     """node_taint: validate, build the client (``make_client(module)``), change every node; exits the module."""
     params = module.params
-    names = node_names(module)
-    taints = node_edits.normalize_taints(params["taints"], params["state"])
-    labels = node_edits.normalize_map(params["labels"], "labels")
-    annotations = node_edits.normalize_map(params["annotations"], "annotations", check_values=False)
+    if params["release"] is not None:
+        kinds = marks.release_kinds(params["release"], params["release_only"])
+        names = list(kinds)
+        skip_missing = True
 
-    def decide(node):
-        return node_edits.node_edit(node, taints=taints, state=params["state"], cordon=params["cordon"],
-                                    labels=labels, annotations=annotations)
+        def decide(node):
+            return node_edits.node_edit(node, **marks.release_edit(node, kinds[node["metadata"]["name"]], params["taint_key"]))
+    else:
+        names = node_names(module)
+        skip_missing = params["missing"] == "skip"
+        taints = node_edits.normalize_taints(params["taints"], params["state"])
+        labels = node_edits.normalize_map(params["labels"], "labels")
+        annotations = node_edits.normalize_map(params["annotations"], "annotations", check_values=False)
 
+        def decide(node):
+            return node_edits.node_edit(node, taints=taints, state=params["state"], cordon=params["cordon"],
+                                        labels=labels, annotations=annotations)
+
+    if not names:
+        module.exit_json(changed=False, nodes={}, missing=[], events={"written": 0, "not_written": 0, "error": None})
     api = KubeApi(make_client(module))
     try:
         with kube_errors("change", "nodes %s" % ", ".join(names), detailed=True):
-            results = update_nodes(api, names, decide, module.check_mode)
+            results = update_nodes(api, names, decide, module.check_mode, skip_missing=skip_missing)
     except NodeNotFound as exc:
         raise RolloutError("%s; %s" % (exc, "other nodes may have been changed" if exc.while_writing else "no node was changed")) from None
 
@@ -152,8 +166,9 @@ def run_node_taint(module, make_client):
         if result["changed"]:
             for event in node_events.edit_events(result["name"], result["changes"], events.context):
                 events.record(result["node"], event)
+    found = set(result["name"] for result in results)
     output = {"changed": changed, "nodes": {result["name"]: _node_result(result) for result in results},
-              "events": events.summary()}
+              "missing": [name for name in names if name not in found], "events": events.summary()}
     if module._diff:
         output["diff"] = [{"before_header": "node %s" % result["name"], "after_header": "node %s" % result["name"],
                            "before": result["before"], "after": result["after"]} for result in results]
@@ -178,6 +193,6 @@ def node_names(module):
             module.fail_json(msg="nodes[%d]: %r is not allowed; use a node name" % (index, name))
         if name.strip() not in cleaned:
             cleaned.append(name.strip())
-    if not cleaned:
-        module.fail_json(msg="nodes: an empty list is not allowed; name at least one node")
+    if not cleaned and module.params.get("missing") != "skip":
+        module.fail_json(msg="nodes: an empty list is not allowed; name at least one node (or set missing: skip)")
     return cleaned

@@ -26,9 +26,45 @@ options:
   nodes:
     description:
       - Names of the nodes to change.
+      - Required unless O(release) is given; empty only with O(missing=skip).
     type: list
     elements: str
-    required: true
+  missing:
+    description:
+      - What to do when a node of O(nodes) does not exist.
+      - V(fail) - fail, changing no node.
+      - V(skip) - leave it out (listed in RV(missing)) and change the others; a node that has gone (its instance
+        terminated) carries nothing left to change.
+    type: str
+    choices: [fail, skip]
+    default: fail
+  release:
+    description:
+      - Take the marks of a rollout off nodes, instead of O(nodes), O(taints), O(labels), O(annotations) and O(cordon).
+      - Each entry is one of the C(marked) or C(marked_outdated) entries of M(nodeops.rollout.node_group_info), with
+        C(node) (the node name) and C(marks) (any of C(taint), C(cordon), C(label), C(autoscaler)).
+      - C(taint) removes the taint O(taint_key) and C(nodeops.rollout/queued); C(cordon) (and C(label)) uncordons the
+        node, removes the annotations C(nodeops.rollout/cordoned) and C(nodeops.rollout/drained-at) and the label
+        C(node.kubernetes.io/exclude-from-external-load-balancers); C(autoscaler) removes
+        C(cluster-autoscaler.kubernetes.io/scale-down-disabled) and C(nodeops.rollout/scale-down-disabled).
+      - Decided on each node as it is read just before the write - a cordon is lifted only while
+        C(nodeops.rollout/cordoned) says the rollout made it, the autoscaler annotation only while
+        C(nodeops.rollout/scale-down-disabled) says the rollout put it there - so a mark of another owner is never
+        taken off. Nodes that have gone are skipped; an empty list changes nothing.
+    type: list
+    elements: dict
+  release_only:
+    description:
+      - The kinds of marks O(release) takes off; the others are left.
+    type: list
+    elements: str
+    choices: [taint, cordon, autoscaler]
+    default: [taint, cordon, autoscaler]
+  taint_key:
+    description:
+      - The rollout's taint key, which O(release) removes.
+    type: str
+    default: nodeops.rollout/outdated
   taints:
     description:
       - Taints to add (O(state=present)) or remove (O(state=absent)).
@@ -113,6 +149,10 @@ EXAMPLES = r"""
     labels:
       node.kubernetes.io/exclude-from-external-load-balancers: "true"
 
+- name: Give back the up-to-date nodes an interrupted rollout left marked
+  nodeops.rollout.node_taint:
+    release: "{{ group_info.node_groups[0].marked }}"
+
 - name: Roll back - remove the rollout's taint and uncordon
   nodeops.rollout.node_taint:
     nodes: "{{ outdated_nodes }}"
@@ -138,6 +178,12 @@ events:
       description: Why the first one was not written, or null.
       type: str
   sample: {"written": 2, "not_written": 0, "error": null}
+missing:
+  description: The nodes that were not there (O(missing=skip), O(release)), left out.
+  returned: success
+  type: list
+  elements: str
+  sample: ["ip-10-0-3-7.ec2.internal"]
 nodes:
   description: Per node name, what the node carries after the change (or would carry, in check mode).
   returned: success
@@ -185,6 +231,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_conne
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import run_node_taint
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, RELEASE_KINDS
 
 
 def argument_spec():
@@ -193,7 +240,16 @@ def argument_spec():
     spec.update(LOCK_ARGUMENT_SPEC)
     spec.update(EVENTS_ARGUMENT_SPEC)
     spec.update(
-        nodes=dict(type="list", elements="str", required=True),
+        nodes=dict(type="list", elements="str"),
+        missing=dict(type="str", choices=["fail", "skip"], default="fail"),
+        release=dict(type="list", elements="dict", options=dict(
+            node=dict(type="str", required=True),
+            marks=dict(type="list", elements="str", default=[]),
+            instance_id=dict(type="str"),
+            drained=dict(type="bool"),
+        )),
+        release_only=dict(type="list", elements="str", choices=list(RELEASE_KINDS), default=list(RELEASE_KINDS)),
+        taint_key=dict(type="str", default=DEFAULT_TAINT_KEY, no_log=False),
         taints=dict(type="list", elements="dict", default=[], options=dict(
             key=dict(type="str", required=True, no_log=False),
             value=dict(type="str"),
@@ -208,7 +264,8 @@ def argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_one_of=[("nodes", "release")],
+                           mutually_exclusive=[("nodes", "release")])
     run_keeping_lock(module, run_node_taint, k8s_client)
 
 

@@ -38,8 +38,8 @@ def start(name, now):
         # whether the run changes the group (outdated instances, or a rollout recorded to finish), and whether
         # outdated instances are left to replace (else the scale down finishes what an earlier run left)
         "needed": False, "outdated_left": False,
-        # a cancel's or a rollback's read found a rollout recorded on the group
-        "recorded": False,
+        # a cancel's or a rollback's read found a rollout recorded on the group; why a rollback cannot go back (or null)
+        "recorded": False, "refusal": None,
     }
 
 
@@ -134,6 +134,20 @@ def _recorded(record, group, action):
         record["needed"] = True
         record["target"] = group.get("target") or record["target"]
         record["target_label"] = target_label(record["target"])
+        if action in ("rollback", "roll back") and state.get("previous_version") is None:
+            record["refusal"] = _no_previous_version(record["name"], state)
+
+
+def _no_previous_version(name, state):
+    """A rollback goes back to the launch template version the group launched before the rollout, which the scale up
+    records (state prev=). A rollout that did not move the group to another version - no target, or one the group
+    already launched, replacing the nodes annotated nodeops.rollout/needs-update - records none: there is no version to
+    go back to. The rollback and its plan stop on it alike, before any change."""
+    return ("Rollout %s of node group %s does not record a launch template version the group launched before (tag "
+            "nodeops.rollout/state has no prev=): it rolls the group to version %s, the version its old nodes already run, so "
+            "there is no earlier version to roll back to. End it with the playbook nodeops.rollout.cancel (it gives the surge "
+            "back and releases the nodes), or roll the group to another version with the upgrade playbook "
+            "(rolling_update_node_groups[].launch_template_version)." % (state.get("rollout_id"), name, state.get("target_version")))
 
 
 def _planned(record, group, ltv, preflight, controls):

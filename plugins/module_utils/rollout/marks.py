@@ -106,3 +106,43 @@ def leftovers(outdated, marked, surge_owed, detached, warm=()):
     if warm:
         reasons.append("%d warm pool instance(s) built from another version: %s" % (len(warm), ", ".join(warm)))
     return reasons
+
+
+# What a release may take off a node (node_taint's release_only): the rollout's taints (``taint``: its own key and the
+# queued one), its cordon with what goes with it (``cordon``: the cordon, the annotations ``nodeops.rollout/cordoned``
+# and ``nodeops.rollout/drained-at``, the load-balancer exclusion label), and the cluster-autoscaler annotations it put
+# on (``autoscaler``).
+RELEASE_KINDS = ("taint", "cordon", "autoscaler")
+
+
+def release_kinds(entries, only=RELEASE_KINDS):
+    """``{node: [kinds]}`` to take off, from node_group_info's ``marked``/``marked_outdated`` entries (``{"node",
+    "marks"}``), keeping only the kinds in ``only``; a ``label`` mark goes with the cordon; nodes left with nothing to
+    take off are not listed. The order of ``entries`` is kept."""
+    found = {}
+    for entry in entries:
+        marks = set(entry.get("marks") or ())
+        if "label" in marks:
+            marks.add("cordon")
+        kinds = [kind for kind in RELEASE_KINDS if kind in marks and kind in only]
+        if kinds and entry["node"] not in found:
+            found[entry["node"]] = kinds
+    return found
+
+
+def release_edit(node, kinds, taint_key=DEFAULT_TAINT_KEY):
+    """The arguments of ``node_edits.node_edit`` (state absent) that take ``kinds`` of the rollout's marks off ``node``
+    (the API object, as read just before the write), deciding on what it carries now: a cordon is lifted only while
+    ``nodeops.rollout/cordoned`` says it is ours, the autoscaler annotation only while ``nodeops.rollout/scale-down-disabled``
+    says so."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    edit = {"state": "absent", "taints": [], "cordon": None, "labels": {}, "annotations": {}}
+    if "taint" in kinds:
+        edit["taints"] = [{"key": key, "value": None, "effect": None} for key in (taint_key, QUEUED_TAINT_KEY)]
+    if "cordon" in kinds and ANNOTATION_CORDONED in annotations:
+        edit["cordon"] = False
+        edit["annotations"].update({ANNOTATION_CORDONED: None, ANNOTATION_DRAINED_AT: None})
+        edit["labels"][LABEL_EXCLUDE_LB] = None
+    if "autoscaler" in kinds and ANNOTATION_SCALE_DOWN_OURS in annotations:
+        edit["annotations"].update({ANNOTATION_SCALE_DOWN_DISABLED: None, ANNOTATION_SCALE_DOWN_OURS: None})
+    return edit

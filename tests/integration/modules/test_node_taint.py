@@ -95,6 +95,37 @@ def test_a_missing_node_fails_and_changes_nothing(sandbox, names):
     assert sandbox.mutating_requests(since=since) == []
 
 
+def test_a_release_takes_off_only_the_rollout_s_marks_and_skips_a_node_that_has_gone(sandbox, names):
+    node = names[2]
+    # what a rollout leaves on a drained node, next to a cordon-free foreign taint and annotation
+    marked = sandbox.run_module("node_taint", nodes=[node], taints=[OUTDATED, FOREIGN], cordon=True,
+                                labels={"node.kubernetes.io/exclude-from-external-load-balancers": "true"},
+                                annotations={"nodeops.rollout/cordoned": "true", "nodeops.rollout/drained-at": "2026-11-28T10:00:00Z",
+                                             "nodeops.rollout/scale-down-disabled": "true",
+                                             "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true", "team": "shop"})
+    assert marked["rc"] == 0, marked["output"]
+    gone = "ip-10-9-9-9.ec2.internal"
+    only_autoscaler = sandbox.run_module("node_taint", release=[{"node": node, "marks": ["taint", "cordon", "label", "autoscaler"]}],
+                                         release_only=["autoscaler"])
+    assert only_autoscaler["rc"] == 0 and only_autoscaler["changed"], only_autoscaler["output"]
+    kept = sandbox.core().read_node(node)
+    assert kept.spec.unschedulable and "nodeops.rollout/outdated=true:NoSchedule" in taints_of(sandbox, node)
+    assert "cluster-autoscaler.kubernetes.io/scale-down-disabled" not in kept.metadata.annotations
+    result = sandbox.run_module("node_taint", release=[{"node": node, "marks": ["taint", "cordon", "label"]},
+                                                       {"node": gone, "marks": ["taint"]}])
+    assert result["rc"] == 0 and result["changed"] and result["missing"] == [gone], result["output"]
+    released = sandbox.core().read_node(node)
+    assert not released.spec.unschedulable and taints_of(sandbox, node) == ["example.com/gpu=a100:NoSchedule"]
+    assert released.metadata.annotations.get("team") == "shop" and not any(
+        key.startswith("nodeops.rollout/") for key in released.metadata.annotations)
+    assert "node.kubernetes.io/exclude-from-external-load-balancers" not in released.metadata.labels
+    # a node gone is skipped by a removal that says so, and an empty list with it is nothing to do
+    queued = sandbox.run_module("node_taint", nodes=[gone], taints=[{"key": "nodeops.rollout/queued"}], state="absent", missing="skip")
+    assert queued["rc"] == 0 and not queued["changed"] and queued["missing"] == [gone]
+    assert sandbox.run_module("node_taint", nodes=[], state="absent", missing="skip")["rc"] == 0
+    sandbox.run_module("node_taint", nodes=[node], taints=[FOREIGN], state="absent")
+
+
 def test_bad_input_gets_one_clear_error(sandbox, names):
     result = sandbox.run_module("node_taint", nodes=names, taints=[{"key": "nodeops.rollout/outdated", "effect": "NoSchedule "}])
     assert result["rc"] != 0 and "effect" in result["msg"] and "NoSchedule, PreferNoSchedule, NoExecute" in result["msg"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import marks
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import FakeKube, make_node
 
 OUTDATED = node_edits.normalize_taints([{"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}], "present")
@@ -103,3 +104,47 @@ def test_cordon_nodes_puts_labels_on_in_the_same_write_and_reports_only_the_cord
     for name in ("n1", "n2"):
         assert kube.nodes[name]["metadata"]["labels"]["node.kubernetes.io/exclude-from-external-load-balancers"] == "true"
     assert [verb for verb, _target in kube.mutating()] == ["patch_node", "patch_node"]
+
+
+def _release(kinds):
+    return lambda node: node_edits.node_edit(node, **marks.release_edit(node, kinds))
+
+
+def test_a_release_takes_off_only_the_marks_the_rollout_made_and_skips_nodes_gone():
+    kube = FakeKube()
+    ours = make_node("n1", unschedulable=True, taints=[
+        {"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"},
+        {"key": "nodeops.rollout/queued", "value": "true", "effect": "PreferNoSchedule"},
+        {"key": "gpu", "value": "true", "effect": "NoSchedule"}],
+        labels={"node.kubernetes.io/exclude-from-external-load-balancers": "true"})
+    ours["metadata"]["annotations"] = {"nodeops.rollout/cordoned": "true", "nodeops.rollout/drained-at": "2026-11-28T10:00:00Z",
+                                       "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true",
+                                       "nodeops.rollout/scale-down-disabled": "true", "team": "shop"}
+    # cordoned by somebody else, the autoscaler annotation theirs too: nothing of it is ours to lift
+    theirs = make_node("n2", unschedulable=True)
+    theirs["metadata"]["annotations"] = {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
+    kube.add_node(ours)
+    kube.add_node(theirs)
+    kinds = marks.release_kinds([{"node": "n1", "marks": ["taint", "cordon", "label", "autoscaler"]},
+                                 {"node": "n2", "marks": ["cordon", "autoscaler"]}, {"node": "gone", "marks": ["taint"]}])
+    results = nodes.update_nodes(kube, list(kinds), lambda node: _release(kinds[node["metadata"]["name"]])(node), skip_missing=True)
+    assert [result["name"] for result in results] == ["n1", "n2"]
+    released = kube.nodes["n1"]
+    assert [t["key"] for t in released["spec"]["taints"]] == ["gpu"] and not released["spec"].get("unschedulable")
+    assert released["metadata"]["annotations"] == {"team": "shop"}
+    assert "node.kubernetes.io/exclude-from-external-load-balancers" not in released["metadata"]["labels"]
+    assert kube.nodes["n2"]["spec"]["unschedulable"] and kube.nodes["n2"]["metadata"]["annotations"] == {
+        "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
+    assert [entry[1] for entry in kube.mutating()] == ["n1"]
+
+
+def test_a_release_limited_to_the_autoscaler_leaves_the_taint_and_the_cordon():
+    kinds = marks.release_kinds([{"node": "n1", "marks": ["taint", "cordon", "autoscaler"]}, {"node": "n2", "marks": ["taint"]}],
+                                only=["autoscaler"])
+    assert kinds == {"n1": ["autoscaler"]}
+    node = make_node("n1", unschedulable=True)
+    node["metadata"]["annotations"] = {"nodeops.rollout/cordoned": "true", "nodeops.rollout/scale-down-disabled": "true",
+                                       "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}
+    edit = marks.release_edit(node, kinds["n1"])
+    assert edit["cordon"] is None and edit["taints"] == [] and set(edit["annotations"]) == {
+        "nodeops.rollout/scale-down-disabled", "cluster-autoscaler.kubernetes.io/scale-down-disabled"}

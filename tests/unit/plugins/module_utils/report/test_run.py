@@ -135,3 +135,14 @@ def test_the_result_gets_the_group_and_changed_only_when_the_run_changed_it():
 def test_a_wrong_event_is_refused_naming_what_is_wrong(event, data, field):
     with pytest.raises(PlanError, match=field):
         apply(apply(None, "start", now=T0, name="ng"), event, now=at(1), **data)
+
+
+def test_a_rollback_of_a_rollout_that_recorded_no_earlier_version_is_refused_naming_what_to_do():
+    state = {"rollout_id": "r1", "previous_version": None, "target_version": 3}
+    record = apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group={"state": state}, action="roll back")
+    assert record["recorded"] and record["refusal"].startswith("Rollout r1 of node group ng does not record")
+    assert "version 3" in record["refusal"] and "nodeops.rollout.cancel" in record["refusal"]
+    cancel = apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group={"state": state}, action="cancel")
+    assert cancel["refusal"] is None
+    back = dict(state, previous_version=2)
+    assert apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group={"state": back}, action="rollback")["refusal"] is None
