@@ -68,7 +68,6 @@ def client_name(user_agent):
     return user_agent
 
 
-
 def image_kubelet(image):
     """The value of ``image``'s :data:`KUBELET_TAG` (a moto AMI, or None), or None."""
     if image is None:
@@ -77,6 +76,7 @@ def image_kubelet(image):
         if tag.get("key") == KUBELET_TAG:
             return tag.get("value") or None
     return None
+
 
 class _InstanceEvents:
     """The event log as the fidelity layer writes to it, telling the sandbox of each ``instance.*`` event (a launch, a
