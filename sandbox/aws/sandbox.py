@@ -26,6 +26,10 @@ GROUP_PREFIX = "sandbox-nodes"
 USER_DATA = "#!/bin/bash\nset -e\n/etc/eks/bootstrap.sh sandbox\n"
 SIZE_ACTIONS_SERVICE = "autoscaling"
 
+# An AMI tag that says which kubelet its instances really run, whatever the AMI's name says: an image pipeline that
+# baked another kubelet into an image named for one version (set through the EC2 API, CreateTags, as any tag)
+KUBELET_TAG = "sandbox.nodeops.io/kubelet-version"
+
 _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request")
 _ROLLOUT_UA = re.compile(r"nodeops\.rollout/\S+(?:\s+[^\s/]+)?")
 _READ_ONLY = ("Describe", "List", "Get")
@@ -62,6 +66,16 @@ def client_name(user_agent):
     if not user_agent or user_agent.split(" ", 1)[0] == "sandbox":
         return "sandbox"
     return user_agent
+
+
+def image_kubelet(image):
+    """The value of ``image``'s :data:`KUBELET_TAG` (a moto AMI, or None), or None."""
+    if image is None:
+        return None
+    for tag in image.get_tags():
+        if tag.get("key") == KUBELET_TAG:
+            return tag.get("value") or None
+    return None
 
 
 class _InstanceEvents:
@@ -423,8 +437,11 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
                     record = dict(info)
                     record["launch_template"] = dict(info["launch_template"])
                     record["state"] = state
-                    # the image's name says which kubelet an EKS-optimized AMI runs (kube/controllers/nodes.py)
-                    record["image_name"] = getattr(self._backend("ec2").amis.get(info.get("image_id")), "name", None)
+                    # the image's name says which kubelet an EKS-optimized AMI runs, unless its KUBELET_TAG says
+                    # otherwise (kube/controllers/nodes.py)
+                    image = self._backend("ec2").amis.get(info.get("image_id"))
+                    record["image_name"] = getattr(image, "name", None)
+                    record["image_kubelet"] = image_kubelet(image)
                 fresh[instance.id] = (info, state, info["group"], record)
                 out.append(record)
         self._records = fresh

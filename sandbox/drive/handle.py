@@ -166,10 +166,17 @@ class SandboxHandle:
         """``/version`` of the Kubernetes API then says ``git_version`` (embedded backend only)."""
         return self._control("/version", {"gitVersion": git_version})
 
-    def register_image(self, name):
-        """Register an AMI named ``name`` through the EC2 API (as an image pipeline would) and return its id."""
-        return self.aws("ec2", user_agent="test-setup").register_image(
-            Name=name, Architecture="x86_64", RootDeviceName="/dev/xvda", VirtualizationType="hvm")["ImageId"]
+    def register_image(self, name, kubelet_version=None):
+        """Register an AMI named ``name`` through the EC2 API (as an image pipeline would) and return its id; with
+        ``kubelet_version``, tag it so that its instances' nodes report that kubelet, whatever the name says (the
+        sandbox's ``sandbox.nodeops.io/kubelet-version`` AMI tag)."""
+        from sandbox.aws.sandbox import KUBELET_TAG  # pylint: disable=import-outside-toplevel
+        ec2 = self.aws("ec2", user_agent="test-setup")
+        image_id = ec2.register_image(Name=name, Architecture="x86_64", RootDeviceName="/dev/xvda",
+                                      VirtualizationType="hvm")["ImageId"]
+        if kubelet_version:
+            ec2.create_tags(Resources=[image_id], Tags=[{"Key": KUBELET_TAG, "Value": kubelet_version}])
+        return image_id
 
     def publish_parameter(self, name, value):
         """Publish an SSM parameter under ``/aws/service/`` as AWS does (EKS's recommended AMI of a Kubernetes version)."""

@@ -1034,3 +1034,12 @@ def test_an_eks_optimized_ami_runs_the_kubelet_its_name_says():
     assert kubelet_version({"image_name": "amazon-eks-node-1.30-v20240917"}, default) == default
     assert kubelet_version({"image_name": "sandbox-node-1.29-v20240101"}, default) == default   # the sandbox's own images
     assert kubelet_version({}, default) == default
+
+
+def test_an_ami_tagged_with_a_kubelet_version_runs_that_kubelet_whatever_its_name_says():
+    from sandbox.kube.controllers.nodes import kubelet_version  # pylint: disable=import-outside-toplevel
+    default = "v1.30.4-eks-a737599"
+    named = {"image_name": "amazon-eks-node-1.30-v20240917"}
+    assert kubelet_version(dict(named, image_kubelet="v1.29.8-eks-sandbox"), default) == "v1.29.8-eks-sandbox"
+    assert kubelet_version(dict(named, image_kubelet=None), default) == default
+    assert kubelet_version({"image_name": "sandbox-node-1.29-v20240101", "image_kubelet": "v1.31.0"}, default) == "v1.31.0"

@@ -1,7 +1,8 @@
 """The outputs the docs show (docs/quick-start.md, README.md) are printed by the documented commands on the sandbox,
 run here as the demo runs them (scripts/demo.sh: its inventory, host ``sandbox``, skipped tasks hidden): the plan, the
 upgrade, the rerun that finds nothing to do, the outcome line and the result's JSON; and a rollout stopped by a budget
-that allows no disruption, then its rerun once the budget allows one. Each test compares the doc's
+that allows no disruption, then its rerun once the budget allows one, and the line docs/awx.md's workflow playbook
+prints from that stopped run's artifact. Each test compares the doc's
 generated block with what its command printed now, durations, times, ids and generated names aside
 (doc_outputs.normalise), and fails with the command that refreshes the docs when they differ:
 
@@ -20,6 +21,7 @@ import subprocess
 import pytest
 
 from sandbox.drive.handle import BIN
+from tests.integration.awx_artifact import AWX_DOC, artifact, report_lines
 from tests.integration.doc_outputs import check_or_refresh, excerpt, fenced, sections
 from tests.integration.modules.conftest import assert_safe
 
@@ -117,12 +119,16 @@ def stopped(start_sandbox, tmp_path_factory):
     running a web pod past a 30s timeout; the budget set back to 2, the same command finishes the rollout."""
     sandbox, directory, env = demo_sandbox(start_sandbox, tmp_path_factory, "stopped")
     sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 3}})
-    rc, stop = playbook(directory, env, "nodeops.rollout.upgrade", "-e", "rolling_update_drain_timeout=30s")
+    # the job's artifact printed at its end, as AWX would keep it (docs/awx.md's failed rollout)
+    rc, stop = playbook(directory, dict(env, ANSIBLE_SHOW_CUSTOM_STATS="true"), "nodeops.rollout.upgrade", "-e",
+                        "rolling_update_drain_timeout=30s")
     assert rc != 0, stop[-4000:]
+    failed = (directory / "result.json").read_text()
     sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 2}})
     rc, resume = playbook(directory, env, "nodeops.rollout.upgrade")
     assert rc == 0, resume[-4000:]
-    return {"stop": stop, "resume": resume, "invariants": sandbox.report()}
+    return {"stop": stop, "resume": resume, "invariants": sandbox.report(), "failed": json.loads(failed), "env": env,
+            "directory": directory}
 
 
 def test_the_stop_block_is_what_a_held_drain_prints_and_the_resume_block_what_the_rerun_prints(stopped):
@@ -137,3 +143,14 @@ def test_the_stop_block_is_what_a_held_drain_prints_and_the_resume_block_what_th
     check_or_refresh(QUICK_START, "resume", fenced(resume), loose=(
         (r"(?s)(TASK \[[^\n]*Upgrade \| sandbox-nodes \| step .*\n)(?=(\.\.\.\n)?TASK \[[^\n]*Scale down)", "<steps>\n"),
         (r"\b(ok|changed|skipped)=\d+", r"\1=<steps>")))
+
+
+def test_the_awx_report_playbook_s_line_of_a_failed_rollout_is_what_it_prints_after_the_stop(stopped):
+    """docs/awx.md's line of ``playbooks/report.yml`` after a failed rollout: that playbook run with the stopped run's
+    artifact (its ``rolling_update_results``, which holds the group's result as the result file has it)."""
+    stats = artifact(stopped["stop"])
+    assert stats["rolling_update_results"] == {"sandbox": stopped["failed"]}, stats
+    lines = report_lines(stats, str(stopped["directory"]), stopped["env"])
+    assert len(lines) == 1 and re.search(r'"msg": "sandbox / sandbox-nodes: failed, \d+ nodes replaced - node ', lines[0]), lines
+    assert "PodDisruptionBudget shop/web allows 0 disruption(s)" in lines[0], lines
+    check_or_refresh(AWX_DOC, "report-failed", fenced(lines[0]))

@@ -7,7 +7,8 @@ the time elapsed and the time left. Pure.
 
 The time left is the plan's model (``rollout.plan.estimate_duration`` over ``rollout.steps.wave_sizes`` of what is
 left) corrected by the pace measured so far: once a node is replaced, the model's time for what is left is scaled by
-the upgrade's measured seconds over the model's seconds for what is done.
+the upgrade's measured seconds over the model's seconds for what is done. The time since the latest termination counts
+down what followed it only: the nodes not drained yet always have their waves' time left, at that pace.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
     undrained = max(0, int(step.get("outdated_left") or 0) - len(step.get("terminate") or []) - len(step.get("delayed") or []))
     # the serial playbook's canary is still to come while no node of the group is drained
     model_left = _model(undrained, max_unavailable, owed, merged, True, batch, canary=undrained >= total)
+    undrained_model = model_left
     if not undrained and step.get("delayed"):
         model_left = merged["post_drain_delay"]
     elapsed = _seconds_between(started_at, now, "started_at")
@@ -129,8 +131,11 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
     done_model = whole - model_left - (merged["boot_seconds"] if booting else 0)
     if replaced and done_model > 0 and paced_elapsed > 0:
         pace = paced_elapsed / done_model
-        # the whole group at that pace, less the time the upgrade has taken
-        left = max(0.0, whole * pace - _seconds_between(upgrade_start, now, "upgrade_started_at"))
+        # the whole group at that pace, less the time the upgrade has taken; but never less than the waves of the nodes
+        # not drained yet at that pace (their drains begin with this step or later): the time since the latest
+        # termination counts down what followed it (a post-drain delay, a boot, a serial batch's end), not the waves
+        # to come, which would otherwise show nodes to go and seconds left
+        left = max(whole * pace - _seconds_between(upgrade_start, now, "upgrade_started_at"), undrained_model * pace, 0.0)
         model_left = whole - done_model
     if done and not batch_done:
         left, model_left = 0.0, 0.0

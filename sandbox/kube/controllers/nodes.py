@@ -56,8 +56,11 @@ _EKS_IMAGE = re.compile(r"^(?:amazon-eks-(?:[a-z0-9_]+-)*node-(?:[a-z0-9_]+-)*?|
 
 
 def kubelet_version(inst, default):
-    """What the kubelet of ``inst`` reports: the version its EKS-optimized AMI's name says (the sandbox's own images,
-    and any other, run ``default``)."""
+    """What the kubelet of ``inst`` reports: the version its AMI's ``sandbox.nodeops.io/kubelet-version`` tag says
+    (``image_kubelet``: an image whose name says another version), else the one its EKS-optimized AMI's name says (the
+    sandbox's own images, and any other, run ``default``)."""
+    if inst.get("image_kubelet"):
+        return inst["image_kubelet"]
     match = _EKS_IMAGE.match(inst.get("image_name") or "")
     if not match:
         return default

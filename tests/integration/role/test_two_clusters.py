@@ -19,6 +19,8 @@ import pytest
 import yaml
 
 from sandbox.drive.handle import BIN, ROOT, SandboxHandle, collections_path, promised_floor
+from tests.integration.awx_artifact import AWX_DOC, artifact, report_lines, shown_json
+from tests.integration.doc_outputs import check_or_refresh, fenced
 
 # On the real kube-scheduler, whose default topology spread favours an untainted node, the pods evicted from the first
 # group would land on the second group's outdated nodes and move twice, were those not soft-tainted at the start of
@@ -88,10 +90,10 @@ def playbook_env():
     return env
 
 
-def run_playbook(playbook, inventory, log_path, timeout=1800):
+def run_playbook(playbook, inventory, log_path, timeout=1800, env=None):
     started = time.monotonic()
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", inventory, os.path.join(ROOT, "playbooks", playbook)],
-                          cwd=ROOT, env=playbook_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          cwd=ROOT, env=dict(playbook_env(), **(env or {})), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout, check=False)
     seconds = time.monotonic() - started
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
@@ -203,7 +205,9 @@ def upgraded(tmp_path_factory):
     try:
         work = str(tmp_path_factory.mktemp("upgrade"))
         inventory = write_inventory(os.path.join(work, "inventory.yml"), handles, report_dir=work)
-        rc, output, seconds = run_playbook("upgrade.yml", inventory, os.path.join(RECORD_DIR, "upgrade-2x2.log"))
+        # the job's artifact printed at the end, as AWX would keep it (docs/awx.md shows it)
+        rc, output, seconds = run_playbook("upgrade.yml", inventory, os.path.join(RECORD_DIR, "upgrade-2x2.log"),
+                                           env={"ANSIBLE_SHOW_CUSTOM_STATS": "true"})
         reports = {name: handle.report() for name, handle in handles.items()}
         results = {}
         for name in CLUSTERS:
@@ -252,6 +256,21 @@ def test_upgrade_result_lists_both_groups_replaced_per_cluster(upgraded):
     recap = upgraded["output"][upgraded["output"].rindex("PLAY RECAP"):]
     for name in CLUSTERS:
         assert "%s " % name in recap and "failed=0" in recap.split(name, 1)[1].splitlines()[0], recap
+
+
+def test_the_awx_doc_shows_this_run_s_artifact_and_what_the_report_playbook_prints_of_it(upgraded, tmp_path):
+    """docs/awx.md's sample artifact is this run's ``rolling_update_results`` (trimmed as the doc says; the evictions
+    depend on where the scheduler put the pods and are not compared), and the lines of its workflow playbook
+    ``playbooks/report.yml`` are what that playbook prints with this artifact as its extra variables."""
+    assert upgraded["rc"] == 0, upgraded["output"][-4000:]
+    stats = artifact(upgraded["output"])
+    assert stats["rolling_update_results"] == upgraded["results"], "the artifact is not each cluster's result file"
+    check_or_refresh(AWX_DOC, "artifact", fenced(shown_json(stats), "json"),
+                     loose=((r'"evictions": \d+', '"evictions": N'),))
+    lines = report_lines(stats, str(tmp_path), playbook_env())
+    assert [line.strip() for line in lines] == ['"msg": "%s / %s: replaced, %d nodes replaced"' % (cluster, group, NODES_PER_GROUP)
+                                                for cluster in CLUSTERS for group in GROUPS], lines
+    check_or_refresh(AWX_DOC, "report-replaced", fenced("\n".join(lines)))
 
 
 def test_plan_prints_the_plan_of_both_clusters_and_changes_nothing(tmp_path_factory):

@@ -183,4 +183,11 @@ def test_a_batch_s_last_step_says_the_batch_is_done_and_what_is_left_of_the_grou
     assert lines, out[-3000:]
     batch_ends = [line for line in lines if ", batch done" in line]
     assert batch_ends and all(re.search(r", about \S+( \S+)? left", line) for line in batch_ends), lines
+    # with nodes to go, at least their waves' post-drain delays are left (never "about 1s left" with 2 nodes to go)
+    delay = int(next(item.split("=")[1] for item in FAST if item.startswith("rolling_update_post_drain_delay=")))
+    for line in lines:
+        found = re.search(r": step \d+: (\d+) of (\d+) nodes replaced.*, about (?:(\d+)m )?(\d+)s left", line)
+        if found and int(found.group(1)) < int(found.group(2)):
+            waves = -(-(int(found.group(2)) - int(found.group(1))) // MAX_UNAVAILABLE)
+            assert int(found.group(3) or 0) * 60 + int(found.group(4)) >= waves * delay, line
     assert not [line for line in lines if line.endswith(" done") and ("%d of" % group["nodes_replaced"]) not in line], lines

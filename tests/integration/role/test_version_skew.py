@@ -78,3 +78,41 @@ def test_skews_set_on_the_control_plane_older_by_ssm_path_refused_and_allowed(sa
         assert_invariants(sandbox.report(), NODES, 1)
     finally:
         sandbox.set_control_plane_version("v1.30.6")
+
+
+def test_new_nodes_whose_kubelet_is_not_the_ami_s_stop_the_rollout_after_the_scale_up(start_sandbox, tmp_path):
+    """An AMI named for the control plane's version whose image runs a kubelet one minor version older (the sandbox's
+    kubelet-version AMI tag): the check before any change passes, the new nodes register with the other kubelet, and
+    the run stops after the scale up, before any old node is drained, naming both versions. What it leaves is what a
+    failed scale up leaves (docs/reliability.md): the surge and the rollout's state kept, processes resumed, every old
+    node in service, untouched by a drain."""
+    fresh = start_sandbox(nodes=NODES, azs=3, speed=20, workloads=[os.path.join("sandbox", "workloads", "demo.yaml")])
+    major, minor = control_plane(fresh)[:2]
+    name = "amazon-eks-node-%d.%d-v20241105" % (major, minor)
+    kubelet = "v%d.%d.8-eks-sandbox" % (major, minor - 1)
+    image = fresh.register_image(name, kubelet_version=kubelet)
+    before = group_view(fresh)
+    report = tmp_path / "result.json"
+    rc, out = fresh.run_role_playbook(tmp_path, report=report, extra=QUICK, node_groups=[{"name": GROUP, "image_id": image}])
+    assert rc != 0, out[-3000:]
+
+    group = result_of(report)
+    assert group["status"] == "failed", group
+    assert "fail if a new node's kubelet is not the target's" in group["failed_task"], group["failed_task"]
+    expected = "runs kubelet %s, not the %d.%d of AMI %s (%s)" % (kubelet, major, minor, image, name)
+    assert expected in group["message"], group["message"]
+    new_nodes = [node for node in fresh.core().list_node().items
+                 if node.status.node_info.kubelet_version == kubelet]
+    assert new_nodes and all(node.metadata.name in group["message"] for node in new_nodes), (group["message"], new_nodes)
+
+    after = group_view(fresh)
+    assert after["sizes"][2] > before["sizes"][2], (before["sizes"], after["sizes"])   # the surge is kept
+    assert after["state"], after["state_tags"]                                        # and the rollout's state
+    assert after["suspended"] == [], after["suspended"]
+    assert set(before["members"]) <= set(after["members"]), "an old instance left the group"
+    old_nodes = [node for node in fresh.core().list_node().items if node.status.node_info.kubelet_version != kubelet]
+    assert len(old_nodes) == NODES and not any(node.spec.unschedulable for node in old_nodes), old_nodes
+    invariants = fresh.report()
+    assert_invariants(invariants, NODES, 1)
+    assert invariants["evictions"]["total"] == 0, invariants["evictions"]
+    assert invariants["min_ready_schedulable_nodes"][GROUP] >= NODES, invariants["min_ready_schedulable_nodes"]

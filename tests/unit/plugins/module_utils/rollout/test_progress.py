@@ -126,3 +126,35 @@ def test_a_serial_batch_s_end_says_batch_done_with_the_group_s_time_left_and_the
 def test_steps_must_be_a_list():
     with pytest.raises(PlanError, match="steps: 'x' is not allowed"):
         rollout_progress(step(2), 1, 0, 2, START, START, steps="x")
+
+
+def test_with_nodes_still_to_drain_the_time_left_is_never_less_than_the_quickest_wave_so_far():
+    # the serial playbook over 4 nodes (a canary of 1, then batches of 2) on a group ten times quicker than the plan's
+    # model but whose replacements boot long after each termination: the time since a termination must not eat the
+    # time of the waves still to come (it read "3 of 4 nodes replaced ... about 0s left")
+    timings = {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 2, "validate_seconds": 30}
+    lines, recorded, replaced, now, number, terminated_at = [], [], 0, 60, 1, [60]
+    left_ids = ["i-%d" % n for n in range(4)]
+    for size in (1, 2, 1):
+        batch_start, mine, others = now, left_ids[:size], left_ids[size:]
+        for action, terminate, drain, took in (("run", [], mine, 8), ("run", mine, [], 60), ("done", [], [], 0)):
+            replaced += len(terminate)
+            if terminate:
+                terminated_at.append(now)
+            entry = {"action": action, "outdated_left": len(left_ids) - (len(mine) if action == "done" else 0),
+                     "terminate": terminate, "delayed": [], "decrement": 0, "drain": [{"node": name} for name in drain],
+                     "outside": list(others), "group": {"max_unavailable": 2, "surge_owed": 0}}
+            progress = rollout_progress(entry, number, replaced, 4, START, _clock(now), upgrade_started_at=_clock(batch_start),
+                                        timings=timings, name="workers", batch=2, steps=list(recorded))
+            quickest = min(b - a for a, b in zip(terminated_at, terminated_at[1:])) if len(terminated_at) > 1 else 0
+            lines.append((len(others) if action != "done" else len(left_ids) - size, quickest, progress))
+            recorded.append({"index": number, "started_at": _clock(now), "decided_at": _clock(now), "terminated": terminate,
+                             "decrement": 0})
+            number, now = number + 1, now + took
+        left_ids = others
+        now += 30
+    still_to_drain = [(quickest, progress) for waiting, quickest, progress in lines if waiting and progress["pace"] is not None]
+    assert still_to_drain, lines
+    for quickest, progress in still_to_drain:
+        assert progress["left_seconds"] >= quickest > 0, progress["line"]
+    assert "4 of 4 nodes replaced" in lines[-1][2]["line"] and lines[-1][2]["line"].endswith(" done")
