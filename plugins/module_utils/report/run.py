@@ -389,3 +389,20 @@ def with_group(result, record, plan_only=False, now=None):
         raise PlanError("into: %r is not allowed; use rolling_update_result" % (result,))
     return dict(result, changed=bool(result.get("changed")) or record["changed"],
                 node_groups=result["node_groups"] + [group_result(record, plan_only, now)])
+
+
+# The hook events of a step: their task files get the step's number, nodes, instance ids and terminations.
+STEP_HOOK_EVENTS = ("before_batch", "after_drain", "after_batch")
+
+
+def hook_context(record, event, step=None, drained=None, rollback=False, message=""):
+    """``rolling_update_hook``, what a task file of rolling_update_hooks is given (meta/argument_specs.yml): the event,
+    the group, for a step's events the step (its number, the nodes and instance ids it drains, the instances it
+    terminates), for after_drain the nodes drained, whether the run rolls back, a message, and the group's result so
+    far. ``step``: rollout_step's ``step``."""
+    step = (step or {}) if event in STEP_HOOK_EVENTS else {}
+    drain = step.get("drain") or []
+    return {"event": event, "group": record["name"], "step": int(record.get("step_number") or 0) if step else None,
+            "nodes": [entry["node"] for entry in drain], "instance_ids": [entry["instance_id"] for entry in drain],
+            "terminate": list(step.get("terminate") or []), "drained": list(drained or []) if event == "after_drain" else [],
+            "rollback": bool(rollback), "message": message or "", "result": group_result(record)}

@@ -28,15 +28,18 @@ def _count(value, field, minimum=0):
     return int_at_least(value, field, minimum)
 
 
-def _model(outdated, max_unavailable, surge, timings, surge_ready, batch=None, canary=False):
+def _waves(outdated, max_unavailable, surge, surge_ready, batch=None, canary=False):
     if batch:
         # the serial playbook's batches: a canary of one first (its play's serial is [1, batch]), then at most ``batch``
         # nodes at a time, whatever the surge lends
         first = [1] if canary and outdated else []
         rest = outdated - len(first)
-        waves = first + [batch] * (rest // batch) + ([rest % batch] if rest % batch else [])
-    else:
-        waves = wave_sizes(outdated, max_unavailable, surge, up_to_date_count=1 if surge_ready else 0)
+        return first + [batch] * (rest // batch) + ([rest % batch] if rest % batch else [])
+    return wave_sizes(outdated, max_unavailable, surge, up_to_date_count=1 if surge_ready else 0)
+
+
+def _model(outdated, max_unavailable, surge, timings, surge_ready, batch=None, canary=False):
+    waves = _waves(outdated, max_unavailable, surge, surge_ready, batch, canary)
     return estimate_duration(waves, timings["boot_seconds"], timings["drain_seconds"], timings["post_drain_delay"],
                              timings["validate_seconds"], surge, surge_ready=surge_ready)
 
@@ -135,7 +138,11 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
         # not drained yet at that pace (their drains begin with this step or later): the time since the latest
         # termination counts down what followed it (a post-drain delay, a boot, a serial batch's end), not the waves
         # to come, which would otherwise show nodes to go and seconds left
-        left = max(whole * pace - _seconds_between(upgrade_start, now, "upgrade_started_at"), undrained_model * pace, 0.0)
+        # - and never less than the post-drain delays still to wait, a wait on the wall clock whatever the pace (one for
+        # each wave of the nodes not drained yet, and one for the drained nodes waiting out theirs)
+        waits = len(_waves(undrained, max_unavailable, owed, True, batch, canary=undrained >= total)) + (1 if step.get("delayed") else 0)
+        left = max(whole * pace - _seconds_between(upgrade_start, now, "upgrade_started_at"), undrained_model * pace,
+                   waits * merged["post_drain_delay"], 0.0)
         model_left = whole - done_model
     if done and not batch_done:
         left, model_left = 0.0, 0.0
@@ -146,6 +153,9 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
         "about %s left" % human_duration(left) if not done or batch_done else "done")
     if pace is not None and (batch_done or not done) and model_left:
         line += " (the plan's %s at the pace so far)" % human_duration(model_left)
+    elif not done:
+        # no node replaced yet: the plan's model is all there is (its timings, not this cluster's pace)
+        line += " by the plan"
     return {"step": number, "replaced": replaced, "total": total, "draining": draining, "elapsed_seconds": round(elapsed, 1),
             "left_seconds": round(left, 1), "model_left_seconds": round(model_left, 1),
             "pace": None if pace is None else round(pace, 3), "batch_done": batch_done, "line": line}

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.report import run
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import apply, group_result, with_group
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
@@ -146,3 +147,15 @@ def test_a_rollback_of_a_rollout_that_recorded_no_earlier_version_is_refused_nam
     assert cancel["refusal"] is None
     back = dict(state, previous_version=2)
     assert apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group={"state": back}, action="rollback")["refusal"] is None
+
+
+def test_a_hook_of_a_step_gets_the_step_and_one_of_the_run_gets_none():
+    record = apply(None, "start", now=T0, name="ng")
+    step = {"drain": [{"node": "n1", "instance_id": "i-1"}], "terminate": ["i-0"]}
+    after_drain = run.hook_context(record, "after_drain", step=step, drained=["n1"], rollback=True, message="")
+    assert (after_drain["group"], after_drain["step"], after_drain["nodes"], after_drain["instance_ids"]) == ("ng", 1, ["n1"], ["i-1"])
+    assert after_drain["terminate"] == ["i-0"] and after_drain["drained"] == ["n1"] and after_drain["rollback"]
+    assert after_drain["result"]["name"] == "ng" and after_drain["result"]["status"] == "started"
+    # not a step's event: no step, no nodes, whatever step is at hand; drained only for after_drain
+    failure = run.hook_context(record, "on_failure", step=step, drained=["n1"], message="boom")
+    assert failure["step"] is None and failure["nodes"] == [] and failure["drained"] == [] and failure["message"] == "boom"

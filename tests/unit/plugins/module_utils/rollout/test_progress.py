@@ -32,7 +32,7 @@ def test_before_any_node_is_replaced_the_time_left_is_the_plan_s_model_of_what_i
     progress = rollout_progress(step(6, drain=["a", "b", "c"]), 1, 0, 6, START, "2026-11-25T07:02:00Z",
                                 upgrade_started_at="2026-11-25T07:01:00Z", surge=2, timings=TIMINGS, name="workers")
     assert progress["left_seconds"] == model(6, 2) and progress["pace"] is None
-    assert progress["line"] == ("workers: step 1: 0 of 6 nodes replaced, draining 3, 2m 00s elapsed, about %s left"
+    assert progress["line"] == ("workers: step 1: 0 of 6 nodes replaced, draining 3, 2m 00s elapsed, about %s left by the plan"
                                 % ("%dm %02ds" % divmod(int(model(6, 2)), 60)))
 
 
@@ -158,3 +158,13 @@ def test_with_nodes_still_to_drain_the_time_left_is_never_less_than_the_quickest
     for quickest, progress in still_to_drain:
         assert progress["left_seconds"] >= quickest > 0, progress["line"]
     assert "4 of 4 nodes replaced" in lines[-1][2]["line"] and lines[-1][2]["line"].endswith(" done")
+
+
+def test_a_pace_faster_than_the_plan_never_shows_less_than_the_post_drain_delays_still_to_wait():
+    # 5 of 6 replaced ten times faster than the model; the last node is drained and waits out its post-drain delay, a
+    # wait on the wall clock: "about 0s left" would be wrong, the delay is left
+    done = model(6, 2) - model(1, 2)
+    now = "2026-11-25T07:01:%02dZ" % int(done / 10)
+    last = rollout_progress(step(1, delayed=["i-6"]), 8, 5, 6, START, now, upgrade_started_at="2026-11-25T07:01:00Z",
+                            surge=2, timings=TIMINGS, steps=[{"decided_at": now, "terminated": ["i-5"], "decrement": 1}])
+    assert last["pace"] is not None and last["pace"] < 1 and last["left_seconds"] >= TIMINGS["post_drain_delay"]
