@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, time_of
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, truthy
 
 # What the step loop counts its terminations as: nodes replaced (an upgrade, a rollback, a cancel's given back), or
 # apart from them (the scale down's pay back of surge left, the relaunch of instances that never became nodes).
@@ -40,6 +40,8 @@ def start(name, now):
         "needed": False, "outdated_left": False,
         # a cancel's or a rollback's read found a rollout recorded on the group; why a rollback cannot go back (or null)
         "recorded": False, "refusal": None,
+        # what the play stops with once the group failed
+        "failure_message": None,
     }
 
 
@@ -293,6 +295,8 @@ def apply(record, event, now=None, **data):
         record["stop"] = {"reason": data.get("reason"), "failed_task": data.get("failed_task"), "message": data.get("message")}
         if rolled_back:
             record["stop"]["rolled_back_from"] = data.get("rolled_back_from")
+        record["failure_message"] = _failure_message(record, data.get("action"), data.get("rollback_error"),
+                                                     truthy(data.get("kept")), bool(data.get("resumed")))
     elif event == "planned":
         _planned(record, data["group"], data["ltv"], data.get("preflight"), data.get("controls"))
     elif event == "cancel_planned":
@@ -330,6 +334,26 @@ def apply(record, event, now=None, **data):
     elif event == "restored":
         record["autoscaler_delta"] = int((data.get("restore") or {}).get("autoscaler_delta") or 0)
     return _flags(record)
+
+
+def _failure_message(record, action, rollback_error, kept, resumed):
+    """What the play stops with after a group failed: where and why, what the rollback did (or that it failed too), and,
+    for a group this run still held (``kept``: its lock was ours to the end), that the cluster keeps serving and what to
+    do; ``resumed``: the hold resumed processes the rollout had suspended."""
+    stop = record["stop"]
+    rolled_back = record["status"] == "rolled back"
+    parts = ["Rollout of node group %s %s at '%s': %s" % (record["name"], "rolled back" if rolled_back else "stopped",
+                                                          stop.get("failed_task") or "?", stop.get("message") or "(no message)")]
+    if rolled_back:
+        parts.append("The group was rolled back to launch template version %s, the version it launched before: its new nodes "
+                     "were drained and terminated, its sizes restored and its state cleared." % (record["target"].get("version") or "?"))
+    parts.append(rollback_error or "")
+    if not rolled_back and kept:
+        parts.append("The cluster keeps serving: untouched old nodes still run their pods, the group keeps its surge and its "
+                     "nodeops.rollout/* state tags%s. Fix the cause and run the same playbook again: it resumes from the group's "
+                     "tags%s." % (", and the processes this rollout suspended were resumed" if resumed else "",
+                                  ", or roll the group back with the playbook nodeops.rollout.rollback" if action == "rollout" else ""))
+    return " ".join(part.strip() for part in parts if part and part.strip())
 
 
 def _flags(record):

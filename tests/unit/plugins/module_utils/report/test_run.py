@@ -159,3 +159,19 @@ def test_a_hook_of_a_step_gets_the_step_and_one_of_the_run_gets_none():
     # not a step's event: no step, no nodes, whatever step is at hand; drained only for after_drain
     failure = run.hook_context(record, "on_failure", step=step, drained=["n1"], message="boom")
     assert failure["step"] is None and failure["nodes"] == [] and failure["drained"] == [] and failure["message"] == "boom"
+
+
+def test_a_failed_group_s_words_say_where_it_stopped_what_is_kept_and_what_to_do():
+    record = apply(None, "start", now=T0, name="ng")
+    held = apply(record, "failed", now=at(5), reason="drain", failed_task="Upgrade | ng | drain", message="node n1 not drained.",
+                 action="rollout", rollback_error="", kept="True", resumed=["AZRebalance"])
+    assert held["failure_message"].startswith("Rollout of node group ng stopped at 'Upgrade | ng | drain': node n1 not drained. ")
+    assert "the processes this rollout suspended were resumed" in held["failure_message"]
+    assert held["failure_message"].endswith("or roll the group back with the playbook nodeops.rollout.rollback.")
+    # a lock refused or lost: the group is another run's, nothing is said of keeping it
+    refused = apply(record, "failed", now=at(5), failed_task="take the lock", message="held by run x.", action="cancel", kept=False)
+    assert refused["failure_message"] == "Rollout of node group ng stopped at 'take the lock': held by run x."
+    rolled = apply(dict(apply(record, "target", target={"version": 4}), status="rolled back"), "failed", now=at(5),
+                   failed_task="hook", message="bad.", action="rollout", kept=True)
+    assert rolled["status"] == "rolled back" and "rolled back at 'hook': bad. The group was rolled back to launch template version 4" in \
+        rolled["failure_message"] and "keeps serving" not in rolled["failure_message"]
