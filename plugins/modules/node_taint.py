@@ -53,6 +53,26 @@ options:
         taken off. Nodes that have gone are skipped; an empty list changes nothing.
     type: list
     elements: dict
+    suboptions:
+      node:
+        description:
+          - The node's name.
+        type: str
+        required: true
+      marks:
+        description:
+          - The rollout's marks node_group_info found on it; only these kinds are taken off.
+        type: list
+        elements: str
+        default: []
+      instance_id:
+        description:
+          - The node's instance (as node_group_info gives it; not used).
+        type: str
+      drained:
+        description:
+          - Whether node_drain finished the node (as node_group_info gives it for C(marked_outdated); not used).
+        type: bool
   release_only:
     description:
       - The kinds of marks O(release) takes off; the others are left.
