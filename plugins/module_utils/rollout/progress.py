@@ -153,7 +153,7 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
         "about %s left" % human_duration(left) if not done or batch_done else "done")
     if pace is not None and (batch_done or not done) and model_left:
         line += " (the plan's %s at the pace so far)" % human_duration(model_left)
-    elif not done:
+    elif not done and not replaced:
         # no node replaced yet: the plan's model is all there is (its timings, not this cluster's pace)
         line += " by the plan"
     return {"step": number, "replaced": replaced, "total": total, "draining": draining, "elapsed_seconds": round(elapsed, 1),

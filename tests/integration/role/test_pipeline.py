@@ -104,7 +104,7 @@ def test_every_step_says_how_many_nodes_are_replaced_the_time_elapsed_and_left(r
     lines = re.findall(r'"msg": "(sandbox-nodes: step \d+: .*)"', rollout["out"])
     steps = len(rollout["result"]["steps"])
     assert len(lines) == steps and steps >= 2, rollout["out"][-3000:]
-    assert re.match(r"sandbox-nodes: step 1: 0 of %d nodes replaced, draining \d+, .* elapsed, about .* left$" % NODES, lines[0]), lines
+    assert re.match(r"sandbox-nodes: step 1: 0 of %d nodes replaced, draining \d+, .* elapsed, about .* left by the plan$" % NODES, lines[0]), lines
     assert lines[-1].startswith("sandbox-nodes: step %d: %d of %d nodes replaced" % (steps, NODES, NODES)) and lines[-1].endswith("done")
     # the time left is corrected by the pace once nodes are replaced
     assert any("at the pace so far" in line for line in lines), lines
