@@ -365,7 +365,8 @@ def _flags(record):
     record["changed"] = record["needed"] or record["status"] in ("cancelled", "rolled back", "failed")
     # the group's run came to an end without a failure: the after_rollout hooks run
     record["ended"] = record["status"] in ("replaced", "paused", "rolled back", "cancelled")
-    record["has"] = {"skipped_nodes": bool(record["skipped_nodes"]), "end_marked": bool(record["end_marked"])}
+    record["has"] = {"skipped_nodes": bool(record["skipped_nodes"]), "end_marked": bool(record["end_marked"]),
+                     "refusal": bool(record["refusal"])}
     return record
 
 

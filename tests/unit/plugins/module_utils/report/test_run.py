@@ -141,10 +141,10 @@ def test_a_wrong_event_is_refused_naming_what_is_wrong(event, data, field):
 def test_a_rollback_of_a_rollout_that_recorded_no_earlier_version_is_refused_naming_what_to_do():
     state = {"rollout_id": "r1", "previous_version": None, "target_version": 3}
     record = apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group={"state": state}, action="roll back")
-    assert record["recorded"] and record["refusal"].startswith("Rollout r1 of node group ng does not record")
+    assert record["recorded"] and record["has"]["refusal"] and record["refusal"].startswith("Rollout r1 of node group ng does not record")
     assert "version 3" in record["refusal"] and "nodeops.rollout.cancel" in record["refusal"]
     cancel = apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group={"state": state}, action="cancel")
-    assert cancel["refusal"] is None
+    assert cancel["refusal"] is None and not cancel["has"]["refusal"]
     back = dict(state, previous_version=2)
     assert apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group={"state": back}, action="rollback")["refusal"] is None
 
