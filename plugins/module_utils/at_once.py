@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 
 def map_at_once(fn, items, workers):
@@ -16,5 +16,9 @@ def map_at_once(fn, items, workers):
     items = list(items)
     if workers <= 1 or len(items) <= 1:
         return [fn(item) for item in items]
+    # Every call is submitted and waited for before any answer is read: ``pool.map`` would cancel the calls not yet
+    # started as soon as one failed, and an error must not leave half of a batch of writes undone.
     with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        return list(pool.map(fn, items))
+        futures = [pool.submit(fn, item) for item in items]
+        wait(futures)
+    return [future.result() for future in futures]
