@@ -13,7 +13,7 @@
 #   4. copies the git-visible files to .build/ansible_collections/nodeops/rollout (ansible-test needs that path),
 #      and links .build/collections/ansible_collections/nodeops/rollout to the working tree for ansible-lint,
 #      pytest and molecule (exported as ANSIBLE_COLLECTIONS_PATH, with .venv/bin on PATH);
-#   5. runs the stages in order; a failing stage does not stop the next ones (the reference stage builds the real
+#   5. runs the stages in order (molecule beside integration, when both run); a failing stage does not stop the next ones (the reference stage builds the real
 #      Kubernetes control plane from Go modules first, once per pinned version, into ~/.cache/nodeops-rollout);
 #   6. prints a per-stage table and one last line "summary: N passed, M failed", counting individual tests
 #      (pytest test cases, each sanity test, ansible-lint as one, each molecule scenario as one).
@@ -40,6 +40,7 @@ STAGE_SKIPPED=()
 STAGE_SECONDS=()
 STAGE_NOTES=()
 REFERENCE_BUILD_PID=
+BESIDE_PID=
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'test.sh: %s\n' "$*" >&2; exit 2; }
@@ -212,6 +213,32 @@ record_junit() {
         note="exit status $rc without a failed test case"
     fi
     record "$name" "$passed" "$failed" "$skipped" "$seconds" "$note"
+}
+
+# start_beside STAGE: run stage_STAGE in the background, its output kept in a log and its counts in a file;
+# end_beside STAGE waits for it, prints the log under its own header and records the counts.
+start_beside() {
+    local name=$1
+    say "Running the $name stage beside the next one (log $RESULTS/$name.log)"
+    rm -f "$RESULTS/$name.counts"
+    (
+        STAGE_NAMES=() STAGE_PASSED=() STAGE_FAILED=() STAGE_SKIPPED=() STAGE_SECONDS=() STAGE_NOTES=()
+        "stage_$name" >"$RESULTS/$name.log" 2>&1
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${STAGE_NAMES[0]}" "${STAGE_PASSED[0]}" "${STAGE_FAILED[0]}" \
+            "${STAGE_SKIPPED[0]}" "${STAGE_SECONDS[0]}" "${STAGE_NOTES[0]}" >"$RESULTS/$name.counts"
+    ) &
+    BESIDE_PID=$!
+}
+
+end_beside() {
+    local name=$1 counted_name passed failed skipped seconds note
+    wait "$BESIDE_PID"
+    cat "$RESULTS/$name.log"
+    if IFS=$'\t' read -r counted_name passed failed skipped seconds note <"$RESULTS/$name.counts"; then
+        record "$counted_name" "$passed" "$failed" "$skipped" "$seconds" "${note}${note:+; }ran beside integration"
+    else
+        record "$name" 0 1 0 0 "the $name stage ended without its counts (see $RESULTS/$name.log)"
+    fi
 }
 
 # --- stages ------------------------------------------------------------------------------------------------------------
@@ -416,8 +443,20 @@ main() {
         say "Building the reference control plane in the background (pid $REFERENCE_BUILD_PID, log $RESULTS/reference-build.log)"
     fi
 
+    # Molecule runs beside integration when both are asked for: integration's workers leave part of the two cores
+    # idle (they wait on simulated delays), and molecule's scenarios have sandboxes of their own.
+    local beside=
+    if [[ " ${stages[*]} " == *" integration "* ]] && [[ " ${stages[*]} " == *" molecule "* ]]; then
+        beside=molecule
+    fi
     for stage in "${stages[@]}"; do
-        [[ "$stage" == venv ]] && continue
+        [[ "$stage" == venv || "$stage" == "$beside" ]] && continue
+        if [[ "$stage" == integration && -n "$beside" ]]; then
+            start_beside "$beside"
+            stage_integration
+            end_beside "$beside"
+            continue
+        fi
         "stage_$stage"
     done
 
