@@ -13,8 +13,9 @@
 #   4. copies the git-visible files to .build/ansible_collections/nodeops/rollout (ansible-test needs that path),
 #      and links .build/collections/ansible_collections/nodeops/rollout to the working tree for ansible-lint,
 #      pytest and molecule (exported as ANSIBLE_COLLECTIONS_PATH, with .venv/bin on PATH);
-#   5. runs the stages in order (molecule beside integration, when both run); a failing stage does not stop the next ones (the reference stage builds the real
-#      Kubernetes control plane from Go modules first, once per pinned version, into ~/.cache/nodeops-rollout);
+#   5. runs the stages in order, molecule beside integration when both run; a failing stage does not stop the next
+#      ones (the reference stage builds the real Kubernetes control plane from Go modules first, once per pinned
+#      version, into ~/.cache/nodeops-rollout);
 #   6. prints a per-stage table and one last line "summary: N passed, M failed", counting individual tests
 #      (pytest test cases, each sanity test, ansible-lint as one, each molecule scenario as one).
 # It exits non-zero when anything failed or when no test ran at all.
