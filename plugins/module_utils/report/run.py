@@ -31,7 +31,7 @@ def start(name, now):
         "name": name, "status": "started", "stop": {}, "started_at": iso(now),
         "phases": [], "phase_seconds": {}, "phase_open": None, "phase_prefix": "",
         "steps": [], "step_number": 1, "step_open": False, "step_started_at": None, "finished": False,
-        "loop": {"count": REPLACED, "total": 0, "max": 0, "done": 0, "more": False},
+        "loop": {"count": REPLACED, "total": 0, "max": 0, "done": 0, "more": False, "goal": "replace", "ran_out": None},
         "batches_done": [], "terminated_ids": [], "apart_ids": [], "termination_waits": [], "held": [],
         "skipped_nodes": [], "new_nodes": [], "end_marked": [], "hook_failure": {},
         "target": {}, "target_label": "", "plan": {}, "autoscaler_delta": 0,
@@ -64,20 +64,43 @@ def _close_phase(record, now):
     record["phase_open"] = None
 
 
-def _steps(record, count, total, first=None, bound=None):
-    """A step loop begins: its terminations count as ``count``; ``total`` is what it has to do (the progress lines);
-    ``bound``, the instances its steps may drain or terminate (default ``total``)."""
+GOALS = ("replace", "cancel", "relaunch")
+
+
+def _steps(record, count, total, first=None, bound=None, goal="replace", phase=None, now=None):
+    """A step loop begins (opening ``phase`` when given, closed once the loop is done or paused), towards ``goal`` (what rollout_step is asked for: replace the outdated instances, give the
+    surge back, relaunch instances that never became nodes): its terminations count as ``count``; ``total`` is what it
+    has to do (the progress lines); ``bound``, the instances its steps may drain or terminate (default ``total``)."""
     if count not in (REPLACED, APART):
         raise PlanError("count: %r is not allowed; use %s or %s" % (count, REPLACED, APART))
+    if goal not in GOALS:
+        raise PlanError("goal: %r is not allowed; use one of %s" % (goal, ", ".join(GOALS)))
     total = int(total or 0)
     record["step_number"] = len(record["steps"]) + 1 if first is None else int(first)
     # every step drains or terminates something, and each instance is drained and terminated once: twice the count is
     # enough, with room for drains a killed run left half done
     bound = int(bound if bound is not None else total)
-    record["loop"] = {"count": count, "total": total, "max": record["step_number"] - 1 + bound * 2 + 5, "done": 0, "more": True}
+    record["loop"] = {"count": count, "total": total, "max": record["step_number"] - 1 + bound * 2 + 5, "done": 0, "more": True,
+                      "goal": goal, "ran_out": None, "closes": phase is not None}
+    if phase is not None:
+        _open_phase(record, phase, now)
     record["finished"] = False
     record["apart_ids"] = []
     _count_done(record)
+
+
+def _ran_out(record):
+    """What the run stops with when every step of its loop did something, yet the loop's goal is not reached."""
+    loop, name = record["loop"], record["name"]
+    if loop["goal"] == "relaunch":
+        left = "every step relaunched something, yet instances that never became Ready nodes are left"
+    elif loop["goal"] == "cancel":
+        left = "every step gave something back, yet surge is still owed"
+    else:
+        left = ("every step drained or terminated something, yet outdated instances are left (something else keeps "
+                "launching outdated instances?)")
+    again = "run the cancel again" if (record["phase_open"] or {}).get("name") == "cancel" else "run again"
+    return "Node group %s: %s after %d steps. The group is held; %s to go on." % (name, left, loop["max"], again)
 
 
 def _count_done(record):
@@ -246,7 +269,7 @@ def _drained(record, step, drain, now):
     record["batches_done"] = record["batches_done"] + [batch_record(record, step, drain, now)]
 
 
-def _step_end(record, step, drain):
+def _step_end(record, step, drain, now):
     """The step is over (or failed: ``drain`` is then the failed task's result): kept for the report."""
     if not record["step_open"]:
         return
@@ -254,8 +277,11 @@ def _step_end(record, step, drain):
     record["step_open"] = False
     if not record["finished"]:
         record["step_number"] += 1
-    # one more step, unless the loop is done or its steps ran out (the role then says so and stops)
+    # one more step, unless the loop is done or its steps ran out (the role then stops with ran_out)
     record["loop"]["more"] = not record["finished"] and record["step_number"] <= record["loop"]["max"]
+    record["loop"]["ran_out"] = None if record["finished"] or record["loop"]["more"] else _ran_out(record)
+    if record["finished"] and record["loop"].get("closes"):
+        _close_phase(record, now)
 
 
 def _stop(record, status, reason=None, message=None, **more):
@@ -309,7 +335,8 @@ def apply(record, event, now=None, **data):
         record["target"] = data.get("target") or {}
         record["plan"] = data.get("plan") or {}
     elif event == "steps":
-        _steps(record, data.get("count", REPLACED), data.get("total"), data.get("first"), data.get("bound"))
+        _steps(record, data.get("count", REPLACED), data.get("total"), data.get("first"), data.get("bound"),
+               data.get("goal", "replace"), data.get("phase"), now)
     elif event == "step":
         _step(record, data["step"], now)
     elif event == "terminated":
@@ -317,7 +344,7 @@ def apply(record, event, now=None, **data):
     elif event == "drained":
         _drained(record, data["step"], data["drain"], now)
     elif event == "step_end":
-        _step_end(record, data["step"], data.get("drain"))
+        _step_end(record, data["step"], data.get("drain"), now)
     elif event == "stop":
         _stop(record, data["status"], data.get("reason"), data.get("message"),
               **{key: value for key, value in data.items() if key not in ("status", "reason", "message")})
@@ -366,7 +393,7 @@ def _flags(record):
     # the group's run came to an end without a failure: the after_rollout hooks run
     record["ended"] = record["status"] in ("replaced", "paused", "rolled back", "cancelled")
     record["has"] = {"skipped_nodes": bool(record["skipped_nodes"]), "end_marked": bool(record["end_marked"]),
-                     "refusal": bool(record["refusal"])}
+                     "refusal": bool(record["refusal"]), "ran_out": bool(record["loop"]["ran_out"])}
     return record
 
 

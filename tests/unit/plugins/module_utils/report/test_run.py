@@ -45,8 +45,7 @@ def upgrade(record):
     record = apply(record, "open", now=at(0), phase="setup")
     record = apply(record, "setup", now=at(1), group=group(), target={"version": "2"})
     record = apply(record, "close", now=at(2))
-    record = apply(record, "open", now=at(2), phase="upgrade")
-    record = apply(record, "steps", now=at(2), total=2)
+    record = apply(record, "steps", now=at(2), total=2, phase="upgrade")
     first, second, last = step(drain=["n-0"], decided=3), step(terminate=["i-0"], drain=["n-1"], decided=10), step("done", ["i-1"], decided=20)
     for moment, this, drained in ((3, first, drain(["n-0"])), (10, second, drain(["n-1"])), (20, last, None)):
         record = apply(record, "step", now=at(moment), step=this)
@@ -54,7 +53,7 @@ def upgrade(record):
         if drained:
             record = apply(record, "drained", now=at(moment + 4), step=this, drain=drained)
         record = apply(record, "step_end", now=at(moment + 5), step=this, drain=drained)
-    return apply(record, "close", now=at(25))
+    return record
 
 
 def test_an_upgrade_keeps_its_phases_steps_terminations_and_evictions_and_ends_replaced():
@@ -62,7 +61,9 @@ def test_an_upgrade_keeps_its_phases_steps_terminations_and_evictions_and_ends_r
     assert [phase["name"] for phase in record["phases"]] == ["setup", "upgrade"]
     assert record["phase_seconds"] == {"setup": 2.0, "upgrade": 23.0}
     assert [entry["index"] for entry in record["steps"]] == [1, 2, 3] and record["step_number"] == 3
-    assert record["loop"] == {"count": "replaced", "total": 2, "max": 9, "done": 2, "more": False}
+    assert record["loop"] == {"count": "replaced", "total": 2, "max": 9, "done": 2, "more": False, "goal": "replace",
+                              "ran_out": None, "closes": True}
+    assert record["phase_open"] is None and not record["has"]["ran_out"]
     result = group_result(record, now=at(30))
     assert result["status"] == "replaced" and result["nodes_replaced"] == 2 and result["evictions"] == 2
     assert result["seconds"] == 30.0 and result["plan"]["outdated"] == ["i-0", "i-1"] and result["target"] == {"version": "2"}
@@ -175,3 +176,28 @@ def test_a_failed_group_s_words_say_where_it_stopped_what_is_kept_and_what_to_do
                    failed_task="hook", message="bad.", action="rollout", kept=True)
     assert rolled["status"] == "rolled back" and "rolled back at 'hook': bad. The group was rolled back to launch template version 4" in \
         rolled["failure_message"] and "keeps serving" not in rolled["failure_message"]
+
+
+@pytest.mark.parametrize("goal, phase, words", [
+    ("replace", "upgrade", "yet outdated instances are left (something else keeps launching outdated instances?) after 5 steps. "
+                           "The group is held; run again to go on."),
+    ("cancel", "cancel", "yet surge is still owed after 5 steps. The group is held; run the cancel again to go on."),
+    ("relaunch", "scale_up", "yet instances that never became Ready nodes are left after 5 steps. The group is held; run again to go on."),
+])
+def test_a_step_loop_whose_steps_run_out_says_so_in_the_words_of_its_goal(goal, phase, words):
+    record = apply(apply(None, "start", now=T0, name="ng"), "open", now=at(0), phase=phase)
+    record = apply(record, "steps", now=at(1), total=0, bound=0, goal=goal)
+    for moment in range(2, 7):
+        assert record["loop"]["more"] and not record["has"]["ran_out"]
+        this = step(drain=["n-%d" % moment], decided=moment)
+        record = apply(record, "step", now=at(moment), step=this)
+        record = apply(record, "step_end", now=at(moment), step=this, drain=drain(["n-%d" % moment]))
+    assert not record["loop"]["more"] and record["has"]["ran_out"]
+    assert record["loop"]["ran_out"].startswith("Node group ng: every step") and record["loop"]["ran_out"].endswith(words)
+    # the phase a loop did not open stays open for its own end
+    assert record["phase_open"]["name"] == phase
+
+
+def test_a_step_loop_with_a_goal_rollout_step_does_not_know_is_refused():
+    with pytest.raises(PlanError, match="goal: 'drain' is not allowed; use one of replace, cancel, relaunch"):
+        apply(apply(None, "start", now=T0, name="ng"), "steps", now=at(1), total=1, goal="drain")
