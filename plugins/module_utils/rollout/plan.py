@@ -103,8 +103,8 @@ def wave_timeline(waves, boot_seconds, drain_seconds, post_drain_delay, validate
     return spans
 
 
-def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0, surge_ready=False,
-                      deregistration_delay=0, task_seconds=0, holds=()):
+def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0,
+                      surge_ready=False, deregistration_delay=0, task_seconds=0, holds=()):
     """Predicted seconds for a rollout of ``waves``: the end of its :func:`wave_timeline` (the same arguments)."""
     spans = wave_timeline(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=surge,
                           surge_ready=surge_ready, deregistration_delay=deregistration_delay, task_seconds=task_seconds,
@@ -144,8 +144,8 @@ def surge_costs(choices, waves, timings, deregistration_delay=0):
     priced = []
     for choice in choices:
         drained, holds = waves[choice["surge"]]
-        timeline = wave_timeline(drained, timings["boot_seconds"], timings["drain_seconds"], timings["post_drain_delay"],
-                                 timings["validate_seconds"], surge=choice["surge"],
+        timeline = wave_timeline(drained, timings["boot_seconds"], timings["drain_seconds"],
+                                 timings["post_drain_delay"], timings["validate_seconds"], surge=choice["surge"],
                                  deregistration_delay=deregistration_delay, task_seconds=timings["task_seconds"],
                                  holds=holds)
         priced.append(dict(choice, eta_seconds=timeline[-1]["end"] if timeline else 0,
@@ -201,13 +201,14 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     "surge_requested", "outdated": [{"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason",
     "reasons"}], "outdated_count", "up_to_date": [instance ids], "up_to_date_count", "canary",
     "batches": [{"index", "canary", "instance_ids", "azs", "nodes"}], "batch_count", "eta_seconds",
-    "surge_choices": [{"surge", "choices", "eta_seconds", "wave_count", "extra_instance_minutes"}], "timings", "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node",
-    "outdated", "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks",
-    "warm_pool": None or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance
-    ids]}, "bake_seconds", "checkpoints"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one; ``target_groups``:
-    :func:`rollout.targets.plan_target_groups`; each batch also
-    says the ``hold_seconds`` after it, its bake time or checkpoint wait). ``surge_choices`` prices the surge the plan
-    uses, EKS's default and 100 %, each by the waves the rollout would drain at it (:func:`surge_costs`).
+    "surge_choices": [{"surge", "choices", "eta_seconds", "wave_count", "extra_instance_minutes"}], "timings",
+    "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node", "outdated",
+    "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks", "warm_pool": None
+    or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance ids]},
+    "bake_seconds", "checkpoints"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one;
+    ``target_groups``: :func:`rollout.targets.plan_target_groups`; each batch also says the ``hold_seconds`` after it,
+    its bake time or checkpoint wait). ``surge_choices`` prices the surge the plan uses, EKS's default and 100 %, each
+    by the waves the rollout would drain at it (:func:`surge_costs`).
     """
     standby = check_standby_policy(standby)
     target = normalize_target(target)

@@ -68,7 +68,8 @@ def test_long_waves_name_a_few_nodes_and_count_the_rest_and_an_up_to_date_group_
 
 def test_the_surge_priced_is_a_table_under_the_waves_each_count_once_the_smallest_first():
     priced = dict(PLAN, surge_choices=[
-        {"surge": 6, "choices": ["configured", "EKS default"], "eta_seconds": 1111, "wave_count": 3, "extra_instance_minutes": 97.6},
+        {"surge": 6, "choices": ["configured", "EKS default"], "eta_seconds": 1111, "wave_count": 3,
+         "extra_instance_minutes": 97.6},
         {"surge": 18, "choices": ["100%"], "eta_seconds": 379, "wave_count": 1, "extra_instance_minutes": 109.8}])
     lines = plan_lines(priced, "workers", 10, TARGET, preflight={})
     assert lines[5:] == [

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import (
-    estimate_duration, extra_instance_minutes, plan_step_seconds, rollout_plan, surge_choices, surge_costs, wave_holds, wave_timeline)
+    estimate_duration, extra_instance_minutes, plan_step_seconds, rollout_plan, surge_choices, surge_costs, wave_holds,
+    wave_timeline)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import outdated_taint_effect
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import wave_sizes
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
@@ -113,11 +114,13 @@ def test_the_timeline_of_a_surge_up_already_starts_with_it_and_holds_keep_the_su
     (2, 6, 0, []),
 ])
 def test_surge_choices_name_each_count_once(configured, eks_default, outdated, expected):
-    assert [(choice["surge"], choice["choices"]) for choice in surge_choices(configured, eks_default, outdated)] == expected
+    choices = surge_choices(configured, eks_default, outdated)
+    assert [(choice["surge"], choice["choices"]) for choice in choices] == expected
 
 
 def test_surge_costs_price_each_choice_by_its_own_waves():
-    timings = {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30, "task_seconds": 1}
+    timings = {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30,
+               "task_seconds": 1}
     choices = surge_choices(2, 6, 6)
     priced = surge_costs(choices, {2: ([3, 3], [0, 0]), 6: ([6], [0])}, timings)
     assert priced == [
@@ -136,9 +139,10 @@ def test_the_plan_prices_the_surge_of_six_nodes_in_three_azs():
     # no surge: a canary of one, then one at a time; each of the 6 waves drains, waits and boots its replacement
     plan = rollout_plan(instances, TARGET, max_unavailable=1, max_surge=0)
     assert plan["surge_choices"] == [
-        {"surge": 0, "choices": ["configured"], "eta_seconds": 6 * (90 + 60 + 180) + 5 * 30 + (10 + 3 * 13), "wave_count": 6,
-         "extra_instance_minutes": 0.0},
-        {"surge": 6, "choices": ["EKS default", "100%"], "eta_seconds": 379, "wave_count": 1, "extra_instance_minutes": 36.6}]
+        {"surge": 0, "choices": ["configured"], "eta_seconds": 6 * (90 + 60 + 180) + 5 * 30 + (10 + 3 * 13),
+         "wave_count": 6, "extra_instance_minutes": 0.0},
+        {"surge": 6, "choices": ["EKS default", "100%"], "eta_seconds": 379, "wave_count": 1,
+         "extra_instance_minutes": 36.6}]
     assert plan["surge_choices"][0]["eta_seconds"] == plan["eta_seconds"]
 
 
