@@ -12,7 +12,9 @@ author: nodeops.rollout maintainers (@nodeops)
 description:
   - Turns the C(plan) that M(nodeops.rollout.node_group_info) returns for a node group into lines of text - a
     heading with the outdated count and the target, the surge, max unavailable, the taint and the estimated
-    duration, the drain waves as a table (wave, nodes, AZs, node names), and, given the drain pre-flight of
+    duration, the drain waves as a table (wave, nodes, AZs, node names), the surge priced as a table (the surge
+    configured, EKS's default and 100 %, each with its estimated duration and extra instance-minutes, from the plan's
+    C(surge_choices)), and, given the drain pre-flight of
     M(nodeops.rollout.node_drain) in check mode, its blockers and warnings grouped by kind with the pod, its node and
     its PodDisruptionBudget named.
 options:

@@ -568,6 +568,13 @@ node_groups:
           C(hold_seconds), the bake time or checkpoint wait after it), C(batch_count), C(eta_seconds), C(taint_effect) (see
           O(taint_effect)), C(bake_seconds), C(checkpoints) (each C(percent), C(wait_seconds) and C(count), the nodes it
           stands for) and the inputs C(group_size), C(az_count), C(azs), C(target).
+        - C(surge_choices) - the surge priced, so that it is chosen knowingly - at the surge the plan uses, at EKS's
+          default (the larger of twice the AZs and the batch size) and at 100 % (a new instance for each outdated one,
+          all at once), each never more than the outdated instances in the group; choices that come to the same count
+          are one entry. Each has C(surge), C(choices) (the names of the choices it is - V(configured), V(EKS default),
+          V(100%)), C(eta_seconds) and C(wave_count) (as the plan's, by the waves the rollout would drain at that surge)
+          and C(extra_instance_minutes), the instances above the group's desired size over the rollout. The smallest
+          surge first; empty when nothing in the group is outdated.
         - C(target_groups) - the group's load balancer target groups, each with C(name), C(arn), C(target_type),
           C(deregistration_delay) (seconds) and C(waited_for) (true for instance targets - a drained instance is
           terminated only once it has left them, see M(nodeops.rollout.rollout_step)). The estimate counts the longest
@@ -594,6 +601,12 @@ node_groups:
             azs: [eu-west-1a]
             nodes: [ip-10-0-1-2.eu-west-1.compute.internal]
             hold_seconds: 0
+        surge_choices:
+          - surge: 6
+            choices: [configured, EKS default, 100%]
+            eta_seconds: 379
+            wave_count: 1
+            extra_instance_minutes: 36.6
 window:
   description:
     - With O(windows), C(windows) (each as text), C(open), C(closes_at) (when open) and C(next_start) (when closed), the times

@@ -7,9 +7,10 @@
 The page needs nothing from the network: its style is inline CSS, its timelines inline SVG (hover titles, no
 script). At the top it says what stopped a run that did not finish and what to do next; then, per node group, a
 timeline (phases, each step as a bar with its wait shown as a wait, each node from its cordon to its termination and
-its replacement's boot), the plan beside what happened (predicted and measured durations, the plan's waves with the
-hold after each, the steps run), a plan's drain pre-flight (its blockers and warnings grouped by kind, with the pod,
-its node and its PodDisruptionBudget) and the node table (old instance and its replacement, AZ, drain seconds, pods
+its replacement's boot), the plan beside what happened (predicted and measured durations, the surge priced at the
+surge configured, EKS's default and 100 %, the plan's waves with the hold after each, the steps run), a plan's drain
+pre-flight (its blockers and warnings grouped by kind, with the pod, its node and its PodDisruptionBudget) and the
+node table (old instance and its replacement, AZ, drain seconds, pods
 evicted, restarted and force-deleted, what blocked, with the PodDisruptionBudget named); last, the sections the
 operator added (a JSON document each, such as a test environment's invariant report).
 """
@@ -22,8 +23,9 @@ import json
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import (
     NODE_STATES, clock_speed, drain_blockers, drain_end, group_counts, json_tables, node_rows, node_state, phase_bars, step_label,
-    time_of)
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import found_by_kind, human_duration, target_text, wave_rows
+    surge_priced, time_of)
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import (
+    found_by_kind, human_duration, instance_minutes_text, target_text, wave_rows)
 
 # Statuses of a group that ended the way it was asked to.
 FINISHED = ("replaced", "up to date", "planned", "cancelled", "no rollout")
@@ -299,6 +301,29 @@ def _measured_vs_predicted(group, clock=None):
     return _table(None, rows)
 
 
+def _surge_priced(group, clock=None):
+    """The surge priced by the plan - the configured one, EKS's default, 100 % - and the measured duration of the one
+    the run used; nothing for a plan without it (a result written before)."""
+    priced = surge_priced(group)
+    if not priced:
+        return ""
+    ran = any(choice["measured_seconds"] is not None for choice in priced)
+    headers = ["surge", "predicted duration", "extra instance-minutes"] + (["measured duration"] if ran else [])
+    rows = []
+    for choice in priced:
+        row = [text("%s (%s)" % (choice["surge"], ", ".join(choice["choices"]))),
+               text(human_duration(choice["eta_seconds"])),
+               text(instance_minutes_text(choice["extra_instance_minutes"]))]
+        if ran:
+            measured = choice["measured_seconds"]
+            on_clock = " on a clock &times;%s" % text("%g" % clock["speed"]) if clock else ""
+            row.append(text(human_duration(measured)) + on_clock if measured is not None else "")
+        rows.append(row)
+    return ('<p class="muted">The surge priced: the plan\'s duration and extra instance-minutes (instances above the '
+            'group\'s desired size, over the rollout) at the surge configured, at EKS\'s default and at 100 %%%s.</p>'
+            % (", beside what this run took" if ran else "")) + _table(headers, rows, numeric=(2,))
+
+
 def _plan_waves(group):
     headers, rows = wave_rows(group.get("plan") or {})
     if not rows:
@@ -519,8 +544,9 @@ def _group(group, clock=None):
     if not group.get("plan_only"):
         out.append("<h3>Timeline</h3>")
         out.append(_timeline(group, rows))
-    out.append('<div class="columns"><div><h3>Plan and what happened</h3>%s</div><div><h3>The plan\'s drain waves</h3>%s</div></div>'
-               % (_measured_vs_predicted(group, clock), _plan_waves(group)))
+    out.append('<div class="columns"><div><h3>Plan and what happened</h3>%s%s</div>'
+               '<div><h3>The plan\'s drain waves</h3>%s</div></div>'
+               % (_measured_vs_predicted(group, clock), _surge_priced(group, clock), _plan_waves(group)))
     plan = group.get("plan") or {}
     if "preflight" in plan or not group.get("plan_only"):
         out.append("<h3>Blockers and warnings</h3>")

@@ -264,6 +264,19 @@ def group_counts(group, rows=None):
     }
 
 
+def surge_priced(group):
+    """The plan's surge priced (its ``surge_choices``) beside what happened: ``[{"surge", "choices", "eta_seconds",
+    "extra_instance_minutes", "measured_seconds"}]``, the smallest surge first. ``measured_seconds`` is the group's
+    measured duration on the choice the run used (the configured one) once the run did something, None on the others
+    and in a plan."""
+    plan = group.get("plan") or {}
+    ran = not group.get("plan_only") and group.get("seconds") is not None
+    return [{"surge": choice.get("surge"), "choices": list(choice.get("choices") or []),
+             "eta_seconds": choice.get("eta_seconds"), "extra_instance_minutes": choice.get("extra_instance_minutes"),
+             "measured_seconds": group["seconds"] if ran and "configured" in (choice.get("choices") or []) else None}
+            for choice in plan.get("surge_choices") or [] if isinstance(choice, dict)]
+
+
 PHASE_LABELS = {"setup": "setup", "scale_up": "scale up", "upgrade": "upgrade", "scale_down": "scale down", "cancel": "cancel"}
 
 

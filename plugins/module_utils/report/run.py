@@ -109,7 +109,7 @@ def _count_done(record):
 
 
 PLAN_KEYS = ("surge", "batch_size", "batch_count", "canary", "eta_seconds", "target_groups", "batches", "group_size",
-             "taint_effect", "timings", "standby", "protected")
+             "taint_effect", "timings", "standby", "protected", "surge_choices")
 
 
 def _setup(record, group, target, preflight=None):
@@ -192,7 +192,7 @@ def _planned(record, group, ltv, preflight, controls):
         "outdated_nodes": [entry["node"] for entry in outdated if entry.get("node")],
         "surge": plan.get("surge"), "batch_size": plan.get("batch_size"), "canary": plan.get("canary"),
         "batches": plan.get("batches"), "eta_seconds": plan.get("eta_seconds"), "target_groups": plan.get("target_groups"),
-        "standby": plan.get("standby"), "protected": plan.get("protected"),
+        "standby": plan.get("standby"), "protected": plan.get("protected"), "surge_choices": plan.get("surge_choices"),
         "controls": controls or {},
     }
     record["plan"].update(_findings(preflight))

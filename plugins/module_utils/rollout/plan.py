@@ -4,7 +4,8 @@
 
 """The plan of one group's rollout as data (what ``node_group_info`` returns as ``plan``): it composes
 ``rollout.sizes`` (batch size, surge), ``rollout.outdated`` (what to replace) and ``rollout.batches`` (in which order),
-and estimates how long it takes. Pure.
+estimates how long it takes, and prices the surge: how long and how many extra instance-minutes at the surge
+configured, at EKS's default and at 100 %. Pure.
 """
 
 from __future__ import annotations
@@ -35,20 +36,25 @@ SCALE_DOWN_TASKS = 4
 TASKS_PER_STEP = 3
 
 
-def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0, surge_ready=False,
-                      deregistration_delay=0, task_seconds=0, holds=()):
-    """Predicted seconds for a rollout of ``waves`` (lists of instances, or their sizes; :func:`steps.wave_sizes`).
+def wave_timeline(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0, surge_ready=False,
+                  deregistration_delay=0, task_seconds=0, holds=()):
+    """The rollout of ``waves`` (lists of instances, or their sizes; :func:`steps.wave_sizes`) as consecutive spans of
+    time, the model :func:`estimate_duration` sums: ``[{"wave", "what", "start", "end", "surge_up"}]`` in seconds from
+    the start, ``wave`` the wave's number (None outside the waves) and ``surge_up`` the surge instances up during the
+    span (instances above the group's desired size).
 
     The model follows the pipeline of ``rollout.steps``: when ``surge`` > 0, new instances boot once up front and are
-    validated (unless ``surge_ready``: the surge is up already, as for the rest of a rollout under way); each wave then
-    drains (its nodes in parallel) and waits the post-drain delay, or what is left of its target groups'
-    ``deregistration_delay`` (which starts with the drain) when that is longer; its terminations that do not pay the
-    surge back are replaced, and the next wave waits for the replacements to boot and validates them. ``holds``: seconds
-    of bake or checkpoint after each wave (:func:`wave_holds`).
-    Ansible's own time, ``task_seconds`` per task, is added for ``FIXED_TASKS`` (only the scale down's when
-    ``surge_ready``) and for ``TASKS_PER_STEP`` in each step: a wave takes a step that drains and one that terminates,
-    and one more step ends the upgrade.
-    Durations accept what :func:`parse_duration` accepts.
+    validated (``surge``; not when ``surge_ready``: the surge is up already, as for the rest of a rollout under way);
+    each wave then drains (its nodes in parallel) and waits the post-drain delay, or what is left of its target groups'
+    ``deregistration_delay`` (which starts with the drain) when that is longer (``drain``, which also validates the
+    previous wave's replacements first); its terminations that do not pay the surge back are replaced, and the next
+    wave waits for the replacements to boot (``replace``). A termination that pays the surge back takes its instance
+    off ``surge_up`` from the end of its wave's ``drain``. ``holds``: seconds of bake or checkpoint after each wave
+    (:func:`wave_holds`; ``hold``). Ansible's own time, ``task_seconds`` per task: ``FIXED_TASKS`` (``setup`` before
+    the surge and ``finish``, only the scale down's when ``surge_ready``) and ``TASKS_PER_STEP`` in each step: a wave
+    takes a step that drains and one that terminates (in its ``drain``), and one more step ends the upgrade
+    (``finish``). Durations accept what :func:`parse_duration` accepts; spans of no time are left out, but every wave
+    has its ``drain``.
     """
     boot = parse_duration(boot_seconds, "boot_seconds")
     drain = parse_duration(drain_seconds, "drain_seconds")
@@ -59,25 +65,93 @@ def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, vali
     owed = int_at_least(surge, "surge", 0)
     if not isinstance(waves, (list, tuple)):
         raise PlanError("waves: %r is not allowed; use a list of waves" % (waves,))
+    holds = list(holds or ())
     sizes = []
+    left_over = sum(holds[len(waves):])
     for index, wave in enumerate(waves):
         size = wave if is_int(wave) else (len(wave) if isinstance(wave, (list, tuple)) else None)
         if size is None or size < 0:
             raise PlanError("waves[%d]: %r is not allowed; use a list of instances or a count" % (index, wave))
+        hold = holds[index] if index < len(holds) else 0
         if size:
-            sizes.append(size)
-    left = sum(sizes)
-    total = boot + validate if owed and sizes and not surge_ready else 0
-    for index, size in enumerate(sizes):
-        total += (validate if index else 0) + drain + delay
+            sizes.append((size, hold))
+        else:
+            left_over += hold
+    spans = []
+
+    def span(wave, what, seconds, up):
+        start = spans[-1]["end"] if spans else 0
+        if seconds or what == "drain":
+            spans.append({"wave": wave, "what": what, "start": start, "end": start + seconds, "surge_up": up})
+
+    if sizes and not surge_ready:
+        span(None, "setup", task * (FIXED_TASKS - SCALE_DOWN_TASKS), 0)
+        if owed:
+            span(None, "surge", boot + validate, owed)
+    left = sum(size for size, hold in sizes)
+    for index, (size, hold) in enumerate(sizes):
+        span(index + 1, "drain", (validate if index else 0) + drain + delay + task * TASKS_PER_STEP * 2, owed)
         paid = decrement_for(size, left, owed)
         owed -= paid
         left -= size
         if size > paid:
-            total += boot
+            span(index + 1, "replace", boot, owed)
+        span(index + 1, "hold", hold, owed)
     if sizes:
-        total += task * ((SCALE_DOWN_TASKS if surge_ready else FIXED_TASKS) + TASKS_PER_STEP * (2 * len(sizes) + 1))
-    return total + sum(holds or ())
+        span(None, "finish", task * (TASKS_PER_STEP + SCALE_DOWN_TASKS), owed)
+    span(None, "hold", left_over, owed)
+    return spans
+
+
+def estimate_duration(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0,
+                      surge_ready=False, deregistration_delay=0, task_seconds=0, holds=()):
+    """Predicted seconds for a rollout of ``waves``: the end of its :func:`wave_timeline` (the same arguments)."""
+    spans = wave_timeline(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=surge,
+                          surge_ready=surge_ready, deregistration_delay=deregistration_delay, task_seconds=task_seconds,
+                          holds=holds)
+    return spans[-1]["end"] if spans else 0
+
+
+def extra_instance_minutes(timeline):
+    """The instances above the group's desired size integrated over a :func:`wave_timeline`, in instance-minutes: what
+    the surge costs beyond the group's own instances."""
+    return sum((span["end"] - span["start"]) * span["surge_up"] for span in timeline) / 60.0
+
+
+# The surges an operator weighs, in the order a choice that comes to the same count names them.
+SURGE_CHOICES = ("configured", "EKS default", "100%")
+
+
+def surge_choices(configured, eks_default, outdated_count):
+    """The surges to price: the ``configured`` one, EKS's default (``eks_default``: :func:`sizes.surge_count` of None)
+    and 100 % (a new instance for every outdated one in the group, all at once), each capped as the plan caps the
+    surge at the ``outdated_count`` in the group. Choices that come to the same count are one entry naming them all:
+    ``[{"surge", "choices": ["configured", "EKS default", ...]}]``, the smallest surge first; none when nothing is
+    outdated in the group."""
+    outdated_count = int_at_least(outdated_count, "outdated_count", 0)
+    if not outdated_count:
+        return []
+    counts = {}
+    for choice, count in zip(SURGE_CHOICES, (configured, eks_default, outdated_count)):
+        counts.setdefault(min(int_at_least(count, "surge", 0), outdated_count), []).append(choice)
+    return [{"surge": count, "choices": counts[count]} for count in sorted(counts)]
+
+
+def surge_costs(choices, waves, timings, deregistration_delay=0):
+    """Each of :func:`surge_choices` priced: its ``eta_seconds`` (:func:`estimate_duration`), ``wave_count`` and
+    ``extra_instance_minutes`` (:func:`extra_instance_minutes`, to a tenth). ``waves`` gives for each choice's surge
+    ``(waves, holds)``, the waves the rollout drains at that surge and the hold after each; ``timings``: the plan's."""
+    priced = []
+    for choice in choices:
+        drained, holds = waves[choice["surge"]]
+        timeline = wave_timeline(drained, timings["boot_seconds"], timings["drain_seconds"],
+                                 timings["post_drain_delay"], timings["validate_seconds"], surge=choice["surge"],
+                                 deregistration_delay=deregistration_delay, task_seconds=timings["task_seconds"],
+                                 holds=holds)
+        priced.append(dict(choice, eta_seconds=timeline[-1]["end"] if timeline else 0,
+                           wave_count=sum(1 for wave in drained if (wave if is_int(wave) else len(wave))),
+                           extra_instance_minutes=round(extra_instance_minutes(timeline), 1)))
+    return priced
 
 
 def wave_holds(sizes, taken, bake_seconds=0, counts=None):
@@ -127,12 +201,14 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     "surge_requested", "outdated": [{"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason",
     "reasons"}], "outdated_count", "up_to_date": [instance ids], "up_to_date_count", "canary",
     "batches": [{"index", "canary", "instance_ids", "azs", "nodes"}], "batch_count", "eta_seconds",
-    "timings", "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node",
-    "outdated", "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks",
-    "warm_pool": None or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance
-    ids]}, "bake_seconds", "checkpoints"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one; ``target_groups``:
-    :func:`rollout.targets.plan_target_groups`; each batch also
-    says the ``hold_seconds`` after it, its bake time or checkpoint wait).
+    "surge_choices": [{"surge", "choices", "eta_seconds", "wave_count", "extra_instance_minutes"}], "timings",
+    "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node", "outdated",
+    "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks", "warm_pool": None
+    or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance ids]},
+    "bake_seconds", "checkpoints"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one;
+    ``target_groups``: :func:`rollout.targets.plan_target_groups`; each batch also says the ``hold_seconds`` after it,
+    its bake time or checkpoint wait). ``surge_choices`` prices the surge the plan uses, EKS's default and 100 %, each
+    by the waves the rollout would drain at it (:func:`surge_costs`).
     """
     standby = check_standby_policy(standby)
     target = normalize_target(target)
@@ -161,10 +237,19 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     # a canary of one is only needed when nothing is up to date and nothing is surged.
     counts = checkpoint_counts(checkpoints, group_size)
     taken = max(0, group_size - in_group_outdated)
-    sizes = wave_sizes(in_group_outdated, unavailable, surge, len(up_to_date), counts=counts, taken=taken)
-    holds = wave_holds(sizes, taken, int_at_least(bake_seconds, "bake_seconds", 0), counts)
-    batches = plan_batches([instance for instance in outdated if not instance_in_standby(instance)], sizes)
+    bake = int_at_least(bake_seconds, "bake_seconds", 0)
+    drained = [instance for instance in outdated if not instance_in_standby(instance)]
+
+    def waves_at(count):
+        sizes = wave_sizes(in_group_outdated, unavailable, count, len(up_to_date), counts=counts, taken=taken)
+        return plan_batches(drained, sizes), wave_holds(sizes, taken, bake, counts)
+
+    batches, holds = waves_at(surge)
     canary = bool(batches) and not up_to_date and not surge
+    deregistration_delay = max([tg["deregistration_delay"] for tg in instance_target_groups(target_groups)] or [0])
+    choices = surge_choices(surge, surge_count(None, az_count, unavailable, group_size), in_group_outdated)
+    waves = dict((choice["surge"], (batches, holds) if choice["surge"] == surge else waves_at(choice["surge"]))
+                 for choice in choices)
 
     entries = []
     for instance in outdated:
@@ -197,9 +282,9 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         "batch_count": len(planned),
         "eta_seconds": estimate_duration(batches, timings["boot_seconds"], timings["drain_seconds"],
                                          timings["post_drain_delay"], timings["validate_seconds"], surge=surge,
-                                         deregistration_delay=max([tg["deregistration_delay"]
-                                                                   for tg in instance_target_groups(target_groups)] or [0]),
+                                         deregistration_delay=deregistration_delay,
                                          task_seconds=timings["task_seconds"], holds=holds),
+        "surge_choices": surge_costs(choices, waves, timings, deregistration_delay),
         "timings": timings,
         "bake_seconds": bake_seconds,
         "checkpoints": [dict(checkpoint, count=max(1, ceil_percent(checkpoint["percent"], group_size)))

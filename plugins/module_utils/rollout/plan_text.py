@@ -7,8 +7,9 @@
 In: the group's plan as ``node_group_info`` returns it (``plan``), the target, how many instances the group has,
 the drain pre-flight's nodes (``node_drain`` in check mode: per node ``blocking``) and the operator's controls. Out: a
 list of lines - a heading, the controls (on failure, the maintenance window, bake time and checkpoints, abort alarms,
-hooks), the drain waves as a table (nodes, AZs, the hold after each), the blockers and warnings grouped by kind with
-the pod, its node and its PodDisruptionBudget named. No Python reprs.
+hooks), the drain waves as a table (nodes, AZs, the hold after each), the surge priced as a table (at the surge
+configured, EKS's default and 100 %: the estimated duration and the extra instance-minutes), the blockers and warnings
+grouped by kind with the pod, its node and its PodDisruptionBudget named. No Python reprs.
 """
 
 from __future__ import annotations
@@ -72,6 +73,33 @@ def wave_rows(plan):
         for row, batch in zip(rows, batches):
             row.insert(3, "hold %s" % human_duration(batch["hold_seconds"]) if batch.get("hold_seconds") else "-")
     return headers, rows
+
+
+def instance_minutes_text(minutes):
+    """``36.6`` -> ``37``; under ten minutes to a tenth (``0.5``), so a small surge does not read as none."""
+    if minutes is None:
+        return "unknown"
+    minutes = float(minutes)
+    return "%d" % round(minutes) if minutes >= 10 or minutes == 0 else "%.1f" % minutes
+
+
+def surge_choice_rows(plan):
+    """The plan's surge priced (``surge_choices``) as a table: ``(headers, rows)``, each row ``["6 (configured, EKS
+    default)", "4m 10s", "31"]``, the smallest surge first; no rows in a plan without them."""
+    headers = ["surge", "estimated", "extra instance-minutes"]
+    rows = [["%s (%s)" % (choice.get("surge"), ", ".join(choice.get("choices") or [])),
+             human_duration(choice.get("eta_seconds")), instance_minutes_text(choice.get("extra_instance_minutes"))]
+            for choice in (plan or {}).get("surge_choices") or []]
+    return headers, rows
+
+
+def surge_choice_lines(plan):
+    """The surge priced, a line saying what the table counts and the table; none in a plan without it."""
+    headers, rows = surge_choice_rows(plan)
+    if not rows:
+        return []
+    return (["surge priced (extra instance-minutes: instances above the group's desired size, over the rollout):"]
+            + ["  " + line for line in _table(rows, headers)])
 
 
 def _table(rows, headers):
@@ -214,6 +242,7 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None, con
     lines.extend(_table(rows, headers))
     if plan.get("target_groups"):
         lines.append(target_groups_line(plan["target_groups"]))
+    lines.extend(surge_choice_lines(plan))
     if preflight is not None:
         lines.extend(_found_lines("blockers", found_by_kind(preflight, "error")))
         lines.extend(_found_lines("warnings", found_by_kind(preflight, "warning")))

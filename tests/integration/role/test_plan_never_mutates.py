@@ -60,11 +60,14 @@ def test_plan_mode_reports_the_plan_and_makes_no_mutating_request(sandbox, tmp_p
     assert recap == ["0"], out[-3000:]
     # the plan is printed ...
     assert "%s: 3 outdated of 3 instances" % GROUP in out, out[-3000:]
+    # ... with the surge priced (the configured one, EKS's default, 100 %) under its waves
+    assert '"surge priced (extra instance-minutes' in out and "(configured" in out and "100%)" in out, out[-3000:]
     # ... and reported
     group = json.loads(report.read_text())["node_groups"][0]
     assert group["status"] == "planned", group
     assert group["plan_only"] in (True, "True", "true"), group
     assert len(group["plan"]["outdated"]) == 3 and len(group["plan"]["outdated_nodes"]) == 3, group["plan"]
+    assert group["plan"]["surge_choices"][-1]["surge"] == 3 and "100%" in group["plan"]["surge_choices"][-1]["choices"]
     assert int(group["nodes_replaced"]) == 0 and group["batches"] == []
     # the target is the version that would be created, not one that was
     template_id, version_count, pointed = template_before

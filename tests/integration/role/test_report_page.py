@@ -149,6 +149,8 @@ def test_a_finished_run_labels_every_phase_in_its_own_colour_and_every_step_and_
     assert counts["evictions"] == str(invariants["evictions"]["total"]) and counts["replaced"] == "6 of 6", counts
     assert counts["drain failed"] == "0" and counts["drained"] == "6"
     assert "Sandbox clock ×%d (from Sandbox invariant report)" % SPEED in page["body"]
+    # the surge priced by the plan, beside the measured duration of the one the run used
+    assert "The surge priced" in page["body"] and "(configured" in page["body"], page["body"][:3000]
     # the invariant report reads as tables with a row per deployment, not as tables inside tables
     assert "shop/web" in page["body"] and "zero_ready_seconds" in page["body"]
     assert screenshot(success, "docs/images/report.png").stat().st_size < 400_000

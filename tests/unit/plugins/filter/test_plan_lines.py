@@ -66,6 +66,27 @@ def test_long_waves_name_a_few_nodes_and_count_the_rest_and_an_up_to_date_group_
         "workers: 0 outdated of 3 instances; target launch template lt-0abc version 5, image ami-0123", "nothing to replace"]
 
 
+def test_the_surge_priced_is_a_table_under_the_waves_each_count_once_the_smallest_first():
+    priced = dict(PLAN, surge_choices=[
+        {"surge": 6, "choices": ["configured", "EKS default"], "eta_seconds": 1111, "wave_count": 3,
+         "extra_instance_minutes": 97.6},
+        {"surge": 18, "choices": ["100%"], "eta_seconds": 379, "wave_count": 1, "extra_instance_minutes": 109.8}])
+    lines = plan_lines(priced, "workers", 10, TARGET, preflight={})
+    assert lines[5:] == [
+        "surge priced (extra instance-minutes: instances above the group's desired size, over the rollout):",
+        "  surge                        estimated  extra instance-minutes",
+        "  6 (configured, EKS default)  18m 31s    98",
+        "  18 (100%)                    6m 19s     110",
+        "blockers: none", "warnings: none"]
+    # a small surge is not rounded to none, no surge is none
+    small = dict(PLAN, surge_choices=[
+        {"surge": 0, "choices": ["configured"], "eta_seconds": 2179, "extra_instance_minutes": 0.0},
+        {"surge": 1, "choices": ["EKS default", "100%"], "eta_seconds": 400, "extra_instance_minutes": 0.4}])
+    assert [line.split()[-1] for line in plan_lines(small, "workers", 1, TARGET)[-2:]] == ["0", "0.4"]
+    # a plan without them (a result written before) prints none
+    assert not any(line.startswith("surge priced") for line in plan_lines(PLAN, "workers", 10, TARGET))
+
+
 def test_durations_read_as_a_person_says_them():
     assert [human_duration(s) for s in (None, 42, 412, 5400.4)] == ["unknown", "42s", "6m 52s", "1h 30m"]
 

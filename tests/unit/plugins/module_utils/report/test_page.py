@@ -205,3 +205,25 @@ def test_the_waves_table_says_the_hold_after_a_wave_only_when_a_wave_holds():
     page = report_html({"node_groups": [group]})
     parse(page)
     assert "<th>then</th>" in page and "hold 30m 00s" in page and "<td>-</td>" in page
+
+
+SURGE_CHOICES = [
+    {"surge": 1, "choices": ["configured"], "eta_seconds": 400, "wave_count": 3, "extra_instance_minutes": 9.5},
+    {"surge": 3, "choices": ["EKS default", "100%"], "eta_seconds": 250, "wave_count": 1,
+     "extra_instance_minutes": 11.2}]
+
+
+def test_the_surge_priced_is_shown_beside_what_the_run_took_on_the_surge_it_used():
+    group = rollout_group()
+    assert "The surge priced" not in report_html({"node_groups": [group]})     # a result written before has none
+    group["plan"] = dict(group["plan"], surge_choices=SURGE_CHOICES)
+    page = report_html({"node_groups": [group]})
+    parse(page)
+    assert "The surge priced" in page and "<th>measured duration</th>" in page
+    assert ('<tr><td>1 (configured)</td><td>6m 40s</td><td class="num">9.5</td><td>4m 50s</td></tr>' in page)
+    assert '<tr><td>3 (EKS default, 100%)</td><td>4m 10s</td><td class="num">11</td><td></td></tr>' in page
+    # a plan has nothing measured yet
+    planned = dict(group, status="planned", plan_only=True, steps=[], timeline={})
+    page = report_html({"node_groups": [planned]})
+    assert '<tr><td>1 (configured)</td><td>6m 40s</td><td class="num">9.5</td></tr>' in page
+    assert "measured duration</th>" not in page.split("The surge priced")[1].split("</table>")[0]

@@ -12,7 +12,8 @@ import re
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.report import page, records
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import (
-    clock_speed, drain_blockers, group_counts, json_tables, node_rows, node_state, phase_bars, step_label, step_record)
+    clock_speed, drain_blockers, group_counts, json_tables, node_rows, node_state, phase_bars, step_label, step_record,
+    surge_priced)
 
 PDB = {"pod": "shop/ledger-1", "kind": "pdb", "pdb": "shop/ledger",
        "message": "PodDisruptionBudget shop/ledger allows 0 disruption(s): it needs 3 healthy pods and has 3"}
@@ -161,3 +162,18 @@ def test_a_success_page_labels_every_phase_and_says_the_clock_when_the_sandbox_r
     kinds = re.findall(r'<rect class="k-(phase-[a-z_]+)"', html)
     assert kinds == ["phase-setup", "phase-scale_up", "phase-upgrade", "phase-scale_down"]
     assert "Sandbox clock &times;20 (from Sandbox invariant report)" in html and "28s on a clock &times;20" in html
+
+
+def test_the_surge_priced_puts_the_measured_duration_on_the_choice_the_run_used_only():
+    group = failed_group()
+    assert surge_priced(group) == []
+    group["plan"] = dict(group["plan"], surge_choices=[
+        {"surge": 6, "choices": ["configured", "EKS default", "100%"], "eta_seconds": 291, "wave_count": 1,
+         "extra_instance_minutes": 36.6}])
+    assert surge_priced(group) == [{"surge": 6, "choices": ["configured", "EKS default", "100%"], "eta_seconds": 291,
+                                    "extra_instance_minutes": 36.6, "measured_seconds": 28.3}]
+    group["plan"]["surge_choices"].insert(0, {"surge": 0, "choices": ["configured"], "eta_seconds": 900,
+                                              "extra_instance_minutes": 0.0})
+    group["plan"]["surge_choices"][1]["choices"] = ["EKS default", "100%"]
+    assert [choice["measured_seconds"] for choice in surge_priced(group)] == [28.3, None]
+    assert [choice["measured_seconds"] for choice in surge_priced(dict(group, plan_only=True))] == [None, None]

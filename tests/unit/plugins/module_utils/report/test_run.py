@@ -25,7 +25,11 @@ def group(outdated=2, state=None):
             "outdated": [{"instance_id": "i-%d" % n, "node": "n-%d" % n} for n in range(outdated)],
             "plan": {"surge": 1, "batch_size": 1, "batch_count": outdated, "canary": False, "eta_seconds": 60,
                      "target_groups": [], "batches": [], "group_size": 3, "taint_effect": "PreferNoSchedule",
-                     "timings": {}, "standby": {}, "protected": []}}
+                     "timings": {}, "standby": {}, "protected": [],
+                     "surge_choices": [
+                         {"surge": 1, "choices": ["configured"], "eta_seconds": 60, "extra_instance_minutes": 1.0},
+                         {"surge": 2, "choices": ["EKS default", "100%"], "eta_seconds": 40,
+                          "extra_instance_minutes": 1.3}]}}
 
 
 def step(action="step", terminate=(), drain=(), decided=0):
@@ -67,6 +71,8 @@ def test_an_upgrade_keeps_its_phases_steps_terminations_and_evictions_and_ends_r
     result = group_result(record, now=at(30))
     assert result["status"] == "replaced" and result["nodes_replaced"] == 2 and result["evictions"] == 2
     assert result["seconds"] == 30.0 and result["plan"]["outdated"] == ["i-0", "i-1"] and result["target"] == {"version": "2"}
+    # the surge priced goes to the report beside what happened
+    assert [choice["surge"] for choice in result["plan"]["surge_choices"]] == [1, 2]
     assert record["changed"] and record["ended"] and not record["scale_down"]
 
 
@@ -122,6 +128,7 @@ def test_a_plan_splits_what_the_preflight_found_into_blockers_and_warnings():
                    ltv={"target": {"version": "3"}, "created": True}, preflight=preflight, controls={})
     assert record["plan"]["blockers"] == [{"pod": "p", "severity": "error"}] and len(record["plan"]["warnings"]) == 1
     assert record["status"] == "planned" and record["plan"]["launch_template_version_created"] is True
+    assert record["plan"]["surge_choices"] == group()["plan"]["surge_choices"]
 
 
 def test_the_result_gets_the_group_and_changed_only_when_the_run_changed_it():

@@ -10,7 +10,9 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration, plan_step_seconds, rollout_plan, wave_holds
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import (
+    estimate_duration, extra_instance_minutes, plan_step_seconds, rollout_plan, surge_choices, surge_costs, wave_holds,
+    wave_timeline)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import outdated_taint_effect
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import wave_sizes
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
@@ -66,6 +68,94 @@ def test_estimate_duration_a_full_surge_boots_once(outdated, unavailable, surge)
     if surge >= outdated:
         assert with_surge == 120 + 10 + (len(sizes) - 1) * 10 + len(sizes) * (60 + 30)
     assert with_surge >= 60 + 30
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The timeline of the estimate, and the surge priced
+# ---------------------------------------------------------------------------------------------------------
+
+def spans(timeline):
+    return [(span["wave"], span["what"], span["start"], span["end"], span["surge_up"]) for span in timeline]
+
+
+def test_the_timeline_is_the_estimate_s_model_with_the_surge_up_in_each_span():
+    # 6 outdated, max unavailable 1, surge 2: waves of 3 and 3 (wave_sizes); the first pays nothing back (3 outdated
+    # stay after it), the second pays the 2 back and has 1 replacement to boot. Default timings, a second per task.
+    timeline = wave_timeline([3, 3], 180, 90, 60, 30, surge=2, task_seconds=1)
+    assert spans(timeline) == [
+        (None, "setup", 0, 6, 0),              # six tasks before the surge boots (setup, scale up)
+        (None, "surge", 6, 216, 2),            # boot 180 and validate 30, the 2 surge instances up
+        (1, "drain", 216, 372, 2),             # drain 90, post-drain delay 60, the tasks of two steps
+        (1, "replace", 372, 552, 2),           # its 3 terminations replaced: boot 180
+        (2, "drain", 552, 738, 2),             # validate 30 first, then as the first
+        (2, "replace", 738, 918, 0),           # 2 of its 3 terminations paid the surge back
+        (None, "finish", 918, 925, 0)]         # the last step and the scale down
+    assert estimate_duration([3, 3], 180, 90, 60, 30, surge=2, task_seconds=1) == 925
+    # 2 instances above desired from the surge's boot to the second wave's terminations: 2 x 732 s
+    assert extra_instance_minutes(timeline) == 2 * 732 / 60.0 == 24.4
+
+
+def test_the_timeline_of_a_surge_up_already_starts_with_it_and_holds_keep_the_surge_still_owed():
+    timeline = wave_timeline([1, 4], 100, 10, 5, 1, surge=4, surge_ready=True, holds=[20, 0, 7])
+    assert spans(timeline) == [(1, "drain", 0, 15, 4), (1, "replace", 15, 115, 4), (1, "hold", 115, 135, 4),
+                               (2, "drain", 135, 151, 4), (None, "hold", 151, 158, 0)]
+    assert estimate_duration([1, 4], 100, 10, 5, 1, surge=4, surge_ready=True, holds=[20, 0, 7]) == 158
+    assert extra_instance_minutes(timeline) == 4 * 151 / 60.0
+    assert wave_timeline([], 180, 90, 60, 30, surge=3) == [] and extra_instance_minutes([]) == 0
+    # without surge nothing is ever above the group's desired size
+    assert extra_instance_minutes(wave_timeline([1, 2, 2, 1], 180, 90, 60, 30)) == 0
+
+
+@pytest.mark.parametrize("configured, eks_default, outdated, expected", [
+    (6, 6, 6, [(6, ["configured", "EKS default", "100%"])]),          # the default for 6 nodes in 3 AZs is all of them
+    (6, 6, 18, [(6, ["configured", "EKS default"]), (18, ["100%"])]),
+    (0, 6, 18, [(0, ["configured"]), (6, ["EKS default"]), (18, ["100%"])]),
+    (30, 6, 18, [(6, ["EKS default"]), (18, ["configured", "100%"])]),  # capped as the plan caps it
+    (2, 6, 0, []),
+])
+def test_surge_choices_name_each_count_once(configured, eks_default, outdated, expected):
+    choices = surge_choices(configured, eks_default, outdated)
+    assert [(choice["surge"], choice["choices"]) for choice in choices] == expected
+
+
+def test_surge_costs_price_each_choice_by_its_own_waves():
+    timings = {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30,
+               "task_seconds": 1}
+    choices = surge_choices(2, 6, 6)
+    priced = surge_costs(choices, {2: ([3, 3], [0, 0]), 6: ([6], [0])}, timings)
+    assert priced == [
+        {"surge": 2, "choices": ["configured"], "eta_seconds": 925, "wave_count": 2, "extra_instance_minutes": 24.4},
+        {"surge": 6, "choices": ["EKS default", "100%"], "eta_seconds": 379, "wave_count": 1,
+         "extra_instance_minutes": 36.6}]
+
+
+def test_the_plan_prices_the_surge_of_six_nodes_in_three_azs():
+    instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
+    # EKS's default, max(2 x 3 AZs, 1) = 6, is every outdated node: one row, one wave of 6; the 6 surge instances are up
+    # from their boot to the wave's terminations, 210 + 156 s
+    assert rollout_plan(instances, TARGET, max_unavailable=1)["surge_choices"] == [
+        {"surge": 6, "choices": ["configured", "EKS default", "100%"], "eta_seconds": 379, "wave_count": 1,
+         "extra_instance_minutes": 36.6}]
+    # no surge: a canary of one, then one at a time; each of the 6 waves drains, waits and boots its replacement
+    plan = rollout_plan(instances, TARGET, max_unavailable=1, max_surge=0)
+    assert plan["surge_choices"] == [
+        {"surge": 0, "choices": ["configured"], "eta_seconds": 6 * (90 + 60 + 180) + 5 * 30 + (10 + 3 * 13),
+         "wave_count": 6, "extra_instance_minutes": 0.0},
+        {"surge": 6, "choices": ["EKS default", "100%"], "eta_seconds": 379, "wave_count": 1,
+         "extra_instance_minutes": 36.6}]
+    assert plan["surge_choices"][0]["eta_seconds"] == plan["eta_seconds"]
+
+
+def test_the_plan_prices_100_percent_apart_from_the_default_of_a_bigger_group():
+    instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(6)])
+    default, full = rollout_plan(instances, TARGET, max_unavailable=1)["surge_choices"]
+    # surge 6 over 18: waves of 7, 7 and 4; the second pays 2 back, the last the other 4
+    assert (default["surge"], default["choices"], default["wave_count"]) == (6, ["configured", "EKS default"], 3)
+    assert default["eta_seconds"] == 6 + 210 + (156 + 180) + (186 + 180) + 186 + 7 == 1111
+    assert default["extra_instance_minutes"] == round((6 * (210 + 156 + 180 + 186) + 4 * (180 + 186)) / 60.0, 1) == 97.6
+    # 100 %: 18 new instances at once, one wave, no replacement to boot
+    assert (full["surge"], full["choices"], full["wave_count"], full["eta_seconds"]) == (18, ["100%"], 1, 379)
+    assert full["extra_instance_minutes"] == 18 * (210 + 156) / 60.0 == 109.8
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -181,6 +271,18 @@ def test_rollout_plan_properties(specs, max_unavailable, max_surge):
     if result["canary"]:
         assert len(result["batches"][0]["instance_ids"]) == 1
     assert (result["eta_seconds"] > 0) == bool(outdated_ids)
+    # the surge is priced at what the plan uses, by the same model: the configured choice is the plan itself
+    choices = result["surge_choices"]
+    if planned and result["outdated_count"]:
+        configured = [choice for choice in choices if "configured" in choice["choices"]]
+        assert [(choice["surge"], choice["eta_seconds"], choice["wave_count"]) for choice in configured] == [
+            (result["surge"], result["eta_seconds"], result["batch_count"])]
+        assert sorted(name for choice in choices for name in choice["choices"]) == ["100%", "EKS default", "configured"]
+        assert [choice["surge"] for choice in choices] == sorted(set(choice["surge"] for choice in choices))
+        assert all((choice["extra_instance_minutes"] > 0) == (choice["surge"] > 0) for choice in choices)
+        assert choices[-1]["surge"] == len(outdated_ids) and "100%" in choices[-1]["choices"]
+    else:
+        assert choices == []
     json.dumps(result)
 
 
