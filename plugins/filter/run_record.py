@@ -25,7 +25,8 @@ options:
       - C(start) (with C(name)) begins a record; C(open) (with C(phase)) and C(close) time a phase; C(target) (with
         C(target) and C(plan)) keeps what the setup resolved; C(steps) (with C(total), C(count), C(replaced) or
         C(apart), C(goal), C(replace), C(cancel) or C(relaunch), and C(phase), a phase the loop opens and closes once
-        done or paused) begins a step loop, whose C(loop.ran_out) words the stop when its steps run out; C(step) (with C(step), what rollout_step returned), C(drained) (with C(step) and
+        done or paused) begins a step loop, whose C(loop.ran_out) words the stop when its steps run out; C(step) (with
+        C(step), what rollout_step returned), C(drained) (with C(step) and
         C(drain), what node_drain returned) and C(step_end) (with C(step) and C(drain)) keep one step; C(stop) (with
         C(status), C(reason), C(message) and more fields of the stop) or C(status) end the group; C(rollback) begins a
         rollback's phases; C(hook_failure) (with C(failure)) and C(restored) (with C(restore), what asg_surge

@@ -68,8 +68,9 @@ GOALS = ("replace", "cancel", "relaunch")
 
 
 def _steps(record, count, total, first=None, bound=None, goal="replace", phase=None, now=None):
-    """A step loop begins (opening ``phase`` when given, closed once the loop is done or paused), towards ``goal`` (what rollout_step is asked for: replace the outdated instances, give the
-    surge back, relaunch instances that never became nodes): its terminations count as ``count``; ``total`` is what it
+    """A step loop begins (opening ``phase`` when given, closed once the loop is done or paused), towards ``goal``
+    (what rollout_step is asked for: replace the outdated instances, give the surge back, relaunch instances that never
+    became nodes): its terminations count as ``count``; ``total`` is what it
     has to do (the progress lines); ``bound``, the instances its steps may drain or terminate (default ``total``)."""
     if count not in (REPLACED, APART):
         raise PlanError("count: %r is not allowed; use %s or %s" % (count, REPLACED, APART))
