@@ -222,13 +222,17 @@ start_beside() {
     local name=$1
     say "Running the $name stage beside the next one (log $RESULTS/$name.log)"
     rm -f "$RESULTS/$name.counts"
-    (
-        STAGE_NAMES=() STAGE_PASSED=() STAGE_FAILED=() STAGE_SKIPPED=() STAGE_SECONDS=() STAGE_NOTES=()
-        "stage_$name" >"$RESULTS/$name.log" 2>&1
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${STAGE_NAMES[0]}" "${STAGE_PASSED[0]}" "${STAGE_FAILED[0]}" \
-            "${STAGE_SKIPPED[0]}" "${STAGE_SECONDS[0]}" "${STAGE_NOTES[0]}" >"$RESULTS/$name.counts"
-    ) &
+    count_stage "$name" >"$RESULTS/$name.log" 2>&1 &
     BESIDE_PID=$!
+}
+
+# count_stage STAGE: run stage_STAGE (in the background job start_beside makes) and write the line it recorded to a file.
+count_stage() {
+    local name=$1 last
+    "stage_$name"
+    last=$((${#STAGE_NAMES[@]} - 1))
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${STAGE_NAMES[last]}" "${STAGE_PASSED[last]}" "${STAGE_FAILED[last]}" \
+        "${STAGE_SKIPPED[last]}" "${STAGE_SECONDS[last]}" "${STAGE_NOTES[last]}" >"$RESULTS/$name.counts"
 }
 
 end_beside() {
