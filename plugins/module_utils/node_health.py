@@ -15,12 +15,13 @@ from datetime import datetime
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import pod_is_finished, pod_is_ready, pod_is_terminating, pod_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import parse_time
 
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 
 # What cluster_validate reports of a node, and what node_group_info reports of an instance's node.
-HEALTH_FIELDS = ("name", "instance_id", "az", "ready", "not_ready_reason", "schedulable", "deleting")
+HEALTH_FIELDS = ("name", "instance_id", "az", "ready", "ready_since", "not_ready_reason", "schedulable", "deleting")
 INSTANCE_NODE_FIELDS = ("name", "provider_id", "ready", "ready_since", "schedulable", "taints", "labels", "annotations")
 
 _INSTANCE_ID_RE = re.compile(r"^i-[0-9a-zA-Z]+$")
@@ -185,15 +186,10 @@ def _pod_problem(pod):
     return "%s%s%s" % (phase, where, ", " + "; ".join(reasons) if reasons else "")
 
 
-def critical_pods_not_ready(pods, node_names):
-    """Critical pods that are not Ready: ``[{"pod", "priority_class", "node", "problem"}]``.
-
-    system-cluster-critical pods count wherever they are; system-node-critical pods count on ``node_names``
-    (the nodes under validation: a node-critical pod elsewhere, on a node being drained, is not their concern).
-    Pods being deleted or finished are ignored.
-    """
+def _critical_pods(pods, node_names):
+    """The critical pods a validation of ``node_names`` looks at: system-cluster-critical pods wherever they are,
+    system-node-critical pods on ``node_names``; pods being deleted or finished are not."""
     names = set(node_names or ())
-    result = []
     for pod in pods:
         spec = pod.get("spec") or {}
         priority = spec.get("priorityClassName")
@@ -203,11 +199,42 @@ def critical_pods_not_ready(pods, node_names):
             continue
         if priority == "system-node-critical" and spec.get("nodeName") not in names:
             continue
-        if pod_is_ready(pod):
-            continue
-        result.append({"pod": pod_key(pod), "priority_class": priority, "node": spec.get("nodeName"),
-                       "problem": _pod_problem(pod)})
+        yield pod
+
+
+def critical_pods_not_ready(pods, node_names):
+    """Critical pods that are not Ready: ``[{"pod", "priority_class", "node", "problem"}]``.
+
+    system-cluster-critical pods count wherever they are; system-node-critical pods count on ``node_names``
+    (the nodes under validation: a node-critical pod elsewhere, on a node being drained, is not their concern).
+    Pods being deleted or finished are ignored.
+    """
+    result = [{"pod": pod_key(pod), "priority_class": (pod.get("spec") or {}).get("priorityClassName"),
+               "node": (pod.get("spec") or {}).get("nodeName"), "problem": _pod_problem(pod)}
+              for pod in _critical_pods(pods, node_names) if not pod_is_ready(pod)]
     return sorted(result, key=lambda entry: entry["pod"])
+
+
+def _ready_condition_since(obj):
+    """When the object's Ready condition last turned True (its ``lastTransitionTime``), or None when the condition is not
+    True or says no time."""
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            return (condition.get("lastTransitionTime") or None) if condition.get("status") == "True" else None
+    return None
+
+
+def healthy_since(good, critical_pods, node_names):
+    """When the healthy state a validation saw began, as the API records it: the latest Ready transition of the
+    ``good`` nodes (summaries with ``ready_since``) and of the critical pods it looks at - or None when one of them
+    records no time (the state's age is then unknown). The state has held, unbroken, since then: a node or pod that
+    flapped carries its later transition."""
+    moments = [summary.get("ready_since") for summary in good]
+    if critical_pods is not None:
+        moments.extend(_ready_condition_since(pod) for pod in _critical_pods(critical_pods, node_names))
+    if not moments or any(not moment for moment in moments):
+        return None
+    return max(moments, key=lambda moment: parse_time(moment, "lastTransitionTime"))
 
 
 def evaluate(nodes, instance_ids=None, expected_count=None, label_selector=None, each_az=False, azs=None,
@@ -222,7 +249,8 @@ def evaluate(nodes, instance_ids=None, expected_count=None, label_selector=None,
     :func:`critical_pods_not_ready`, or None to skip the check.
 
     Returns ``{"ok", "nodes", "missing", "not_ready", "unschedulable", "azs_without_ready_node",
-    "critical_pods_not_ready", "ready_count", "expected_count", "message"}``.
+    "critical_pods_not_ready", "ready_count", "expected_count", "message", "healthy_since"}``; ``healthy_since``
+    (:func:`healthy_since`) only when ``ok``.
     """
     summaries = [node_summary(node) for node in nodes]
     if instance_ids is not None:
@@ -290,4 +318,5 @@ def evaluate(nodes, instance_ids=None, expected_count=None, label_selector=None,
         "ready_count": ready_count,
         "expected_count": expected_count,
         "message": message,
+        "healthy_since": healthy_since(good, critical_pods, [summary["name"] for summary in expected]) if ok else None,
     }

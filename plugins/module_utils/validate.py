@@ -2,16 +2,21 @@
 # Copyright: nodeops.rollout maintainers
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Validate a node group: evaluate (``node_health.evaluate``) until enough consecutive passes or the timeout."""
+"""Validate a node group: evaluate (``node_health.evaluate``) until the healthy state has held long enough, or the
+timeout."""
 
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import node_health
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import reports_errors
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import parse_duration, parse_time
+
+# Kubernetes writes lastTransitionTime to the second: a state is taken to have held one second less than it reads.
+TIME_RESOLUTION = 1.0
 
 
 class ValidateOptions:
@@ -44,14 +49,21 @@ class ValidateOptions:
 
 
 class Validation:
-    """``run()`` evaluates until ``passes`` consecutive successes ``interval`` apart, or the timeout."""
+    """``run()`` evaluates until the healthy state has held for ``passes - 1`` intervals, or the timeout.
 
-    def __init__(self, api, options, check_mode=False, clock=time.monotonic, sleep=time.sleep):
+    ``passes`` consecutive passes ``interval`` apart are what the healthy state must hold for; the API records when each
+    node and critical pod last turned Ready (``node_health.healthy_since``), so a state that already held that long is
+    valid at once, and one that has held part of it is evaluated again once the rest has passed - never a fixed wait
+    on top of what the cluster says. A node or pod that flaps in between carries its later transition and the wait
+    starts again. Where the API records no time, passes are counted ``interval`` apart."""
+
+    def __init__(self, api, options, check_mode=False, clock=time.monotonic, sleep=time.sleep, wall=None):
         self.api = api
         self.opts = options
         self.check_mode = check_mode
         self.clock = clock
         self.sleep = sleep
+        self.wall = wall or (lambda: datetime.now(timezone.utc))
 
     def evaluate(self):
         opts = self.opts
@@ -65,37 +77,59 @@ class Validation:
                                     label_selector=opts.label_selector, each_az=opts.each_az, azs=opts.azs,
                                     schedulable=opts.schedulable, critical_pods=pods)
 
+    def held_for(self, result):
+        """How long the healthy state of ``result`` has held by the API's record, or None when it records no time."""
+        if not result["ok"] or not result.get("healthy_since"):
+            return None
+        since = parse_time(result["healthy_since"], "lastTransitionTime")
+        return max(0.0, (self.wall() - since).total_seconds() - TIME_RESOLUTION)
+
     def run(self):
         """The module result; ``failed`` is set when the timeout ends the wait (never in check mode)."""
         started = self.clock()
         deadline = started + self.opts.timeout
+        needed = (self.opts.passes - 1) * self.opts.interval
         passes = 0
         evaluations = 0
         history = []
+        held = None
         while True:
             result = self.evaluate()
             evaluations += 1
             passes = passes + 1 if result["ok"] else 0
             if not history or history[-1]["message"] != result["message"]:
                 history.append({"seconds": round(self.clock() - started, 3), "ok": result["ok"], "message": result["message"]})
+            held = self.held_for(result)
+            if held is not None:
+                # passes interval apart the state has held for, by the API's record (reads closer together count once)
+                passes = self.opts.passes if held >= needed else min(self.opts.passes, 1 + int(held // self.opts.interval))
             if self.check_mode or passes >= self.opts.passes:
                 break
-            if self.clock() + self.opts.interval > deadline:
+            # the rest of the span the state must hold, by the API's record; else the next pass an interval on
+            wait = self.opts.interval if held is None else needed - held
+            if self.clock() + wait > deadline:
                 break
-            self.sleep(self.opts.interval)
+            self.sleep(wait)
         result["passes_done"] = passes
         result["passes_required"] = self.opts.passes
         result["evaluations"] = evaluations
         result["history"] = history
+        result["held_seconds"] = None if held is None else round(held, 3)
         result["seconds"] = round(self.clock() - started, 3)
         result["changed"] = False
         done = passes >= self.opts.passes
         if self.check_mode:
             result["msg"] = "check mode, one evaluation: " + result["message"]
         elif done:
-            result["msg"] = result["message"] + (" (%d consecutive passes)" % passes if self.opts.passes > 1 else "")
+            result["msg"] = result["message"] + (
+                "" if self.opts.passes <= 1 else " (Ready for %ds, %d passes %ds apart required)" % (held, self.opts.passes,
+                                                                                                   self.opts.interval)
+                if held is not None else " (%d consecutive passes)" % passes)
         else:
-            if result["ok"]:
+            if result["ok"] and held is not None:
+                result["message"] = ("valid for only %ds of the %ds required (%d passes %ds apart) when the timeout of %ds "
+                                     "was reached" % (held, needed, self.opts.passes, self.opts.interval, self.opts.timeout))
+            elif result["ok"]:
                 result["message"] = ("valid only %d time(s) in a row, %d required, when the timeout of %ds was reached"
                                      % (passes, self.opts.passes, self.opts.timeout))
             seconds = int(round(result["seconds"]))

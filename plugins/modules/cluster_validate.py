@@ -18,9 +18,14 @@ description:
     Ready, schedulable node.
   - With O(critical_pods), every C(system-cluster-critical) pod, and every C(system-node-critical) pod on the
     expected nodes, must be Ready. The module looks in O(critical_namespaces).
-  - The group counts as valid after O(passes) consecutive successful evaluations, O(interval) apart. A failed
-    evaluation starts the count again. Without enough passes within O(timeout), the module fails with a message
-    that says exactly what failed.
+  - The group counts as valid once its healthy state has held for O(passes) - 1 intervals of O(interval), as
+    O(passes) consecutive successful evaluations O(interval) apart would show. The API records when each expected
+    node, and each critical pod looked at, last turned Ready (the Ready condition's C(lastTransitionTime)), so a state
+    that already held that long is valid at the first evaluation, and one that held part of it is evaluated again
+    once the rest has passed - no fixed wait on top of what the cluster records. A node or pod that turns Ready again
+    in between carries its later time, and the span starts again. Where the API records no time, the evaluations are
+    counted, O(interval) apart, and a failed one starts the count again. Without enough within O(timeout), the module
+    fails with a message that says exactly what failed.
   - It makes no change. In check mode it evaluates once, does not wait and does not fail, so that a plan can
     show what is not ready yet.
 options:
@@ -71,12 +76,14 @@ options:
     default: [kube-system]
   passes:
     description:
-      - How many consecutive successful evaluations are needed.
+      - How many consecutive successful evaluations, O(interval) apart, the healthy state must hold for (the span
+        recorded by the API counts).
     type: int
     default: 1
   interval:
     description:
-      - Time between two evaluations, as seconds (V(10)) or a duration (V(10s), V(1m)).
+      - Time between two evaluations while the group is not valid (or the API records no Ready time), and the unit
+        of the span O(passes) asks for, as seconds (V(10)) or a duration (V(10s), V(1m)).
     type: raw
     default: 10s
   timeout:
@@ -166,9 +173,16 @@ expected_count:
   returned: always
   type: int
 passes_done:
-  description: Consecutive successful evaluations at the end.
+  description: Consecutive successful evaluations at the end, or the passes O(interval) apart the healthy state held
+    for by the API's record.
   returned: always
   type: int
+held_seconds:
+  description: How long the healthy state had held at the end by the API's record (the latest Ready transition of
+    the nodes and critical pods looked at, less a second for its resolution), or null when the API records no time or
+    the group is not valid.
+  returned: always
+  type: float
 passes_required:
   description: The value of O(passes).
   returned: always

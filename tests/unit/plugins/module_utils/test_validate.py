@@ -1,15 +1,18 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""validate.Validation: consecutive passes, interval, timeout, check mode."""
+"""validate.Validation: the healthy state held long enough by the API's record (else consecutive passes), interval,
+timeout, check mode."""
 
 from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import validate
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import HealthError
-from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import FakeKube, make_node
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import FakeKube, make_node, make_pod
 
 
 class Clock:
@@ -23,6 +26,24 @@ class Clock:
     def sleep(self, seconds):
         self.sleeps.append(seconds)
         self.now += seconds
+
+
+T0 = datetime(2026, 11, 28, 12, 0, 0, tzinfo=timezone.utc)
+
+
+def stamp(seconds):
+    return (T0 + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ready_at(obj, seconds):
+    """``obj`` (a node or pod) with its Ready condition turned True at T0 + ``seconds``."""
+    obj["status"]["conditions"][0]["lastTransitionTime"] = stamp(seconds)
+    return obj
+
+
+def validation(kube, clock, **params):
+    return validate.Validation(kube, opts(**params), clock=clock, sleep=clock.sleep,
+                               wall=lambda: T0 + timedelta(seconds=clock.now))
 
 
 def opts(**params):
@@ -126,3 +147,47 @@ def test_bad_options_name_the_field(params, message):
     with pytest.raises((HealthError, ValueError)) as info:
         validate.ValidateOptions(params)
     assert message in str(info.value)
+
+
+def test_nodes_ready_longer_than_the_passes_span_are_valid_at_once_without_a_wait():
+    kube = Scripted([[ready_at(make_node("a", instance_id="i-1"), -300)]])
+    clock = Clock()
+    result = validation(kube, clock, instance_ids=["i-1"], passes=2, interval=10, timeout=60).run()
+    assert result["ok"] and result["evaluations"] == 1 and clock.sleeps == []
+    assert result["passes_done"] == 2 and result["held_seconds"] == 299
+    assert result["msg"] == "valid: 1 node(s) Ready and schedulable in us-east-1a (Ready for 299s, 2 passes 10s apart required)"
+
+
+def test_a_node_ready_for_part_of_the_span_is_read_again_once_the_rest_has_passed():
+    node = ready_at(make_node("a", instance_id="i-1"), -3)
+    kube = Scripted([[node], [node]])
+    clock = Clock()
+    result = validation(kube, clock, instance_ids=["i-1"], passes=3, interval=10, timeout=60).run()
+    # Ready 3s by a record to the second: 2s held of the 20s two intervals ask, then the 18s left, not 2 x 10s more
+    assert result["ok"] and result["evaluations"] == 2 and clock.sleeps == [18]
+
+
+def test_a_node_that_flapped_in_between_starts_the_span_again():
+    kube = Scripted([[ready_at(make_node("a", instance_id="i-1"), -3)], [ready_at(make_node("a", instance_id="i-1"), 7)],
+                     [ready_at(make_node("a", instance_id="i-1"), 7)]])
+    clock = Clock()
+    result = validation(kube, clock, instance_ids=["i-1"], passes=2, interval=10, timeout=60).run()
+    # read at 0 (held 2s: wait 8), at 8 (turned Ready again at 7: held 0s, wait 10), at 18: held 10s
+    assert result["ok"] and result["evaluations"] == 3 and clock.sleeps == [8, 10]
+
+
+def test_a_critical_pod_that_just_turned_ready_holds_the_validation_for_its_own_span():
+    kube = Scripted([[ready_at(make_node("a", instance_id="i-1"), -300)]])
+    kube.pods = [ready_at(make_pod("proxy", "a", namespace="kube-system", priority="system-node-critical"), -4)]
+    kube.list_pods = lambda namespace=None: [pod for pod in kube.pods if pod["metadata"]["namespace"] == namespace]
+    clock = Clock()
+    result = validation(kube, clock, instance_ids=["i-1"], passes=2, interval=10, timeout=60, critical_pods=True).run()
+    assert result["ok"] and clock.sleeps == [7] and result["evaluations"] == 2
+
+
+def test_a_state_that_cannot_hold_long_enough_before_the_timeout_says_how_long_it_held():
+    kube = Scripted([[ready_at(make_node("a", instance_id="i-1"), -2)]])
+    clock = Clock()
+    result = validation(kube, clock, instance_ids=["i-1"], passes=4, interval=10, timeout=20).run()
+    assert result["failed"] and not result["ok"] and clock.sleeps == []
+    assert "valid for only 1s of the 30s required (4 passes 10s apart) when the timeout of 20s was reached" in result["msg"]
