@@ -267,6 +267,10 @@ def group_flags(view):
         "outdated_nodes": outdated_nodes,
         "standby_left": standby_left,
         "stale_warm": stale_warm,
+        # what a cancel or a rollback releases (every node with a mark of the rollout's), and a pause (the outdated
+        # nodes not drained: drained ones stay cordoned for the run that terminates them)
+        "marked_all": list(view["marked_outdated"]) + list(view["marked"]),
+        "marked_undrained": [entry for entry in view["marked_outdated"] if not entry.get("drained")],
         "has": {
             "refusal": view["mismatch"] is not None or bool(view["refusals"]),
             "outdated_nodes": bool(outdated_nodes),

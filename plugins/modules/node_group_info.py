@@ -505,6 +505,19 @@ node_groups:
           (a pause) releases those not drained; a cancel releases those it does not terminate.
       type: list
       elements: dict
+    marked_all:
+      description:
+        - RV(node_groups[].marked_outdated) then RV(node_groups[].marked) - every node with a mark of the rollout, as
+          M(nodeops.rollout.node_taint)'s O(nodeops.rollout.node_taint#module:release) takes them (what a cancel or a
+          rollback with no rollout recorded gives back).
+      type: list
+      elements: dict
+    marked_undrained:
+      description:
+        - The entries of RV(node_groups[].marked_outdated) not drained - what a rollout that stops cleanly gives back
+          (drained nodes stay cordoned for the run that terminates them).
+      type: list
+      elements: dict
     cancel_payback:
       description:
         - While a rollout is recorded, what cancelling it drains and terminates to give the surge back, each C(instance_id),

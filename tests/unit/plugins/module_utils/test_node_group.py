@@ -303,3 +303,16 @@ def test_new_nodes_are_checked_against_the_target_kubelet(world, run, monkeypatc
     group = run("node_group_info", name="workers", target=dict(target, ssm_parameter=None))["node_groups"][0]
     assert group["refusals"] == [] and group["versions"]["kubelet"] == "1.29"
     assert group["versions"]["kubelet_source"].startswith("new node node-")
+
+
+def test_the_flags_name_what_a_cancel_and_a_pause_release():
+    drained = {"node": "old-1", "instance_id": "i-1", "marks": ["taint"], "drained": True}
+    serving = {"node": "old-2", "instance_id": "i-2", "marks": ["taint"], "drained": False}
+    new = {"node": "new-1", "instance_id": "i-3", "marks": ["autoscaler"]}
+    view = {"outdated": [{"node": "old-1"}, {"node": "old-2"}], "plan": {}, "mismatch": None, "refusals": [],
+            "up_to_date": ["i-3"], "marked": [new], "marked_outdated": [drained, serving], "failed_to_join": [],
+            "leftovers": [], "payback": [], "state": None, "versions": None}
+    flags = node_group_utils.group_flags(view)
+    assert flags["marked_all"] == [drained, serving, new]
+    assert flags["marked_undrained"] == [serving]
+    assert flags["outdated_nodes"] == ["old-1", "old-2"] and flags["has"]["marked"] and not flags["has"]["refusal"]
