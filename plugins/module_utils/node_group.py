@@ -263,6 +263,13 @@ def group_flags(view):
     outdated_nodes = [entry["node"] for entry in view["outdated"] if entry.get("node")]
     standby_left = [entry["instance_id"] for entry in (view["plan"].get("standby") or {}).get("instances") or [] if entry.get("outdated")]
     stale_warm = list((view["plan"].get("warm_pool") or {}).get("outdated") or [])
+    # where the scale up waits for a Ready new node: every AZ of the outdated nodes when the surge (recorded, else
+    # planned) covers the AZs, less the AZs the group could launch no new instance in (insufficient capacity)
+    outdated_azs = sorted(set(entry["az"] for entry in view["outdated"] if entry.get("az")))
+    new_azs = set(instance.get("az") for instance in view.get("instances") or [] if not instance.get("outdated"))
+    surge = (view["state"] or {}).get("surge") if view["state"] else view["plan"].get("surge")
+    surge_each_az = int(surge or 0) >= int(view.get("az_count") or 0)
+    unplaced = [zone for zone in outdated_azs if zone not in new_azs] if surge_each_az else []
     return {
         "outdated_nodes": outdated_nodes,
         "standby_left": standby_left,
@@ -271,7 +278,13 @@ def group_flags(view):
         # nodes not drained: drained ones stay cordoned for the run that terminates them)
         "marked_all": list(view["marked_outdated"]) + list(view["marked"]),
         "marked_undrained": [entry for entry in view["marked_outdated"] if not entry.get("drained")],
+        # the surge of the rollout: recorded in the state tags once surged, else the plan's
+        "surge_count": int(surge or 0),
+        "surge_each_az": surge_each_az,
+        "new_node_azs": [zone for zone in outdated_azs if zone in new_azs],
+        "unplaced_azs": unplaced,
         "has": {
+            "unplaced_azs": bool(unplaced),
             "refusal": view["mismatch"] is not None or bool(view["refusals"]),
             "outdated_nodes": bool(outdated_nodes),
             "up_to_date": bool(view["up_to_date"]),

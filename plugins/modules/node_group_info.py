@@ -518,6 +518,22 @@ node_groups:
           (drained nodes stay cordoned for the run that terminates them).
       type: list
       elements: dict
+    surge_count:
+      description: The rollout's surge - the count its state tags record once surged, else the plan's.
+      type: int
+    surge_each_az:
+      description: Whether RV(node_groups[].surge_count) covers every AZ of the group, so that a new node is awaited in each.
+      type: bool
+    new_node_azs:
+      description: The AZs of the outdated nodes where the group has an up-to-date instance.
+      type: list
+      elements: str
+    unplaced_azs:
+      description:
+        - With RV(node_groups[].surge_each_az), the AZs of the outdated nodes where the group has no up-to-date instance
+          (insufficient capacity there, or the AZ left the group); empty otherwise.
+      type: list
+      elements: str
     cancel_payback:
       description:
         - While a rollout is recorded, what cancelling it drains and terminates to give the surge back, each C(instance_id),

@@ -316,3 +316,18 @@ def test_the_flags_name_what_a_cancel_and_a_pause_release():
     assert flags["marked_all"] == [drained, serving, new]
     assert flags["marked_undrained"] == [serving]
     assert flags["outdated_nodes"] == ["old-1", "old-2"] and flags["has"]["marked"] and not flags["has"]["refusal"]
+
+
+@pytest.mark.parametrize("state, plan_surge, surge, each_az, unplaced", [
+    (None, 3, 3, True, ["us-east-1c"]),
+    ({"surge": "2"}, 3, 2, False, []),
+])
+def test_the_flags_say_where_the_scale_up_waits_for_a_new_node(state, plan_surge, surge, each_az, unplaced):
+    view = {"outdated": [{"node": "old-%s" % zone[-1], "az": zone} for zone in ("us-east-1a", "us-east-1b", "us-east-1c")],
+            "instances": [{"az": "us-east-1a", "outdated": False}, {"az": "us-east-1b", "outdated": False},
+                          {"az": "us-east-1c", "outdated": True}],
+            "plan": {"surge": plan_surge}, "az_count": 3, "mismatch": None, "refusals": [], "up_to_date": ["i-9"], "marked": [],
+            "marked_outdated": [], "failed_to_join": [], "leftovers": [], "payback": [], "state": state, "versions": None}
+    flags = node_group_utils.group_flags(view)
+    assert (flags["surge_count"], flags["surge_each_az"], flags["unplaced_azs"]) == (surge, each_az, unplaced)
+    assert flags["new_node_azs"] == ["us-east-1a", "us-east-1b"] and flags["has"]["unplaced_azs"] == bool(unplaced)
