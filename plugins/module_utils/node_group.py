@@ -385,4 +385,7 @@ def run_node_group_info(module):
     now = datetime.now(timezone.utc)
     result["window"] = window_report(params["windows"], now)
     result["start_refusal"] = start_refusal(now, result.get("alarms") or (), params["windows"], params["step_seconds"])
+    # why no group read can be rolled here, or not now, in one message (None when nothing refuses)
+    refusals = [text for group in node_groups for text in [group["mismatch"]] + group["refusals"] if text]
+    result["refusal"] = "; ".join(refusals + [result["start_refusal"]] if result["start_refusal"] else refusals) or None
     module.exit_json(**result)

@@ -648,6 +648,12 @@ start_refusal:
       to the end of the open one for a step of O(step_seconds)) - naming the next window's start; null when it may.
   returned: success
   type: str
+refusal:
+  description:
+    - Why the groups read cannot be rolled here, or not now, in one message - each group's C(mismatch) and C(refusals),
+      then RV(start_refusal); null when nothing refuses.
+  returned: success
+  type: str
 alarms:
   description:
     - With O(abort_alarms), each alarm's C(name), C(found), C(state) (V(OK), V(ALARM) or V(INSUFFICIENT_DATA)), C(reason) and

@@ -230,10 +230,12 @@ def test_info_refuses_unknown_groups_empty_groups_and_tags_matching_nothing(worl
 def test_info_names_both_sides_when_the_groups_instances_are_not_nodes_of_the_cluster(world, run, monkeypatch):
     _info_sees_nodes(monkeypatch, [{"metadata": {"name": "ip-10-9-9-9.ec2.internal"},
                                     "spec": {"providerID": "aws:///eu-west-1a/i-0ddddddddddddddd0"}, "status": {}}])
-    group = run("node_group_info", name="workers")["node_groups"][0]
+    result = run("node_group_info", name="workers")
+    group = result["node_groups"][0]
     assert group["mismatch"].startswith("none of the 3 instances in service of Auto Scaling group 'workers' (")
     assert all(instance["instance_id"] in group["mismatch"] for instance in group["instances"])
     assert "ip-10-9-9-9.ec2.internal (aws:///eu-west-1a/i-0ddddddddddddddd0)" in group["mismatch"]
+    assert result["refusal"].startswith(group["mismatch"])
 
 
 def test_info_reads_the_operator_s_controls(world, run):
@@ -246,11 +248,12 @@ def test_info_reads_the_operator_s_controls(world, run):
                  step_seconds="10m", bake_time="5m", checkpoints=["50%:1m"])
     group = result["node_groups"][0]
     assert group["pause_requested"] is True and result["alarms"][0]["state"] == "OK"
-    assert result["window"]["open"] is True and result["start_refusal"] is None
+    assert result["window"]["open"] is True and result["start_refusal"] is None and result["refusal"] is None
     assert group["plan"]["bake_seconds"] == 300 and group["plan"]["checkpoints"][0]["count"] == 2
     cloudwatch.set_alarm_state(AlarmName="shop-5xx", StateValue="ALARM", StateReason="Threshold Crossed")
     refused = run("node_group_info", name="workers", include_nodes=False, abort_alarms=["shop-5xx"])
     assert refused["start_refusal"].startswith("rolling_update_abort_alarms: abort alarm 'shop-5xx' is in ALARM")
+    assert refused["refusal"] == refused["start_refusal"]
     missing = run("node_group_info", name="workers", include_nodes=False, abort_alarms=["gone"])
     assert missing["failed"] and missing["msg"].startswith("abort_alarms: CloudWatch alarm(s) gone not found")
 
