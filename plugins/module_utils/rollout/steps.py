@@ -504,7 +504,15 @@ def _cancel_order(state, instances, outdated_ids, pinned):
         for group in ([entry for entry in serving if entry["node"] not in homeless],
                       [entry for entry in serving if entry["node"] in homeless]):
             ranked.extend((rank, entry) for entry in (next_batch(group, 1, len(group)) if group else []))
-    return sorted(ranked, key=lambda item: item[0])
+
+    def priority(item):
+        # a node that is not Ready goes first whether or not it is drained yet: the cancel's own drain of it must not
+        # send it behind a node the rollout drained, which a later step would then give back in its place
+        rank, entry = item
+        not_ready = rank in (_DRAINED, _DRAINING) and not (_node(by_id[entry["instance_id"]]) or {}).get("ready", True)
+        return (_NOT_READY if not_ready else rank, rank)
+
+    return sorted(ranked, key=priority)
 
 
 def _cancel_choice(state, instances, outdated_ids, owed, pinned=None):
@@ -534,7 +542,8 @@ def cancel_step(instances, outdated_ids, original_size, max_unavailable, surge_o
     the up-to-date ones among serving nodes). The rules are the upgrade's, on the same reads:
 
     - the instances that hold no pods are given back first: never a node (``no_node``), still launching, a node that is
-      not Ready; then the nodes drained already, then the nodes out of service, then serving nodes (outdated first);
+      not Ready (drained already or not); then the nodes drained already, then the nodes out of service, then serving
+      nodes (outdated first);
     - **the capacity floor**: a serving node is drained only while the group keeps ``original_size - max_unavailable``
       Ready, schedulable nodes without it, and only as many as the nodes left have room for (``rollout.room``); while
       the group still has to launch instances (desired above its members), their launch is waited for, as they hold no

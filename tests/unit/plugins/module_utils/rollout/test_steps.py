@@ -602,3 +602,21 @@ def test_the_cancel_payback_is_the_order_of_the_cancel_steps_and_every_detached_
     detached.update(tags={"nodeops.rollout/detached": "r-1"}, lifecycle_state="Detached")
     assert [e["instance_id"] for e in cancel_payback(group + [detached], outdated + ["d1"], 1, NOW)] == ["o5", "d1"]
     assert cancel_payback(group, outdated, 0, NOW) == []
+
+
+def test_a_cancel_keeps_giving_back_the_not_ready_node_it_drained_rather_than_an_old_node_the_rollout_drained():
+    # paused while step 1's replacement boots (it never turns Ready) and step 2's old node is in its post-drain delay
+    old_drained = inst("o2", az="c", cordoned=True, drained=20)
+    boot = inst("u1", az="a", ready=False)
+    group = old(2) + [old_drained] + new(1) + [boot]
+    outdated = ["o0", "o1", "o2"]
+    first = cancel(group, outdated, size=4, unavailable=1, owed=1, delay=60)
+    assert first["action"] == "run" and [entry["instance_id"] for entry in first["drain"]] == ["u1"]
+    # the cancel drained it: it still holds no pods and is still not Ready, so it is still what the cancel gives back
+    drained = old(2) + [old_drained] + new(1) + [inst("u1", az="a", ready=False, cordoned=True, drained=1)]
+    second = cancel(drained, outdated, size=4, unavailable=1, owed=1, delay=60)
+    assert second["action"] == "wait" and second["delayed"] == ["n-u1"]
+    later = old(2) + [inst("o2", az="c", cordoned=True, drained=100)] + new(1) + [
+        inst("u1", az="a", ready=False, cordoned=True, drained=70)]
+    third = cancel(later, outdated, size=4, unavailable=1, owed=1, delay=60)
+    assert third["action"] == "run" and third["terminate"] == ["u1"] and third["decrement"] == 1
