@@ -32,7 +32,10 @@ def described(sandbox, name, uid):
     Node (name, no namespace, kind, uid), oldest first, as (type, reason, from, message)."""
     selector = "involvedObject.name=%s,involvedObject.namespace=,involvedObject.kind=Node,involvedObject.uid=%s" % (name, uid)
     items = sandbox.core().list_event_for_all_namespaces(field_selector=selector).items
-    items.sort(key=lambda event: (event.last_timestamp or event.first_timestamp, event.metadata.creation_timestamp))
+    # timestamps are whole seconds: events of the same second are in the order the API server stored them (the
+    # resourceVersion of each new object, a revision that only grows on both backends)
+    items.sort(key=lambda event: (event.last_timestamp or event.first_timestamp, event.metadata.creation_timestamp,
+                                  int(event.metadata.resource_version) if str(event.metadata.resource_version).isdigit() else 0))
     return [(event.type, event.reason, event.source.component if event.source else None, event.message, event)
             for event in items if event.source and event.source.component == "nodeops.rollout"]
 
