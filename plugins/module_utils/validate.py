@@ -121,10 +121,12 @@ class Validation:
         if self.check_mode:
             result["msg"] = "check mode, one evaluation: " + result["message"]
         elif done:
-            result["msg"] = result["message"] + (
-                "" if self.opts.passes <= 1 else " (Ready for %ds, %d passes %ds apart required)" % (held, self.opts.passes,
-                                                                                                   self.opts.interval)
-                if held is not None else " (%d consecutive passes)" % passes)
+            how = ""
+            if self.opts.passes > 1 and held is not None:
+                how = " (Ready for %ds, %d passes %ds apart required)" % (held, self.opts.passes, self.opts.interval)
+            elif self.opts.passes > 1:
+                how = " (%d consecutive passes)" % passes
+            result["msg"] = result["message"] + how
         else:
             if result["ok"] and held is not None:
                 result["message"] = ("valid for only %ds of the %ds required (%d passes %ds apart) when the timeout of %ds "
