@@ -84,12 +84,7 @@ def node_ready(node):
 def ready_since(node):
     """When the node's Ready condition last turned True (its ``lastTransitionTime``, as the API writes it), or None while
     the node is not Ready."""
-    if not node_ready(node)[0]:
-        return None
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == "Ready":
-            return condition.get("lastTransitionTime") or None
-    return None
+    return _ready_condition_since(node) if node_ready(node)[0] else None
 
 
 def node_summary(node, fields=HEALTH_FIELDS):
