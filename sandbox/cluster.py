@@ -90,7 +90,8 @@ class Sandbox:
             self.api.hold = self.hold
         self.info = self.aws.provision(nodes=self.nodes, azs=self.azs, groups=self.groups,
                                        instance_type=self.instance_type)
-        self.load_balancers = LoadBalancerController(self.clock, self.aws, self.node_objects).start()
+        self.load_balancers = LoadBalancerController(self.clock, self.aws, self.node_objects, services=self.service_objects,
+                                                     set_status=self.set_service_status, network=self.info).start()
         self._write_client_files()
         self.apply_file(SYSTEM_WORKLOAD)
         self.wait_ready(ready_timeout)
@@ -164,6 +165,24 @@ class Sandbox:
             with self.reference.observer.lock:
                 return list(self.reference.observer.cache["nodes"].values())
         return self.store.list("nodes")[0]
+
+    def service_objects(self):
+        """Every Service, as the backend's store (embedded) or its watch cache (reference) holds it."""
+        if self.reference:
+            with self.reference.observer.lock:
+                return list(self.reference.observer.cache["services"].values())
+        return self.store.list("services")[0]
+
+    def set_service_status(self, namespace, name, status):
+        """Write a Service's status, as the cloud provider's service controller does."""
+        if self.reference:
+            self.reference.observer.rest.request("PATCH", "/api/v1/namespaces/%s/services/%s/status" % (namespace, name),
+                                              {"status": status}, content_type="application/merge-patch+json")
+            return
+
+        def edit(service):
+            service["status"] = status
+        self.store.mutate("services", namespace, name, edit, client="service-controller")
 
     def ready_nodes(self):
         if self.reference:

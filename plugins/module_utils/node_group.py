@@ -12,7 +12,9 @@ from datetime import datetime, timezone
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
     aws_clients,
     aws_errors,
+    balancer_target_groups,
     describe_image,
+    existing_target_groups,
     detached_instances,
     find_groups,
     group_azs,
@@ -51,6 +53,14 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan impor
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import (
+    binding_target_groups,
+    cluster_load_balancers,
+    load_balancer_services,
+    post_drain_delay,
+    service_addresses,
+    watched_target_groups,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     PlanError,
     parse_checkpoints,
@@ -164,7 +174,7 @@ def kubelet_versions(ec2, plan_target, control_plane, records, up_to_date, raw_n
 
 
 def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups=(), volumes=None, hooks=(), pool=None,
-                        control_plane=None):
+                        control_plane=None, load_balancers=None):
     """One node group as node_group_info returns it (``nodes``: instance id -> node summary, or None; ``raw_nodes``:
     the cluster's nodes as the API returns them, to tell a group whose instances are not nodes of this cluster;
     ``target_groups``: the group's, as ``clients.aws.group_target_groups`` reads them; ``control_plane``: a function
@@ -172,7 +182,8 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
     check, :func:`kubelet_versions`), or None; ``volumes``: a function
     returning ``{"attached": drain.volumes.attachments_by_node, "volumes": name -> PersistentVolume}`` of the cluster
     (called only when an outdated instance has a node), or None; ``hooks``: its
-    termination lifecycle hooks, ``clients.aws.termination_hooks``; ``pool``: its warm pool, ``clients.aws.warm_pool``)."""
+    termination lifecycle hooks, ``clients.aws.termination_hooks``; ``pool``: its warm pool, ``clients.aws.warm_pool``;
+    ``load_balancers``: the cluster's, :func:`read_load_balancers`, or None unread)."""
     name = group["AutoScalingGroupName"]
     target = group_target(ec2, group)
     if target is None:
@@ -196,12 +207,18 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
     # which is what the plan prices - the taint effect above all (a hard taint on every outdated node with no surge
     # left would leave the pods of the first drain nowhere to go).
     max_surge = owed if state and state.get("method") == "scale" else params.get("max_surge")
+    balancers = load_balancers or {"target_groups": [], "unseen": []}
+    watched = watched_target_groups(target_groups, balancers["target_groups"])
+    configured = params.get("post_drain_delay")
+    delay = post_drain_delay(None if configured in (None, "") else parse_duration(configured, "post_drain_delay"), balancers["unseen"])
     plan = rollout_plan(records, plan_target, max_unavailable=params.get("max_unavailable"),
                         max_surge=max_surge, az_count=len(azs), group_size=group_size,
-                        taint_effect=params.get("taint_effect") or "NoSchedule", target_groups=target_groups,
+                        taint_effect=params.get("taint_effect") or "NoSchedule", target_groups=watched,
                         standby=params.get("standby_instances"), termination_hooks=hooks, warm_pool=pool,
                         bake_seconds=params.get("bake_time") or 0, checkpoints=params.get("checkpoints") or (),
-                        **(params.get("timings") or {}))
+                        post_drain_delay=delay, **(params.get("timings") or {}))
+    # how the delay was settled, for the plan's line (rollout.plan_text.post_drain_delay_line); nothing to say unread
+    plan["post_drain_delay"] = {"set": configured not in (None, ""), "unseen": balancers["unseen"]} if load_balancers is not None else None
     outdated = {entry["instance_id"]: entry["reasons"] for entry in plan["outdated"]}
     versions = None
     if control_plane is not None and (override or state):
@@ -252,6 +269,11 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
                       if nodes is not None else None),
         "state": state,
         "plan": plan,
+        # what a drained node of the group waits for before its termination (rollout_step's post_drain_delay and
+        # target_groups): the target groups that list its instance, and a fixed delay only where it is set or a load
+        # balancer cannot be read
+        "load_balancers": {"target_groups": watched, "unseen": balancers["unseen"], "post_drain_delay": delay,
+                           "post_drain_delay_set": configured not in (None, ""), "read": load_balancers is not None},
     }
     view.update(group_flags(view))
     return view
@@ -325,6 +347,23 @@ def read_volumes(api, params):
         return {"attached": attached, "volumes": {volume["metadata"]["name"]: volume for volume in api.list_persistent_volumes()}}
 
 
+def read_load_balancers(api, elbv2, params):
+    """The load balancers that route to the cluster's nodes (``rollout.targets.cluster_load_balancers``): its Services
+    of type LoadBalancer, the TargetGroupBindings where the cluster serves them, and the ELBv2 load balancers and
+    target groups they name (two lists; DescribeLoadBalancers only for a Service with an address, DescribeTargetGroups
+    only for a binding)."""
+    with kube_errors("list", "services", params):
+        services = load_balancer_services(api.list_services())
+    with kube_errors("list", "targetgroupbindings.elbv2.k8s.aws", params):
+        bindings = binding_target_groups(api.list_target_group_bindings())
+    hostnames = [hostname for service in services for hostname in service_addresses(service)[0]]
+    with aws_errors("DescribeLoadBalancers", "the load balancers of the cluster's Services", params):
+        balancers = balancer_target_groups(elbv2, hostnames)
+    with aws_errors("DescribeTargetGroups", "the target groups of the cluster's TargetGroupBindings", params):
+        records = existing_target_groups(elbv2, list(bindings)) if bindings else {}
+    return cluster_load_balancers(services, balancers, {arn: (records[arn], names) for arn, names in bindings.items() if arn in records})
+
+
 @reports_errors
 def run_node_group_info(module):
     params = module.params
@@ -366,6 +405,7 @@ def run_node_group_info(module):
                 return read[0]
     with aws_errors("DescribeTargetGroups", where, params):
         target_groups = {group["AutoScalingGroupName"]: group_target_groups(elbv2, group) for group in groups}
+    load_balancers = read_load_balancers(api, elbv2, params) if api is not None and params["load_balancers"] else None
     with aws_errors("DescribeLifecycleHooks", where, params):
         hooks = {group["AutoScalingGroupName"]: termination_hooks(autoscaling, group["AutoScalingGroupName"]) for group in groups}
     with aws_errors("DescribeWarmPool", where, params):
@@ -377,7 +417,7 @@ def run_node_group_info(module):
         node_groups = [describe_node_group(ec2, group, nodes, params, raw_nodes if nodes is not None else None,
                                            target_groups[group["AutoScalingGroupName"]], volumes,
                                            hooks[group["AutoScalingGroupName"]], pools[group["AutoScalingGroupName"]],
-                                           control_plane)
+                                           control_plane, load_balancers)
                        for group in groups]
     result = {"changed": False, "node_groups": node_groups}
     if params.get("abort_alarms"):

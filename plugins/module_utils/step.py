@@ -63,7 +63,12 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps impo
     drained_at,
     next_step,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import holding, instance_target_groups, parse_deregistration_timeout
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import (
+    checked_target_groups,
+    holding,
+    instance_target_groups,
+    parse_deregistration_timeout,
+)
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     PlanError,
     parse_checkpoints,
@@ -196,7 +201,13 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
     def read_targets(self, group=None):
         """Read the health of the group's instance target groups (describing them first, once); ``{}`` without."""
         if self.target_groups is None:
-            if self.elbv2 is None or not (group or {}).get("TargetGroupARNs") or self.target_timeout == 0:
+            given = self.params.get("target_groups")
+            if self.elbv2 is None or self.target_timeout == 0:
+                self.target_groups = []
+            elif given is not None:
+                # the target groups node_group_info found watched: the group's own and the cluster's load balancers'
+                self.target_groups = instance_target_groups(checked_target_groups(given))
+            elif not (group or {}).get("TargetGroupARNs"):
                 self.target_groups = []
             else:
                 with aws_errors("DescribeTargetGroups", "the target groups of Auto Scaling group '%s'" % self.params["name"], self.params):

@@ -101,10 +101,6 @@ options:
         description: The drain of one wave of nodes.
         type: raw
         default: 90
-      post_drain_delay:
-        description: The wait between a node's drain and its termination.
-        type: raw
-        default: 60
       validate_seconds:
         description: One validation of the new nodes.
         type: raw
@@ -160,6 +156,24 @@ options:
       - With V(false) no Kubernetes API is called; the node annotation C(nodeops.rollout/needs-update) is then not seen.
     type: bool
     default: true
+  post_drain_delay:
+    description:
+      - The wait between a node's drain and its termination, as seconds (V(60)) or a duration (V(90s)); V(0) does not wait.
+      - Empty (the default) - none where every load balancer that routes to the nodes can be read (each drained node waits
+        instead for its instance to leave the target groups that list it, see RV(node_groups[].load_balancers)), and 60
+        seconds (EKS's delay) where a Service of type LoadBalancer routes through a load balancer that cannot be read.
+      - The plan's estimate counts it (C(timings.post_drain_delay) in RV(node_groups[].plan)).
+    type: raw
+    default: ""
+  load_balancers:
+    description:
+      - With O(include_nodes), read the load balancers that route to the cluster's nodes - the Services of type
+        LoadBalancer and the ELBv2 load balancers their status names, and the AWS Load Balancer Controller's
+        TargetGroupBindings where the cluster serves them - to add their instance target groups to what a drained node
+        waits for, and to settle O(post_drain_delay). V(false) reads only the group's own target groups, and an empty
+        O(post_drain_delay) is then 0.
+    type: bool
+    default: false
   check_volumes:
     description:
       - With O(include_nodes), list the cluster's VolumeAttachments (and PersistentVolumes) to name, among
@@ -580,6 +594,17 @@ node_groups:
           C(stale_warm) and C(payback) (the lists of the same names are not empty), C(rollout) (a rollout is recorded),
           C(kubelet_refusal) (C(versions.refusals) is not empty).
       type: dict
+    load_balancers:
+      description:
+        - What a drained node of the group waits for before its termination, as M(nodeops.rollout.rollout_step) is told.
+        - C(target_groups) - the target groups watched, as C(plan.target_groups) lists them with their C(sources).
+        - C(unseen) - each Service of type LoadBalancer whose load balancer cannot be read (not an Application or Network
+          Load Balancer of this account and region, or known by its IP address only), with C(service), C(address) and
+          C(why).
+        - C(post_drain_delay) - the seconds between a node's drain and its termination (O(post_drain_delay) as given,
+          else 0, or 60 where C(unseen) is not empty); C(post_drain_delay_set) - whether it was given.
+        - C(read) - whether the cluster's load balancers were read (O(include_nodes) and O(load_balancers)).
+      type: dict
     state:
       description:
         - The rollout recorded on the group, or null when none is.
@@ -597,6 +622,9 @@ node_groups:
           C(hold_seconds), the bake time or checkpoint wait after it), C(batch_count), C(eta_seconds), C(taint_effect) (see
           O(taint_effect)), C(bake_seconds), C(checkpoints) (each C(percent), C(wait_seconds) and C(count), the nodes it
           stands for) and the inputs C(group_size), C(az_count), C(azs), C(target).
+        - C(post_drain_delay) - how the post-drain delay (C(timings.post_drain_delay)) was settled, with O(load_balancers) -
+          C(set) (O(post_drain_delay) was given) and C(unseen) (as RV(node_groups[].load_balancers.unseen)); null without
+          the read.
         - C(surge_choices) - the surge priced, so that it is chosen knowingly - at the surge the plan uses, at EKS's
           default (the larger of twice the AZs and the batch size) and at 100 % (a new instance for each outdated one,
           all at once), each never more than the outdated instances in the group; choices that come to the same count
@@ -604,10 +632,12 @@ node_groups:
           V(100%)), C(eta_seconds) and C(wave_count) (as the plan's, by the waves the rollout would drain at that surge)
           and C(extra_instance_minutes), the instances above the group's desired size over the rollout. The smallest
           surge first; empty when nothing in the group is outdated.
-        - C(target_groups) - the group's load balancer target groups, each with C(name), C(arn), C(target_type),
-          C(deregistration_delay) (seconds) and C(waited_for) (true for instance targets - a drained instance is
-          terminated only once it has left them, see M(nodeops.rollout.rollout_step)). The estimate counts the longest
-          delay, which runs from the start of each drain.
+        - C(target_groups) - the target groups watched (the group's own and the cluster's load balancers', see
+          RV(node_groups[].load_balancers)), each with C(name), C(arn), C(target_type), C(deregistration_delay) (seconds),
+          C(waited_for) (true for instance targets - a drained instance is terminated only once it has left them, see
+          M(nodeops.rollout.rollout_step)) and C(sources) (what registers the nodes in it - V(group), V(service
+          <namespace>/<name>), V(targetgroupbinding <namespace>/<name>)). The estimate counts the longest delay, which
+          runs from the start of each drain.
         - C(standby) - C(policy) (O(standby_instances)) and C(instances), every instance in Standby with C(instance_id), C(az),
           C(node), C(outdated) and C(reasons). Instances in Standby are in no batch.
         - C(protected) - the outdated instances protected from scale in. They are replaced like the others, since scale-in
@@ -683,6 +713,8 @@ def argument_spec():
         max_surge=dict(type="raw"),
         include_nodes=dict(type="bool", default=True),
         check_volumes=dict(type="bool", default=True),
+        post_drain_delay=dict(type="raw", default=""),
+        load_balancers=dict(type="bool", default=False),
         taint_key=dict(type="str", default="nodeops.rollout/outdated", no_log=False),
         taint_effect=dict(type="str", choices=list(OUTDATED_TAINT_EFFECTS), default="NoSchedule"),
         surge_method=dict(type="str", choices=["scale", "detach"], default="scale"),
@@ -696,7 +728,6 @@ def argument_spec():
         timings=dict(type="dict", options=dict(
             boot_seconds=dict(type="raw", default=180),
             drain_seconds=dict(type="raw", default=90),
-            post_drain_delay=dict(type="raw", default=60),
             validate_seconds=dict(type="raw", default=30),
             task_seconds=dict(type="raw", default=1),
         )),

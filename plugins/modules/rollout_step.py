@@ -92,6 +92,14 @@ options:
       - How long a drained node stays before its instance is terminated, as seconds or a duration (V(60s)).
     type: raw
     default: 0
+  target_groups:
+    description:
+      - The target groups a drained instance must have left before it is terminated, as M(nodeops.rollout.node_group_info)
+        returns them in RV(nodeops.rollout.node_group_info#module:node_groups[].load_balancers.target_groups) - the
+        group's own and those the cluster's load balancers register its nodes in; only instance target groups are waited for.
+      - Unset, the group's own target groups (C(TargetGroupARNs)), described by the module.
+    type: list
+    elements: dict
   deregistration_timeout:
     description:
       - How long after its drain ended a drained instance may wait at most for the group's target groups to let it go,
@@ -482,6 +490,7 @@ def argument_spec():
         deregistration_timeout=dict(type="raw"),
         volume_detach_timeout=dict(type="raw", default="6m"),
         held=dict(type="list", elements="dict", default=[]),
+        target_groups=dict(type="list", elements="dict"),
         canary=dict(type="bool", default=True),
         skip=dict(type="list", elements="str", default=[]),
         limit=dict(type="list", elements="str"),

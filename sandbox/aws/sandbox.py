@@ -462,6 +462,25 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
         elbv2 = self._moto["elbv2"][ACCOUNT_ID][self.region]
         return any(tg.target_type == "instance" for tg in list(elbv2.target_groups.values()))
 
+    def create_balancer(self, name, vpc_id, subnets, port, delay):
+        """A Network Load Balancer forwarding to one instance target group on ``port`` (a node port), as the cloud
+        provider's service controller makes one for a Service of type LoadBalancer: ``(DNS name, target group arn)``."""
+        elbv2 = self.client("elbv2", max_attempts=3)
+        balancer = elbv2.create_load_balancer(Name=name, Subnets=list(subnets), Type="network")["LoadBalancers"][0]
+        group = elbv2.create_target_group(Name=name, Protocol="TCP", Port=int(port), VpcId=vpc_id,
+                                          TargetType="instance")["TargetGroups"][0]
+        elbv2.modify_target_group_attributes(TargetGroupArn=group["TargetGroupArn"], Attributes=[
+            {"Key": "deregistration_delay.timeout_seconds", "Value": str(int(delay))}])
+        elbv2.create_listener(LoadBalancerArn=balancer["LoadBalancerArn"], Protocol="TCP", Port=int(port),
+                              DefaultActions=[{"Type": "forward", "TargetGroupArn": group["TargetGroupArn"]}])
+        return balancer["DNSName"], group["TargetGroupArn"]
+
+    def serve_nodes(self, arns, included):
+        """The service controller keeps every ``included`` running instance a target of the target groups ``arns``
+        (``targets.serve``)."""
+        with self.lock:
+            self._moto["targets"].serve(self._moto["elbv2"][ACCOUNT_ID][self.region], arns, included)
+
     def exclude_targets(self, excluded, included):
         """The load balancer controller's changes (``targets.exclude``): ``excluded`` instances leave every instance
         target group, ``included`` ones it had taken out come back."""

@@ -269,6 +269,23 @@ def exclude(elbv2_backend, excluded, included):
                 target_group.register(back)
 
 
+def serve(elbv2_backend, arns, included):
+    """The cloud provider's service controller: every ``included`` instance that is running is a target of each target
+    group ``arns`` (its load balancers), registered once it is (a node excluded from load balancers is not included)."""
+    with _by("service-controller"):
+        for arn in arns:
+            target_group = elbv2_backend.target_groups.get(arn)
+            if target_group is None:
+                continue
+            fresh = []
+            for target_id in sorted(set(included) - set(target_group.targets)):
+                instance = elbv2_backend.ec2_backend.get_instance_by_id(target_id)
+                if instance is not None and instance.state == "running":
+                    fresh.append({"Id": target_id, "Port": target_group.port})
+            if fresh:
+                target_group.register(fresh)
+
+
 @once
 def install():
     """Apply the target group patches once per process (idempotent; after :func:`fidelity.install`)."""

@@ -23,7 +23,8 @@ CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"], "
 SINGULAR = {"poddisruptionbudgets": "poddisruptionbudget", "replicasets": "replicaset", "daemonsets": "daemonset",
             "deployments": "deployment", "namespaces": "namespace", "nodes": "node", "pods": "pod", "events": "event",
             "leases": "lease", "persistentvolumes": "persistentvolume",
-            "persistentvolumeclaims": "persistentvolumeclaim", "volumeattachments": "volumeattachment"}
+            "persistentvolumeclaims": "persistentvolumeclaim", "volumeattachments": "volumeattachment",
+            "services": "service"}
 
 # plural -> {subresource: (group, version, kind, verbs)}; group None means the parent's group/version
 SUBRESOURCES = {
@@ -31,6 +32,7 @@ SUBRESOURCES = {
              "eviction": ("policy", "v1", "Eviction", ["create"]),
              "binding": (None, None, "Binding", ["create"])},
     "nodes": {"status": (None, None, "Node", STATUS_VERBS)},
+    "services": {"status": (None, None, "Service", STATUS_VERBS)},
     "namespaces": {"status": (None, None, "Namespace", STATUS_VERBS)},
     "deployments": {"status": (None, None, "Deployment", STATUS_VERBS),
                     "scale": ("autoscaling", "v1", "Scale", STATUS_VERBS)},

@@ -31,6 +31,7 @@ RESOURCES = {r.plural: r for r in (
     Resource("namespaces", "", "v1", "Namespace", False, ["ns"]),
     Resource("nodes", "", "v1", "Node", False, ["no"]),
     Resource("pods", "", "v1", "Pod", True, ["po"]),
+    Resource("services", "", "v1", "Service", True, ["svc"]),
     Resource("events", "", "v1", "Event", True, ["ev"]),
     Resource("deployments", "apps", "v1", "Deployment", True, ["deploy"]),
     Resource("replicasets", "apps", "v1", "ReplicaSet", True, ["rs"]),

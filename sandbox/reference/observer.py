@@ -43,7 +43,7 @@ CONTROLLER_DELETES = {
 # a pod's end follows the request that began it within milliseconds; an older one explains nothing
 CAUSE_SECONDS = 20.0
 PLURALS = {"replicasets": "/apis/apps/v1/replicasets", "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
-           "nodes": "/api/v1/nodes", "pods": "/api/v1/pods"}
+           "nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "services": "/api/v1/services"}
 
 
 def is_ready(obj):
@@ -165,7 +165,7 @@ class Observer:
 
     def start(self):
         threading.Thread(target=self._tail_audit, name="audit-tail", daemon=True).start()
-        for plural in ("replicasets", "poddisruptionbudgets", "nodes", "pods"):
+        for plural in ("replicasets", "poddisruptionbudgets", "nodes", "pods", "services"):
             thread = threading.Thread(target=self._inform, args=(plural,), name="watch-" + plural, daemon=True)
             thread.start()
             self.threads.append(thread)

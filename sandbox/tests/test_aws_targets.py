@@ -197,3 +197,36 @@ def test_the_load_balancer_controller_takes_excluded_instances_out_and_back(aws)
     client(aws[0], "elbv2").deregister_targets(TargetGroupArn=arn, Targets=[{"Id": ids[1]}])
     aws[0].exclude_targets(excluded=[], included=ids)
     assert targets(aws, arn) == {ids[0]: "healthy", ids[2]: "healthy"}
+
+
+def test_the_service_controller_makes_a_load_balancer_and_keeps_the_included_nodes_its_targets(aws):
+    sandbox, estate = aws
+    hostname, arn = sandbox.create_balancer("svc-shop-web", estate["vpc_id"], list(estate["subnets"].values()), 30080, 0)
+    balancer = client(sandbox, "elbv2").describe_load_balancers()["LoadBalancers"]
+    assert hostname in [item["DNSName"] for item in balancer]
+    make_group(aws, "tg-serve", 3)
+    ids = in_service(aws, "tg-serve", 3)
+    wait_for(lambda: all(client(sandbox, "ec2").describe_instances(InstanceIds=ids)["Reservations"]))
+    # only the included ones, and each once
+    sandbox.serve_nodes([arn], ids[:2])
+    sandbox.serve_nodes([arn], ids[:2])
+    assert targets(aws, arn) == {ids[0]: "healthy", ids[1]: "healthy"}
+    served = [e for e in sandbox.events.events("lb.target") if e["target_group"] == "svc-shop-web"]
+    assert [(e["instance_id"], e["by"]) for e in served] == [(ids[0], "service-controller"), (ids[1], "service-controller")]
+    # an excluded node leaves it, as from any instance target group
+    sandbox.exclude_targets(excluded=[ids[0]], included=ids[1:])
+    sandbox.serve_nodes([arn], ids[1:])
+    assert targets(aws, arn) == {ids[1]: "healthy", ids[2]: "healthy"}
+
+
+def test_the_service_controller_serves_services_of_type_load_balancer_without_a_class():
+    from sandbox.loadbalancer import DEFAULT_DELAY, deregistration_delay, served_services  # pylint: disable=import-outside-toplevel
+
+    def service(name, kind="LoadBalancer", annotation=None, **spec):
+        annotations = {"service.beta.kubernetes.io/aws-load-balancer-target-group-attributes": annotation} if annotation else {}
+        return {"metadata": {"name": name, "namespace": "shop", "annotations": annotations}, "spec": dict(spec, type=kind)}
+
+    services = [service("web", annotation="stickiness.enabled=true, deregistration_delay.timeout_seconds=600"),
+                service("metal", loadBalancerClass="example.com/metal"), service("db", kind="ClusterIP")]
+    assert sorted(served_services(services)) == ["shop/web"]
+    assert deregistration_delay(services[0]) == 600 and deregistration_delay(services[2]) == DEFAULT_DELAY

@@ -269,12 +269,56 @@ def warm_pool(client, ec2, group):
 def group_target_groups(elbv2, group):
     """The group's target groups (``TargetGroupARNs``) as :func:`target_group_record`: one
     DescribeTargetGroups a chunk, one DescribeTargetGroupAttributes each; none (and no request) for a group without."""
-    arns = list(group.get("TargetGroupARNs") or [])
+    return target_group_records(elbv2, list(group.get("TargetGroupARNs") or []))
+
+
+def target_group_records(elbv2, arns):
+    """The target groups ``arns`` as :func:`target_group_record`, by name (one DescribeTargetGroups a chunk, one
+    DescribeTargetGroupAttributes each)."""
+    return _records(elbv2, [description for start in range(0, len(arns), _TARGET_GROUP_CHUNK)
+                            for description in elbv2.describe_target_groups(
+                                TargetGroupArns=arns[start:start + _TARGET_GROUP_CHUNK])["TargetGroups"]])
+
+
+def existing_target_groups(elbv2, arns):
+    """``{arn: record}`` of those of ``arns`` that exist (a TargetGroupBinding may outlive its target group): one
+    DescribeTargetGroups for all, each one alone only when one of them is gone."""
+    try:
+        return {record["arn"]: record for record in target_group_records(elbv2, arns)}
+    except ClientError as exc:
+        if error_code(exc) != "TargetGroupNotFound":
+            raise
+    found = {}
+    for arn in arns:
+        try:
+            found.update((record["arn"], record) for record in target_group_records(elbv2, [arn]))
+        except ClientError as exc:
+            if error_code(exc) != "TargetGroupNotFound":
+                raise
+    return found
+
+
+def balancer_target_groups(elbv2, hostnames):
+    """``{DNS name: [target group record]}`` of the Application and Network Load Balancers of this account and region
+    whose DNS name is one of ``hostnames`` (DescribeLoadBalancers pages, then one DescribeTargetGroups each); none (and
+    no request) without hostnames."""
+    wanted = set(hostname.lower() for hostname in hostnames)
+    if not wanted:
+        return {}
+    found = {}
+    for page in elbv2.get_paginator("describe_load_balancers").paginate():
+        for balancer in page.get("LoadBalancers") or []:
+            dns = (balancer.get("DNSName") or "").lower()
+            if dns in wanted:
+                found[dns] = _records(elbv2, elbv2.describe_target_groups(LoadBalancerArn=balancer["LoadBalancerArn"])["TargetGroups"])
+    return found
+
+
+def _records(elbv2, descriptions):
     records = []
-    for start in range(0, len(arns), _TARGET_GROUP_CHUNK):
-        for description in elbv2.describe_target_groups(TargetGroupArns=arns[start:start + _TARGET_GROUP_CHUNK])["TargetGroups"]:
-            attributes = elbv2.describe_target_group_attributes(TargetGroupArn=description["TargetGroupArn"])["Attributes"]
-            records.append(target_group_record(description, {item["Key"]: item["Value"] for item in attributes}))
+    for description in descriptions:
+        attributes = elbv2.describe_target_group_attributes(TargetGroupArn=description["TargetGroupArn"])["Attributes"]
+        records.append(target_group_record(description, {item["Key"]: item["Value"] for item in attributes}))
     return sorted(records, key=lambda record: record["name"] or "")
 
 

@@ -25,7 +25,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_conne
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 
 try:
-    from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api, StorageV1Api, VersionApi
+    from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api, StorageV1Api, VersionApi
     from kubernetes.client.exceptions import ApiException
     from kubernetes.watch.watch import iter_resp_lines
 except ImportError:
@@ -100,6 +100,10 @@ def with_pool_size(api_client, size):
     return resized
 
 
+# group, version and plural of the AWS Load Balancer Controller's TargetGroupBinding
+TARGET_GROUP_BINDINGS = ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings")
+
+
 class KubeApi:
     """Thin JSON-in, JSON-out wrapper over the kubernetes client for nodes, pods, budgets, workloads, persistent volumes
     and leases."""
@@ -112,6 +116,7 @@ class KubeApi:
         self.policy = PolicyV1Api(api_client)
         self.coordination = CoordinationV1Api(api_client)
         self.storage = StorageV1Api(api_client)
+        self.custom = CustomObjectsApi(api_client)
         self.sleep = sleep
         self.attempts = attempts
         self.request_timeout = request_timeout
@@ -275,6 +280,20 @@ class KubeApi:
 
     def list_volume_attachments(self):
         return self._call(self.storage.list_volume_attachment).get("items") or []
+
+    # ---- load balancers ------------------------------------------------------------------------------
+    def list_services(self):
+        return self._call(self.core.list_service_for_all_namespaces).get("items") or []
+
+    def list_target_group_bindings(self):
+        """The AWS Load Balancer Controller's TargetGroupBindings, or None where the cluster does not serve them."""
+        try:
+            return self._call(self.custom.list_cluster_custom_object, TARGET_GROUP_BINDINGS[0], TARGET_GROUP_BINDINGS[1],
+                              TARGET_GROUP_BINDINGS[2]).get("items") or []
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     # ---- events and the server's version ---------------------------------------------------------
     def create_event(self, namespace, body, request_timeout=None):

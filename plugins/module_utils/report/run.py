@@ -110,7 +110,7 @@ def _count_done(record):
 
 
 PLAN_KEYS = ("surge", "batch_size", "batch_count", "canary", "eta_seconds", "target_groups", "batches", "group_size",
-             "taint_effect", "timings", "standby", "protected", "surge_choices")
+             "taint_effect", "timings", "standby", "protected", "surge_choices", "post_drain_delay")
 
 
 def _setup(record, group, target, preflight=None):
@@ -194,7 +194,7 @@ def _planned(record, group, ltv, preflight, controls):
         "surge": plan.get("surge"), "batch_size": plan.get("batch_size"), "canary": plan.get("canary"),
         "batches": plan.get("batches"), "eta_seconds": plan.get("eta_seconds"), "target_groups": plan.get("target_groups"),
         "standby": plan.get("standby"), "protected": plan.get("protected"), "surge_choices": plan.get("surge_choices"),
-        "controls": controls or {},
+        "post_drain_delay": plan.get("post_drain_delay"), "timings": plan.get("timings"), "controls": controls or {},
     }
     record["plan"].update(_findings(preflight))
 

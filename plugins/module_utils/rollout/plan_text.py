@@ -136,12 +136,27 @@ def _found_lines(title, grouped):
 
 
 def target_groups_line(target_groups):
-    """``target groups: web (instance targets, deregistration delay 5m 00s: waited for), ...``."""
+    """``target groups: web (instance targets of service shop/web, deregistration delay 5m 00s: waited for), ...``."""
     return "target groups: " + ", ".join(
-        "%s (%s targets, deregistration delay %s: %s)" % (
-            group.get("name"), group.get("target_type"), human_duration(group.get("deregistration_delay")),
-            "waited for" if group.get("waited_for") else "not waited for")
+        "%s (%s targets%s, deregistration delay %s: %s)" % (
+            group.get("name"), group.get("target_type"),
+            " of " + ", ".join(group["sources"]) if group.get("sources") and group["sources"] != ["group"] else "",
+            human_duration(group.get("deregistration_delay")), "waited for" if group.get("waited_for") else "not waited for")
         for group in target_groups)
+
+
+def post_drain_delay_line(plan):
+    """What a drained node waits for before its termination besides its target groups: ``post-drain delay: none ...``,
+    or the fixed delay and, when it is the blind default, the load balancers that cannot be read."""
+    delay = plan.get("post_drain_delay") or {}
+    seconds = (plan.get("timings") or {}).get("post_drain_delay")
+    if delay.get("set"):
+        return "post-drain delay: %s, as set" % human_duration(seconds)
+    if not delay.get("unseen"):
+        return "post-drain delay: none - every load balancer that routes to the nodes is read; a drained node waits for its target groups"
+    return "post-drain delay: %s - a load balancer that routes to the nodes cannot be read: %s" % (
+        human_duration(seconds), "; ".join("service %s at %s, %s" % (item["service"], item["address"], item["why"])
+                                           for item in delay["unseen"]))
 
 
 # What a rollout does with the outdated instances in Standby, by policy (rollout.outdated.STANDBY_POLICIES).
@@ -242,6 +257,8 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None, con
     lines.extend(_table(rows, headers))
     if plan.get("target_groups"):
         lines.append(target_groups_line(plan["target_groups"]))
+    if plan.get("post_drain_delay"):
+        lines.append(post_drain_delay_line(plan))
     lines.extend(surge_choice_lines(plan))
     if preflight is not None:
         lines.extend(_found_lines("blockers", found_by_kind(preflight, "error")))

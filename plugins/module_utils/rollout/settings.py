@@ -25,6 +25,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import check_target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import ON_FAILURE
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import plan_step_seconds
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     PlanError,
     parse_checkpoints,
@@ -39,7 +40,7 @@ VARIABLE_PREFIX = "rolling_update_"
 DURATIONS = {
     "grace_period": (0, True),
     "drain_timeout": (1, False),
-    "post_drain_delay": (0, False),
+    "post_drain_delay": (0, True),
     "deregistration_timeout": (0, True),
     "volume_detach_timeout": (0, False),
     "node_ready_timeout": (1, False),
@@ -301,10 +302,12 @@ def check_role_settings(values, base_dir=None):
     # that wait renew it as soon as less is left, and the role's tasks between two of them take seconds
     lock_min_valid = lock - lock // 2
     # what the plan's estimated duration assumes (rollout.plan.estimate_duration): the operator's own waits, and the
-    # boot and drain times they expect
+    # boot and drain times they expect (the post-drain delay is settled for each group by node_group_info, which reads
+    # its load balancers)
     estimate = {"boot_seconds": seconds["estimate_boot"], "drain_seconds": seconds["estimate_drain"],
-                "post_drain_delay": seconds["post_drain_delay"], "validate_seconds": (int(passes) - 1) * seconds["validate_interval"],
-                "task_seconds": seconds["estimate_task"]}
+                "validate_seconds": (int(passes) - 1) * seconds["validate_interval"], "task_seconds": seconds["estimate_task"]}
+    # unset, a step's post-drain delay is none unless a load balancer cannot be read: a window counts the longer one
+    delay = BLIND_DELAY_SECONDS if seconds["post_drain_delay"] is None else seconds["post_drain_delay"]
     return {"seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             "estimate": estimate, "report_file": report, "report_html": report_html_file(report), "report_sections": sections,
             "on_failure": var("on_failure"),
@@ -313,7 +316,7 @@ def check_role_settings(values, base_dir=None):
             "bake_seconds": bake, "checkpoints": [{"percent": item["percent"], "wait": item["wait_seconds"]} for item in checkpoints],
             "abort_alarms": alarms, "hooks": hooks,
             # what a maintenance window must still hold to start a step: its drain, post-drain delay, replacements, validation
-            "step_seconds": plan_step_seconds(**estimate)}
+            "step_seconds": plan_step_seconds(post_drain_delay=delay, **estimate)}
 
 
 def report_html_file(report_file):

@@ -163,3 +163,23 @@ def test_a_rollback_plan_says_so_and_a_hold_without_controls_says_nothing():
     assert lines[2].startswith("rollback: back to launch template version 4, the version the group launched before")
     assert plan_lines(PLAN, "workers", 10, TARGET, controls={"on_failure": "hold"})[2] == \
         "on a failure of the new nodes: hold (surge and state kept for a rerun)"
+
+
+def test_the_post_drain_delay_says_what_it_waits_for_and_names_a_load_balancer_it_cannot_read():
+    def line(delay, seconds, target_groups=()):
+        plan = dict(PLAN, post_drain_delay=delay, timings={"post_drain_delay": seconds}, target_groups=list(target_groups))
+        return [text for text in plan_lines(plan, "workers", 10, TARGET) if text.startswith("post-drain delay")]
+
+    web = {"name": "k8s-web", "target_type": "instance", "deregistration_delay": 300, "waited_for": True,
+           "sources": ["service shop/web"]}
+    assert line({"set": False, "unseen": []}, 0, [web]) == [
+        "post-drain delay: none - every load balancer that routes to the nodes is read; a drained node waits for its target groups"]
+    assert "k8s-web (instance targets of service shop/web, deregistration delay 5m 00s: waited for)" in "\n".join(
+        plan_lines(dict(PLAN, target_groups=[web]), "workers", 10, TARGET))
+    unseen = [{"service": "shop/metal", "address": "203.0.113.10", "why": "known by its IP address only"}]
+    assert line({"set": False, "unseen": unseen}, 60, [web]) == [
+        "post-drain delay: 1m 00s - a load balancer that routes to the nodes cannot be read: service shop/metal at 203.0.113.10, "
+        "known by its IP address only"]
+    assert line({"set": True, "unseen": unseen}, 90) == ["post-drain delay: 1m 30s, as set"]
+    # a plan made without the reads (node_group_info's own, not the role's) says nothing of it
+    assert line(None, 0) == []

@@ -202,3 +202,27 @@ def test_a_large_group_is_described_in_chunks_of_at_most_199_ids_each_id_once():
     assert sorted(len(values) for values in ec2.filters) == [52, 199, 199]
     assert sorted(instance_id for values in ec2.filters for instance_id in values) == sorted(ids)
     assert aws.describe_instances(_Ec2(ids), ids[:3]) == {instance_id: {"InstanceId": instance_id} for instance_id in ids[:3]}
+
+
+def test_the_target_groups_of_the_cluster_s_load_balancers_are_found_by_dns_name_and_by_arn(isolated_env):  # pylint: disable=unused-argument
+    import boto3  # pylint: disable=import-outside-toplevel
+    from moto import mock_aws  # pylint: disable=import-outside-toplevel
+
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
+        elbv2 = boto3.client("elbv2", region_name="us-east-1")
+        balancer = elbv2.create_load_balancer(Name="web", Subnets=[subnet], Type="network")["LoadBalancers"][0]
+        group = elbv2.create_target_group(Name="web-nodes", Protocol="TCP", Port=30080, VpcId=vpc, TargetType="instance")["TargetGroups"][0]
+        elbv2.modify_target_group_attributes(TargetGroupArn=group["TargetGroupArn"], Attributes=[
+            {"Key": "deregistration_delay.timeout_seconds", "Value": "45"}])
+        elbv2.create_listener(LoadBalancerArn=balancer["LoadBalancerArn"], Protocol="TCP", Port=80,
+                              DefaultActions=[{"Type": "forward", "TargetGroupArn": group["TargetGroupArn"]}])
+        found = aws.balancer_target_groups(elbv2, [balancer["DNSName"].upper(), "legacy.elb.amazonaws.com"])
+        assert found == {balancer["DNSName"].lower(): [{"name": "web-nodes", "arn": group["TargetGroupArn"], "target_type": "instance",
+                                                        "deregistration_delay": 45}]}
+        assert aws.balancer_target_groups(elbv2, []) == {}
+        # a TargetGroupBinding may outlive its target group: the ones that exist are found, the gone one left out
+        gone = group["TargetGroupArn"].replace("web-nodes", "gone-nodes")
+        assert list(aws.existing_target_groups(elbv2, [group["TargetGroupArn"], gone])) == [group["TargetGroupArn"]]

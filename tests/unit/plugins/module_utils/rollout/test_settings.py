@@ -4,6 +4,7 @@ settled (a group's own counts over the role's, durations in seconds, the lock's 
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_role_settings, check_variable_names, role_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import TASKS_PER_STEP
 
 DEFAULTS = {
     "rolling_update_node_groups": [{"name": "workers", "image_id": "ami-0123456789abcdef0"}],
@@ -11,7 +12,7 @@ DEFAULTS = {
     "rolling_update_standby_instances": "ignore",
     "rolling_update_taint_key": "nodeops.rollout/outdated", "rolling_update_taint_effect": "NoSchedule",
     "rolling_update_drain_timeout": "15m", "rolling_update_drain_timeout_action": "fail", "rolling_update_grace_period": "",
-    "rolling_update_post_drain_delay": 60,
+    "rolling_update_post_drain_delay": "",
     "rolling_update_volume_detach_timeout": "6m", "rolling_update_node_ready_timeout": "15m", "rolling_update_validate_passes": 2,
     "rolling_update_validate_interval": "10s", "rolling_update_validate_timeout": "10m", "rolling_update_aws": {},
     "rolling_update_k8s": {}, "rolling_update_report_file": "", "rolling_update_report_sections": [], "rolling_update_lock_namespace": "kube-system",
@@ -36,9 +37,11 @@ def test_the_defaults_settle_with_a_short_lock_kept_alive():
     assert settings["lock_min_valid"] == 60
     assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": ""}]
     # the plan's estimate: the boot and drain the operator expects, the waits they configured (2 passes 10 s apart), and
-    # the time Ansible takes per task
-    assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 10,
-                                    "task_seconds": 1}
+    # the time Ansible takes per task; the post-drain delay is each group's, settled from its load balancers
+    assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "validate_seconds": 10, "task_seconds": 1}
+    assert settings["seconds"]["post_drain_delay"] is None
+    # a window must hold a step with the fixed delay a load balancer that cannot be read would take
+    assert settings["step_seconds"] == 180 + 90 + 60 + 10 + 2 * TASKS_PER_STEP * 1
 
 
 def test_a_deregistration_timeout_given_is_waited_within_the_lock():

@@ -44,3 +44,69 @@ def test_a_bad_timeout_is_refused_naming_the_option(value):
 
 def test_the_plan_shows_every_target_group_and_which_are_waited_for():
     assert [(tg["name"], tg["waited_for"]) for tg in targets.plan_target_groups([WEB, PODS])] == [("web", True), ("pods", False)]
+
+
+def service(name, hostnames=(), ips=(), kind="LoadBalancer", namespace="shop"):
+    ingress = [{"hostname": host} for host in hostnames] + [{"ip": ip} for ip in ips]
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"type": kind},
+            "status": {"loadBalancer": {"ingress": ingress} if ingress else {}}}
+
+
+def test_only_services_of_type_load_balancer_route_through_a_load_balancer():
+    services = [service("web"), service("db", kind="ClusterIP"), service("ports", kind="NodePort")]
+    assert [item["metadata"]["name"] for item in targets.load_balancer_services(services)] == ["web"]
+
+
+def test_a_service_s_load_balancer_is_found_by_its_dns_name_and_its_instance_target_groups_are_watched():
+    balancers = {"web-1.elb.us-east-1.amazonaws.com": [WEB, PODS]}
+    found = targets.cluster_load_balancers([service("web", hostnames=["WEB-1.elb.us-east-1.amazonaws.com"])], balancers, {})
+    # an ip target group lists pods, which the drain moves: only the instance one is watched
+    assert found == {"target_groups": [dict(WEB, sources=["service shop/web"])], "unseen": []}
+
+
+def test_a_load_balancer_that_cannot_be_read_is_named_with_its_address_and_why():
+    services = [service("legacy", hostnames=["legacy-123.us-east-1.elb.amazonaws.com"]), service("metal", ips=["203.0.113.10"]),
+                service("pending")]
+    found = targets.cluster_load_balancers(services, {}, {})
+    assert found["target_groups"] == []
+    # a Service whose load balancer has no address yet routes nothing: not a reason to wait
+    assert [(item["service"], item["address"]) for item in found["unseen"]] == [
+        ("shop/legacy", "legacy-123.us-east-1.elb.amazonaws.com"), ("shop/metal", "203.0.113.10")]
+    assert "Classic Load Balancer" in found["unseen"][0]["why"] and "IP address" in found["unseen"][1]["why"]
+
+
+def test_target_group_bindings_of_instance_targets_are_watched_and_one_target_group_is_listed_once():
+    bindings = [{"metadata": {"name": "web-tgb", "namespace": "shop"}, "spec": {"targetGroupARN": "arn:tg/web", "targetType": "instance"}},
+                {"metadata": {"name": "pods-tgb", "namespace": "shop"}, "spec": {"targetGroupARN": "arn:tg/pods", "targetType": "ip"}},
+                {"metadata": {"name": "api-tgb", "namespace": "ops"}, "spec": {"targetGroupARN": "arn:tg/api"}}]
+    arns = targets.binding_target_groups(bindings)
+    # ip targets are pods; a binding without a target type goes by its target group's type
+    assert arns == {"arn:tg/web": ["targetgroupbinding shop/web-tgb"], "arn:tg/api": ["targetgroupbinding ops/api-tgb"]}
+    assert targets.binding_target_groups(None) == {}
+    described = {"arn:tg/web": (WEB, arns["arn:tg/web"]), "arn:tg/api": (API, arns["arn:tg/api"])}
+    found = targets.cluster_load_balancers([service("web", hostnames=["web-1.elb"])], {"web-1.elb": [WEB]}, described)
+    assert [(tg["name"], tg["sources"]) for tg in found["target_groups"]] == [
+        ("api", ["targetgroupbinding ops/api-tgb"]), ("web", ["service shop/web", "targetgroupbinding shop/web-tgb"])]
+    # the group's own target group is one entry with every source
+    watched = targets.watched_target_groups([WEB], found["target_groups"])
+    assert [(tg["name"], tg["sources"]) for tg in watched] == [
+        ("api", ["targetgroupbinding ops/api-tgb"]), ("web", ["group", "service shop/web", "targetgroupbinding shop/web-tgb"])]
+    assert [tg["sources"] for tg in targets.plan_target_groups(watched)] == [tg["sources"] for tg in watched]
+
+
+@pytest.mark.parametrize("configured, unseen, seconds", [
+    (None, [], 0),                      # every load balancer read: their target groups are waited for instead
+    (None, [{"service": "shop/metal"}], targets.BLIND_DELAY_SECONDS),
+    (0, [{"service": "shop/metal"}], 0),   # a number is the operator's, as given
+    (90, [], 90),
+])
+def test_the_post_drain_delay_is_blind_only_where_a_load_balancer_cannot_be_read(configured, unseen, seconds):
+    assert targets.post_drain_delay(configured, unseen) == seconds
+
+
+def test_target_groups_given_to_a_step_are_checked_naming_the_option():
+    assert targets.checked_target_groups([dict(WEB, deregistration_delay="120")])[0]["deregistration_delay"] == 120
+    for bad in ("web", [{"name": "web"}], [dict(WEB, deregistration_delay="soon")]):
+        with pytest.raises(PlanError) as raised:
+            targets.checked_target_groups(bad)
+        assert str(raised.value).startswith("target_groups: ")
