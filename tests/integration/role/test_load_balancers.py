@@ -50,14 +50,16 @@ def test_nodes_leave_the_target_group_while_they_drain_and_are_terminated_only_o
     report_file = tmp_path / "result.json"
     rc, out = sandbox.run_role_playbook(
         tmp_path, report=report_file,
-        extra=["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"])
+        # the post-drain delay at its default: the target group is read, so no fixed delay
+        extra=["rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"])
     assert rc == 0, out[-4000:]
     result = json.loads(report_file.read_text())["node_groups"][0]
     assert result["status"] == "replaced" and result["nodes_replaced"] == 3, result
 
-    # the plan named the target group and its delay
-    assert [(tg["name"], tg["deregistration_delay"], tg["waited_for"]) for tg in result["plan"]["target_groups"]] == [
-        ("web", DELAY, True)]
+    # the plan named the target group and its delay, and waits for it instead of a fixed delay
+    assert [(tg["name"], tg["deregistration_delay"], tg["waited_for"], tg["sources"]) for tg in result["plan"]["target_groups"]] == [
+        ("web", DELAY, True, ["group"])]
+    assert result["plan"]["timings"]["post_drain_delay"] == 0, result["plan"]["timings"]
     # each old instance waited for the target group, about what was left of its delay after the drain, never timed out
     waits = {wait["instance_id"]: wait for wait in result["termination_waits"]}
     assert sorted(waits) == old, result["termination_waits"]
