@@ -354,3 +354,10 @@ def duration_seconds(text):
     if text and text[-1] in units:
         return float(text[:-1]) * units[text[-1]]
     return float(text)
+
+
+def role_defaults():
+    """The role's defaults (roles/rolling_update/defaults/main.yml), as a bench run at them reports them."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(ROOT, "roles", "rolling_update", "defaults", "main.yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)

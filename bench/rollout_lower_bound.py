@@ -23,7 +23,7 @@ seconds, i.e. ``speed`` simulated seconds each. At the default speed 1 both cloc
   per-task start, polling, API round trips).
 
 Run from the repository root: ``.venv/bin/python -m bench.rollout_lower_bound [--nodes 30] [--max-unavailable 3]
-[--speed 1] [--max-surge 100%]``.
+[--speed 1] [--max-surge 100%] [--role-defaults]``.
 """
 
 import argparse
@@ -43,12 +43,21 @@ def main(argv=None):
     parser.add_argument("--post-drain-delay", type=int, default=2, help="wall seconds (whole: the role's wait_for)")
     parser.add_argument("--validate-interval", default="2s", help="wall duration between validation passes")
     parser.add_argument("--validate-passes", type=int, default=2)
+    parser.add_argument("--role-defaults", action="store_true",
+                        help="leave the post-drain delay and the validation at the role's defaults (the options above are then "
+                             "read from roles/rolling_update/defaults/main.yml, the delay from the plan)")
     args = parser.parse_args(argv)
 
     delays = _common.delays_of(args)
-    role_vars = {"rolling_update_post_drain_delay": args.post_drain_delay,
-                 "rolling_update_validate_interval": args.validate_interval,
-                 "rolling_update_validate_passes": args.validate_passes}
+    if args.role_defaults:
+        defaults = _common.role_defaults()
+        args.validate_interval = defaults["rolling_update_validate_interval"]
+        args.validate_passes = int(defaults["rolling_update_validate_passes"])
+        role_vars = {}
+    else:
+        role_vars = {"rolling_update_post_drain_delay": args.post_drain_delay,
+                     "rolling_update_validate_interval": args.validate_interval,
+                     "rolling_update_validate_passes": args.validate_passes}
     if args.max_surge:
         role_vars["rolling_update_max_surge"] = args.max_surge
     # What the plan's estimate is told, known before the run: the sandbox's boot, and a drain of the first wave
@@ -71,10 +80,14 @@ def main(argv=None):
         waits = _common.replacement_waits(args.nodes, args.max_unavailable, surge)
         design = lb + waits * bound["boot_sim_seconds"]
         batches = group["batches"]   # one per step that drained
+        if args.role_defaults:
+            # the delay the role settled from the load balancers it read (none here: the sandbox routes no traffic)
+            args.post_drain_delay = float(group["plan"]["timings"]["post_drain_delay"])
         interval = _common.duration_seconds(args.validate_interval)
         configured = (len(batches) * args.post_drain_delay + len(batches) * max(0, args.validate_passes - 1) * interval) * args.speed
         out = {
             "N": args.nodes, "U": args.max_unavailable, "azs": args.azs, "speed": args.speed, "kube": args.kube,
+            "role_defaults": args.role_defaults,
             "surge": surge, "drain_steps": len(batches), "waits_for_replacements": waits,
             "pods": args.nodes * args.pods_per_node, "deployments": args.deployments,
             "pdb_max_unavailable": args.pdb_max_unavailable,
