@@ -24,7 +24,7 @@ SINGULAR = {"poddisruptionbudgets": "poddisruptionbudget", "replicasets": "repli
             "deployments": "deployment", "namespaces": "namespace", "nodes": "node", "pods": "pod", "events": "event",
             "leases": "lease", "persistentvolumes": "persistentvolume",
             "persistentvolumeclaims": "persistentvolumeclaim", "volumeattachments": "volumeattachment",
-            "services": "service"}
+            "services": "service", "targetgroupbindings": "targetgroupbinding"}
 
 # plural -> {subresource: (group, version, kind, verbs)}; group None means the parent's group/version
 SUBRESOURCES = {

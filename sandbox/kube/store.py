@@ -41,6 +41,8 @@ RESOURCES = {r.plural: r for r in (
     Resource("persistentvolumes", "", "v1", "PersistentVolume", False, ["pv"]),
     Resource("persistentvolumeclaims", "", "v1", "PersistentVolumeClaim", True, ["pvc"]),
     Resource("volumeattachments", "storage.k8s.io", "v1", "VolumeAttachment", False, []),
+    # the AWS Load Balancer Controller's custom resource, served as if its CRD were installed
+    Resource("targetgroupbindings", "elbv2.k8s.aws", "v1beta1", "TargetGroupBinding", True, []),
 )}
 
 

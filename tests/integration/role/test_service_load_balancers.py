@@ -5,11 +5,14 @@ registers every node in (the sandbox plays it: sandbox/loadbalancer.py). With ``
 default, the plan finds the load balancer by the DNS name in the Service's status and watches its target group; each
 drained node is terminated once its instance has left it, with no fixed delay, and no node is a target without a Ready
 pod nor cut by a termination. A Service whose load balancer cannot be read (known by its IP address only) makes the
-plan fall back to a fixed 60 s delay, and name it - with zero mutating requests.
+plan fall back to a fixed 60 s delay, and name it - with zero mutating requests. A TargetGroupBinding of the AWS Load
+Balancer Controller (its CRD installed on the reference backend; the embedded one serves the resource) adds its target
+group to what the plan watches.
 """
 
 import json
 import os
+import time
 
 import pytest
 
@@ -72,6 +75,58 @@ def test_a_load_balancer_that_cannot_be_read_makes_the_plan_wait_a_fixed_delay_a
     assert plan["timings"]["post_drain_delay"] == 60, plan["timings"]
     assert [(item["service"], item["address"]) for item in plan["post_drain_delay"]["unseen"]] == [("default/metal", "203.0.113.10")]
     assert sandbox.mutating_requests(since=since) == []
+
+
+TGB_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "targetgroupbindings.elbv2.k8s.aws"},
+    "spec": {"group": "elbv2.k8s.aws", "scope": "Namespaced",
+             "names": {"plural": "targetgroupbindings", "singular": "targetgroupbinding", "kind": "TargetGroupBinding"},
+             "versions": [{"name": "v1beta1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+def serve_target_group_bindings(sandbox):
+    """Install the TargetGroupBinding CRD on the reference backend, as the AWS Load Balancer Controller's chart does."""
+    if sandbox.state.get("kube") != "reference":
+        return
+    from kubernetes import client  # pylint: disable=import-outside-toplevel
+    client.ApiextensionsV1Api(sandbox.kube()).create_custom_resource_definition(TGB_CRD)
+    custom = client.CustomObjectsApi(sandbox.kube())
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            custom.list_cluster_custom_object("elbv2.k8s.aws", "v1beta1", "targetgroupbindings")
+            return
+        except client.exceptions.ApiException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def test_a_target_group_binding_s_target_group_is_watched(sandbox, tmp_path):
+    from kubernetes import client  # pylint: disable=import-outside-toplevel
+    serve_target_group_bindings(sandbox)
+    elbv2 = sandbox.aws("elbv2")
+    arn = elbv2.create_target_group(Name="k8s-shop-web", Protocol="TCP", Port=30090, VpcId=sandbox.state["vpc_id"],
+                                    TargetType="instance")["TargetGroups"][0]["TargetGroupArn"]
+    custom = client.CustomObjectsApi(sandbox.kube())
+    binding = {"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding", "metadata": {"name": "web-tgb"},
+               "spec": {"targetGroupARN": arn, "targetType": "instance", "serviceRef": {"name": "web", "port": 80}}}
+    custom.create_namespaced_custom_object("elbv2.k8s.aws", "v1beta1", "default", "targetgroupbindings", binding)
+    report = tmp_path / "plan.json"
+    try:
+        rc, out = sandbox.run_role_playbook(tmp_path, extra=FAST + ["rolling_update_plan=true"], report=report)
+    finally:
+        custom.delete_namespaced_custom_object("elbv2.k8s.aws", "v1beta1", "default", "targetgroupbindings", "web-tgb")
+        elbv2.delete_target_group(TargetGroupArn=arn)
+    assert rc == 0, out[-4000:]
+    plan = json.loads(report.read_text())["node_groups"][0]["plan"]
+    assert [(tg["name"], tg["sources"], tg["waited_for"]) for tg in plan["target_groups"]] == [
+        ("k8s-shop-web", ["targetgroupbinding default/web-tgb"], True)]
+    assert plan["timings"]["post_drain_delay"] == 0
+    assert "k8s-shop-web (instance targets of targetgroupbinding default/web-tgb" in out, out[-4000:]
 
 
 def test_drained_nodes_wait_for_the_service_s_target_group_and_no_fixed_delay(sandbox, tmp_path):
