@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from sandbox.drive.handle import promised_floor, wait_until
-from tests.integration.modules.conftest import assert_safe
+from sandbox.drive.handle import wait_until
+from tests.integration.load_balancers import assert_left_before_terminated
 
 pytestmark = pytest.mark.reference
 
@@ -151,18 +151,7 @@ def test_drained_nodes_wait_for_the_service_s_target_group_and_no_fixed_delay(sa
     for wait in waits.values():
         assert wait["target_groups"] == [result["plan"]["target_groups"][0]["name"]] and not wait["timed_out"], wait
 
-    invariants = sandbox.report()
-    assert_safe(invariants)
-    assert min(invariants["min_ready_schedulable_nodes"].values()) >= promised_floor(3, 1)
-    balancers = invariants["load_balancers"]
-    assert balancers["serving_without_ready_pods_seconds"] == 0, balancers
-    assert balancers["targets_cut"] == 0, balancers["targets_cut_details"]
-    events = sandbox.events()
-    for instance_id in old:
-        left = [e for e in events if e["kind"] == "lb.target" and e["instance_id"] == instance_id and e["state"] == "draining"]
-        assert [e["by"] for e in left] == ["load-balancer-controller"], left
-        terminated = next(e["t"] for e in events if e["kind"] == "instance.terminated" and e["instance_id"] == instance_id)
-        assert terminated >= left[0]["until"], (instance_id, left, terminated)
+    assert_left_before_terminated(sandbox, old)
     # the new nodes serve in its place, registered by the service controller
     new = member_ids(sandbox)
     wait_until("the new nodes to be the targets", lambda: balancer_targets(sandbox, hostname) == {i: "healthy" for i in new},
