@@ -35,6 +35,9 @@ def start(name, now):
         "batches_done": [], "terminated_ids": [], "apart_ids": [], "termination_waits": [], "held": [],
         "skipped_nodes": [], "new_nodes": [], "end_marked": [], "hook_failure": {},
         "target": {}, "target_label": "", "plan": {}, "autoscaler_delta": 0,
+        # what a drained node waits for before its termination, as node_group_info settled it from the load balancers
+        # it read (its load_balancers: the target groups watched, the post-drain delay): every step's
+        "load_balancers": {"target_groups": [], "post_drain_delay": 0},
         # whether the run changes the group (outdated instances, or a rollout recorded to finish), and whether
         # outdated instances are left to replace (else the scale down finishes what an earlier run left)
         "needed": False, "outdated_left": False,
@@ -121,6 +124,7 @@ def _setup(record, group, target, preflight=None):
     resumed = group.get("state") is not None
     record["target"] = target or {}
     record["target_label"] = target_label(record["target"])
+    _load_balancers(record, group)
     record["needed"] = outdated > 0 or resumed
     record["outdated_left"] = outdated > 0
     # set by the last step of this pass; a pass without steps gives nothing back before its end read
@@ -129,6 +133,13 @@ def _setup(record, group, target, preflight=None):
     record["plan"] = dict({key: group["plan"].get(key) for key in PLAN_KEYS},
                           outdated=[entry["instance_id"] for entry in group.get("outdated") or []], resumed=resumed,
                           **_findings(preflight))
+
+
+def _load_balancers(record, group):
+    """What the steps wait for before a termination, from a read of node_group_info with load_balancers."""
+    balancers = group.get("load_balancers") or {}
+    record["load_balancers"] = {"target_groups": list(balancers.get("target_groups") or []),
+                                "post_drain_delay": balancers.get("post_drain_delay") or 0}
 
 
 def target_label(target):
@@ -151,6 +162,8 @@ def _recorded(record, group, action):
     """A cancel, a rollback or their plan read the rollout recorded on the group (node_group_info's group)."""
     state = group.get("state") if isinstance(group, dict) else None
     record["recorded"] = state is not None
+    if isinstance(group, dict):
+        _load_balancers(record, group)
     if state is None:
         record["status"] = "no rollout"
         record["stop"] = {"reason": "no rollout",
