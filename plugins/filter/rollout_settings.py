@@ -48,8 +48,11 @@ _value:
     - C(error) the message naming the first value not allowed, or V(None).
     - C(seconds) every duration in whole seconds (V(None) for an empty grace period or lock duration).
     - C(lock_duration) the lock's duration in seconds (the default computed when empty).
-    - C(report_file) the path of the JSON result, C(~) expanded (V("") for none); C(report_html) the HTML report's beside it.
-    - C(node_groups) each node group with its name, its target and its own C(max_unavailable) and C(max_surge).
+    - C(report_file) the path of the JSON result, C(~) expanded (V("") for none); C(report_html) the HTML report's beside it;
+      C(write_report) whether there is one to write; C(report_sections) the report's sections, and as
+      C(report_section_urls) and C(report_section_files) those read from a URL and from a file.
+    - C(node_groups) each node group with its name, its target and its own C(max_unavailable) and C(max_surge) (null for the
+      default surge).
     - C(validate_passes) the number of passes as an integer.
     - C(on_failure), C(windows) (each window as its canonical text, such as V(Sat,Sun 22:00 4h Europe/Berlin)),
       C(bake_seconds), C(checkpoints) (each C(percent) and C(wait) in seconds), C(abort_alarms) (names), C(hooks) (event to

@@ -245,7 +245,7 @@ def check_role_settings(values, base_dir=None):
     Returns ``{"seconds": {duration: int or None}, "lock_duration": int, "node_groups": [...], "report_file" (``~``
     expanded), "report_html", "windows", "bake_seconds",
     "checkpoints", "abort_alarms", "hooks", "step_seconds", ...}``, each node group with its own ``max_unavailable`` and
-    ``max_surge`` (``""``: the default surge) and at most one target; raises SettingsError naming the first variable
+    ``max_surge`` (None: the default surge) and at most one target; raises SettingsError naming the first variable
     that is not allowed. ``base_dir`` is where relative hook paths are found (the playbook's directory)."""
     def var(name):
         return values.get(VARIABLE_PREFIX + name)
@@ -276,7 +276,8 @@ def check_role_settings(values, base_dir=None):
     if isinstance(passes, bool) or not re.match(r"^\s*[0-9]+\s*$", str(passes)) or int(passes) < 1:
         raise SettingsError("%svalidate_passes: %r is not allowed; use a whole number, at least 1" % (VARIABLE_PREFIX, passes))
     defaults = {"max_unavailable": _count(var("max_unavailable"), VARIABLE_PREFIX + "max_unavailable", False),
-                "max_surge": "" if _empty(var("max_surge")) else _count(var("max_surge"), VARIABLE_PREFIX + "max_surge", True)}
+                # None: the default surge (the modules' max_surge unset)
+                "max_surge": None if _empty(var("max_surge")) else _count(var("max_surge"), VARIABLE_PREFIX + "max_surge", True)}
     _check_connection(var("aws"), VARIABLE_PREFIX + "aws", AWS_OPTIONS)
     _check_aws_retries(var("aws"), VARIABLE_PREFIX + "aws")
     _check_connection(var("k8s"), VARIABLE_PREFIX + "k8s", K8S_OPTIONS)
@@ -310,6 +311,9 @@ def check_role_settings(values, base_dir=None):
     delay = BLIND_DELAY_SECONDS if seconds["post_drain_delay"] is None else seconds["post_drain_delay"]
     return {"seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             "estimate": estimate, "report_file": report, "report_html": report_html_file(report), "report_sections": sections,
+            # what write_result.yml writes and reads, each a plain flag or list
+            "write_report": bool(report), "report_section_urls": [section for section in sections if "url" in section],
+            "report_section_files": [section for section in sections if "file" in section],
             "on_failure": var("on_failure"),
             # the windows as their canonical texts, which the modules read again
             "windows": [window["text"] for window in windows],

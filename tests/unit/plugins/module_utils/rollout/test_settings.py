@@ -35,7 +35,7 @@ def test_the_defaults_settle_with_a_short_lock_kept_alive():
     assert settings["lock_duration"] == 120 and settings["seconds"]["hook_timeout"] == 600
     # the role's renewals wait while half of it is left, as the modules' do
     assert settings["lock_min_valid"] == 60
-    assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": ""}]
+    assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": None}]
     # the plan's estimate: the boot and drain the operator expects, the waits they configured (2 passes 10 s apart), and
     # the time Ansible takes per task; the post-drain delay is each group's, settled from its load balancers
     assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "validate_seconds": 10, "task_seconds": 1}
@@ -71,6 +71,11 @@ def test_the_html_report_lands_beside_the_json_result_and_the_sections_are_settl
     sections = [{"title": "Invariants", "url": "http://127.0.0.1:8080/report"}, {"title": "SLO", "file": "/tmp/slo.json", "url": ""}]
     assert settle(report_sections=sections)["report_sections"] == [{"title": "Invariants", "url": "http://127.0.0.1:8080/report"},
                                                                    {"title": "SLO", "file": "/tmp/slo.json"}]
+    # what the role's result tasks act on, each a plain flag or list
+    settled = settle(report_file="/tmp/r.json", report_sections=sections)
+    assert settled["write_report"] and not settle()["write_report"]
+    assert [item["title"] for item in settled["report_section_urls"]] == ["Invariants"]
+    assert [item["title"] for item in settled["report_section_files"]] == ["SLO"]
 
 
 def test_the_aws_retry_options_are_taken():
