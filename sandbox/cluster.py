@@ -176,8 +176,8 @@ class Sandbox:
     def set_service_status(self, namespace, name, status):
         """Write a Service's status, as the cloud provider's service controller does."""
         if self.reference:
-            self.reference.observer.rest.request("PATCH", "/api/v1/namespaces/%s/services/%s/status" % (namespace, name),
-                                              {"status": status}, content_type="application/merge-patch+json")
+            path = "/api/v1/namespaces/%s/services/%s/status" % (namespace, name)
+            self.reference.observer.rest.request("PATCH", path, {"status": status}, content_type="application/merge-patch+json")
             return
 
         def edit(service):

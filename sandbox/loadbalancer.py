@@ -55,7 +55,7 @@ def deregistration_delay(service):
     """The delay the Service's annotation asks of its target group, else AWS's default."""
     annotation = ((service.get("metadata") or {}).get("annotations") or {}).get(ATTRIBUTES_ANNOTATION) or ""
     for item in annotation.split(","):
-        key, _, value = item.strip().partition("=")
+        key, _sep, value = item.strip().partition("=")
         if key == "deregistration_delay.timeout_seconds" and value.strip().isdigit():
             return int(value)
     return DEFAULT_DELAY

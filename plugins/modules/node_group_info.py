@@ -623,7 +623,7 @@ node_groups:
           O(taint_effect)), C(bake_seconds), C(checkpoints) (each C(percent), C(wait_seconds) and C(count), the nodes it
           stands for) and the inputs C(group_size), C(az_count), C(azs), C(target).
         - C(post_drain_delay) - how the post-drain delay (C(timings.post_drain_delay)) was settled, with O(load_balancers) -
-          C(set) (O(post_drain_delay) was given) and C(unseen) (as RV(node_groups[].load_balancers.unseen)); null without
+          C(set) (O(post_drain_delay) was given) and C(unseen) (as in RV(node_groups[].load_balancers)); null without
           the read.
         - C(surge_choices) - the surge priced, so that it is chosen knowingly - at the surge the plan uses, at EKS's
           default (the larger of twice the AZs and the batch size) and at 100 % (a new instance for each outdated one,

@@ -95,7 +95,7 @@ options:
   target_groups:
     description:
       - The target groups a drained instance must have left before it is terminated, as M(nodeops.rollout.node_group_info)
-        returns them in RV(nodeops.rollout.node_group_info#module:node_groups[].load_balancers.target_groups) - the
+        returns them in C(load_balancers.target_groups) of RV(nodeops.rollout.node_group_info#module:node_groups) - the
         group's own and those the cluster's load balancers register its nodes in; only instance target groups are waited for.
       - Unset, the group's own target groups (C(TargetGroupARNs)), described by the module.
     type: list

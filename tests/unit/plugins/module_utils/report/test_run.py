@@ -218,7 +218,7 @@ def test_the_record_carries_what_a_drained_node_waits_for_from_the_read_of_its_l
     record = apply(apply(None, "start", now=T0, name="ng"), "setup", now=at(1), group=read, target={"version": "2"})
     assert record["load_balancers"] == {"target_groups": [web], "post_drain_delay": 0}
     # a cancel's or a rollback's read of the recorded rollout settles them alike
-    unseen = dict(read, state={"rollout_id": "r1"}, load_balancers={"target_groups": [], "unseen": [{"service": "shop/metal"}],
-                                                                     "post_drain_delay": 60})
+    settled = {"target_groups": [], "unseen": [{"service": "shop/metal"}], "post_drain_delay": 60}
+    unseen = dict(read, state={"rollout_id": "r1"}, load_balancers=settled)
     record = apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group=unseen, action="cancel")
     assert record["load_balancers"] == {"target_groups": [], "post_drain_delay": 60}
