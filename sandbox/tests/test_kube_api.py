@@ -172,8 +172,9 @@ def test_discovery_serves_version_groups_and_eviction_as_policy_v1_kind_eviction
     assert api["kind"] == "APIVersions" and api["versions"] == ["v1"]
     status, _headers, apis = raw(sb, "GET", "/apis")
     groups = {g["name"]: [v["groupVersion"] for v in g["versions"]] for g in apis["groups"]}
+    # the AWS Load Balancer Controller's TargetGroupBindings are served as if its CRD were installed
     assert groups == {"apps": ["apps/v1"], "coordination.k8s.io": ["coordination.k8s.io/v1"], "policy": ["policy/v1"],
-                      "storage.k8s.io": ["storage.k8s.io/v1"]}
+                      "storage.k8s.io": ["storage.k8s.io/v1"], "elbv2.k8s.aws": ["elbv2.k8s.aws/v1beta1"]}
     aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
     status, headers, core = raw(sb, "GET", "/api/v1", headers={"Accept": aggregated})
     assert status == 200 and headers["Content-Type"] == "application/json"
@@ -183,7 +184,7 @@ def test_discovery_serves_version_groups_and_eviction_as_policy_v1_kind_eviction
     assert (eviction["group"], eviction["version"], eviction["kind"], eviction["verbs"]) == ("policy", "v1", "Eviction", ["create"])
     assert by_name["pods"]["namespaced"] is True and by_name["nodes"]["namespaced"] is False
     assert "po" in by_name["pods"]["shortNames"] and "watch" in by_name["nodes"]["verbs"]
-    assert {"pods/status", "nodes/status", "pods/binding"} <= set(by_name)
+    assert {"pods/status", "nodes/status", "pods/binding", "services", "services/status"} <= set(by_name)
     apps = raw(sb, "GET", "/apis/apps/v1")[2]
     apps_names = {r["name"]: r for r in apps["resources"]}
     assert apps_names["deployments/scale"]["kind"] == "Scale" and apps_names["deployments/scale"]["group"] == "autoscaling"
