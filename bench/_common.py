@@ -71,8 +71,10 @@ def lower_bound(delays, nodes, max_unavailable):
 
 
 # ---- workload ----------------------------------------------------------------------------------------------
-def spread_workload(pods, deployments, pdb_max_unavailable="25%", namespace="bench", cpu="50m", memory="64Mi"):
-    """``pods`` pods in ``deployments`` Deployments of (nearly) equal size, each behind a PodDisruptionBudget.
+def spread_workload(pods, deployments, pdb_max_unavailable="25%", namespace="bench", cpu="50m", memory="64Mi",
+                    names=None):
+    """``pods`` pods in ``deployments`` Deployments of (nearly) equal size, each behind a PodDisruptionBudget; they are
+    named ``names`` (one per Deployment) or ``app-<index>``.
 
     The scheduler spreads the replicas of one owner over the nodes, so every node holds about pods/nodes pods."""
     objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}]
@@ -81,7 +83,7 @@ def spread_workload(pods, deployments, pdb_max_unavailable="25%", namespace="ben
         replicas = base + (1 if index < extra else 0)
         if replicas == 0:
             continue
-        name = "app-%d" % index
+        name = names[index] if names else "app-%d" % index
         labels = {"app": name}
         objects.append({
             "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
@@ -140,10 +142,11 @@ def task_seconds(junit_dir):
             for k, v in sorted(totals.items(), key=lambda item: -item[1]["seconds"])}
 
 
-def rollout_window(events):
-    """Simulated first and last mutating request of the rollout's modules."""
+def rollout_window(events, clients=(CLIENT_PREFIX,)):
+    """Simulated first and last mutating request of the rollout's modules (of the clients whose names start with one
+    of ``clients``)."""
     times = [e["t"] for e in events if e["kind"] in ("k8s.request", "aws.request") and e.get("mutating")
-             and str(e.get("client") or "").startswith(CLIENT_PREFIX)]
+             and str(e.get("client") or "").startswith(tuple(clients))]
     return (min(times), max(times)) if times else (None, None)
 
 

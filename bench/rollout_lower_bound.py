@@ -32,6 +32,16 @@ import json
 from bench import _common
 
 
+def design_bound(delays, nodes, max_unavailable, surge):
+    """LB and the design bound of a group of ``nodes`` rolled ``max_unavailable`` at a time with ``surge`` new instances
+    (simulated seconds, from the sandbox's ``delays``): ``_common.lower_bound``'s figures, plus
+    ``waits_for_replacements`` and ``design_bound_sim_seconds`` (LB + one boot per wait)."""
+    bound = _common.lower_bound(delays, nodes, max_unavailable)
+    waits = _common.replacement_waits(nodes, max_unavailable, surge)
+    return dict(bound, waits_for_replacements=waits,
+                design_bound_sim_seconds=bound["lower_bound_sim_seconds"] + waits * bound["boot_sim_seconds"])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     _common.add_sandbox_arguments(parser, speed=1.0, nodes=30)
@@ -73,12 +83,11 @@ def main(argv=None):
         run.rollout()
         group = run.group_result()
         figures = run.figures
-        bound = _common.lower_bound(delays, args.nodes, args.max_unavailable)
-        lb = bound["lower_bound_sim_seconds"]
         rollout = figures["window_sim_seconds"]
         surge = int(group["plan"]["surge"])
-        waits = _common.replacement_waits(args.nodes, args.max_unavailable, surge)
-        design = lb + waits * bound["boot_sim_seconds"]
+        bound = design_bound(delays, args.nodes, args.max_unavailable, surge)
+        lb, waits = bound["lower_bound_sim_seconds"], bound["waits_for_replacements"]
+        design = bound["design_bound_sim_seconds"]
         batches = group["batches"]   # one per step that drained
         if args.role_defaults:
             # the delay the role settled from the load balancers it read (none here: the sandbox routes no traffic)
