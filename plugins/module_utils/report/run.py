@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, time_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, truthy
 
 # What the step loop counts its terminations as: nodes replaced (an upgrade, a rollback, a cancel's given back), or
@@ -36,8 +37,9 @@ def start(name, now):
         "skipped_nodes": [], "new_nodes": [], "end_marked": [], "hook_failure": {},
         "target": {}, "target_label": "", "plan": {}, "autoscaler_delta": 0,
         # what a drained node waits for before its termination, as node_group_info settled it from the load balancers
-        # it read (its load_balancers: the target groups watched, the post-drain delay): every step's
-        "load_balancers": {"target_groups": [], "post_drain_delay": 0},
+        # it read (its load_balancers: the target groups watched, the post-drain delay): every step's. Unread, the
+        # safe side: the step describes the group's own target groups (null) and the delay is the blind one.
+        "load_balancers": {"target_groups": None, "post_drain_delay": BLIND_DELAY_SECONDS},
         # whether the run changes the group (outdated instances, or a rollout recorded to finish), and whether
         # outdated instances are left to replace (else the scale down finishes what an earlier run left)
         "needed": False, "outdated_left": False,

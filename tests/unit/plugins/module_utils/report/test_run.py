@@ -213,8 +213,8 @@ def test_a_step_loop_with_a_goal_rollout_step_does_not_know_is_refused():
 def test_the_record_carries_what_a_drained_node_waits_for_from_the_read_of_its_load_balancers():
     web = {"name": "web", "arn": "arn:tg/web", "target_type": "instance", "deregistration_delay": 300, "sources": ["service shop/web"]}
     read = dict(group(), load_balancers={"target_groups": [web], "unseen": [], "post_drain_delay": 0})
-    # before any read: nothing watched, no delay (the steps of a run always follow a read)
-    assert apply(None, "start", now=T0, name="ng")["load_balancers"] == {"target_groups": [], "post_drain_delay": 0}
+    # before any read, the safe side: the step describes the group's own target groups, and the delay is the blind one
+    assert apply(None, "start", now=T0, name="ng")["load_balancers"] == {"target_groups": None, "post_drain_delay": 60}
     record = apply(apply(None, "start", now=T0, name="ng"), "setup", now=at(1), group=read, target={"version": "2"})
     assert record["load_balancers"] == {"target_groups": [web], "post_drain_delay": 0}
     # a cancel's or a rollback's read of the recorded rollout settles them alike
