@@ -1,7 +1,7 @@
 """Command line of the sandbox.
 
     python -m sandbox up --state-dir DIR [--nodes 6] [--azs 3] [--groups 1] [--speed F] [--detach]
-                         [--kube embedded|reference] [--workload FILE ...]
+                         [--kube embedded|reference [--rbac [--rbac-file FILE]]] [--workload FILE ...]
     python -m sandbox down --state-dir DIR
     python -m sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
     python -m sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
@@ -89,6 +89,12 @@ def _check_up_args(args):
                                                 value))
     if not args.speed > 0:
         sys.exit("--speed must be a number of simulated seconds per wall second > 0, got %s" % args.speed)
+    if args.rbac_file:
+        args.rbac = True
+        if not os.path.isfile(args.rbac_file):
+            sys.exit("--rbac-file: no such file: %s" % args.rbac_file)
+    if args.rbac and args.kube != "reference":
+        sys.exit("--rbac needs --kube reference: the embedded API server has no authorizer")
 
 
 def cmd_up(args):
@@ -107,7 +113,8 @@ def cmd_up(args):
     if args.detach:
         return _up_detached(args, state_dir)
     from .cluster import Sandbox  # pylint: disable=import-outside-toplevel
-    sandbox = Sandbox(state_dir, nodes=args.nodes, azs=args.azs, groups=args.groups, speed=args.speed, kube=args.kube)
+    sandbox = Sandbox(state_dir, nodes=args.nodes, azs=args.azs, groups=args.groups, speed=args.speed, kube=args.kube,
+                      rbac=args.rbac, rbac_file=args.rbac_file)
 
     def _stop(*_):
         sandbox.stop()
@@ -135,6 +142,10 @@ def cmd_up(args):
 def _up_detached(args, state_dir):
     cmd = [sys.executable, "-m", "sandbox", "up", "--state-dir", state_dir, "--nodes", str(args.nodes),
            "--azs", str(args.azs), "--groups", str(args.groups), "--speed", str(args.speed), "--kube", args.kube]
+    if args.rbac:
+        cmd.append("--rbac")
+    if args.rbac_file:
+        cmd += ["--rbac-file", os.path.abspath(args.rbac_file)]
     for w in args.workload or []:
         cmd += ["--workload", os.path.abspath(w)]
     log_path = os.path.join(state_dir, "sandbox.log")
@@ -344,6 +355,14 @@ def main(argv=None):
                     help="Kubernetes backend: embedded (this project's API server and controllers, starts in seconds) or "
                          "reference (the real kube-apiserver, controllers and scheduler with kwok, built from Go modules "
                          "on first use)")
+    up.add_argument("--rbac", action="store_true",
+                    help="enforce RBAC on the collection (reference backend): kube-apiserver authorizes with Node,RBAC, the "
+                         "objects of docs/rbac.yaml are applied, and the collection's kubeconfig (rollout.kubeconfig, the "
+                         "KUBECONFIG of aws.env) holds a token of their ServiceAccount nodeops-rollout/nodeops-rollout; the "
+                         "sandbox's own clients and 'kubeconfig' keep every right (group system:masters)")
+    up.add_argument("--rbac-file", metavar="FILE",
+                    help="with --rbac (implied), apply this file's RBAC objects instead of docs/rbac.yaml; it must "
+                         "define the ServiceAccount nodeops-rollout/nodeops-rollout")
     up.add_argument("--workload", action="append", help="YAML created through the Kubernetes API once nodes are Ready")
     up.add_argument("--detach", action="store_true", help="run in the background; 'down' stops it")
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for a detached start")

@@ -39,7 +39,7 @@ class Sandbox:
     def __init__(self, state_dir, nodes=6, azs=3, groups=1, speed=10.0, region="us-east-1",
                  boot_seconds=40.0, node_register_seconds=5.0, node_ready_seconds=10.0,
                  pod_start_seconds=3.0, pod_ready_seconds=2.0, pod_shutdown_seconds=2.0,
-                 instance_type="m5.large", allocatable=None, kube="embedded"):
+                 instance_type="m5.large", allocatable=None, kube="embedded", rbac=False, rbac_file=None):
         if nodes < 1:
             raise SandboxError("nodes must be at least 1, got %r" % (nodes,))
         if not 1 <= azs <= 6:
@@ -48,7 +48,15 @@ class Sandbox:
             raise SandboxError("groups must be at least 1, got %r" % (groups,))
         if kube not in KUBE_BACKENDS:
             raise SandboxError("kube must be one of %s, got %r" % (", ".join(KUBE_BACKENDS), kube))
+        if (rbac or rbac_file) and kube != "reference":
+            raise SandboxError("rbac needs the reference backend (kube='reference'): the embedded API server has no "
+                               "authorizer")
         self.kube = kube
+        # RBAC enforced for the collection: the API server authorizes with Node,RBAC, the RBAC objects of rbac_file
+        # (docs/rbac.yaml by default) are applied, and the collection's kubeconfig (collection_kubeconfig_path)
+        # authenticates as their ServiceAccount; the sandbox's own clients keep system:masters
+        self.rbac = bool(rbac or rbac_file)
+        self.rbac_file = os.path.abspath(rbac_file) if rbac_file else None
         self.state_dir = os.path.abspath(state_dir)
         self.nodes, self.azs, self.groups = nodes, azs, groups
         self.region = region
@@ -78,7 +86,11 @@ class Sandbox:
         self.hold = self.aws.hold = Hold(self.events)
         if self.kube == "reference":
             from .reference import ReferenceKube  # pylint: disable=import-outside-toplevel
-            self.reference = ReferenceKube(self.state_dir, self.clock, self.events, self.aws.instances, self.cfg).start()
+            self.reference = ReferenceKube(self.state_dir, self.clock, self.events, self.aws.instances, self.cfg,
+                                           rbac=self.rbac).start()
+            if self.rbac:
+                self.reference.apply_rbac(self.rbac_file)
+                self.reference.service_account_kubeconfig(self.collection_kubeconfig_path)
         else:
             self.store = Store(self.clock, self.events)
             for ns in SYSTEM_NAMESPACES:
@@ -125,6 +137,12 @@ class Sandbox:
     @property
     def kubeconfig_path(self):
         return os.path.join(self.state_dir, "kubeconfig")
+
+    @property
+    def collection_kubeconfig_path(self):
+        """The kubeconfig the collection's modules use: with ``rbac``, the ServiceAccount's of the RBAC file; else the
+        sandbox's own."""
+        return os.path.join(self.state_dir, "rollout.kubeconfig") if self.rbac else self.kubeconfig_path
 
     def kube_client(self, user_agent=SETUP_CLIENT):
         from kubernetes import client, config  # pylint: disable=import-outside-toplevel
@@ -299,7 +317,7 @@ class Sandbox:
         _write(self.kubeconfig_path, json.dumps(kubeconfig, indent=2) + "\n")
         env = ("export AWS_ENDPOINT_URL=%s\nexport AWS_REGION=%s\nexport AWS_DEFAULT_REGION=%s\n"
                "export AWS_ACCESS_KEY_ID=testing\nexport AWS_SECRET_ACCESS_KEY=testing\n"
-               "export KUBECONFIG=%s\n" % (self.aws.url, self.region, self.region, self.kubeconfig_path))
+               "export KUBECONFIG=%s\n" % (self.aws.url, self.region, self.region, self.collection_kubeconfig_path))
         _write(os.path.join(self.state_dir, "aws.env"), env)
 
     def _write_state(self):
@@ -310,6 +328,7 @@ class Sandbox:
             "ports": {"aws": int(self.aws.url.rsplit(":", 1)[1]), "kubernetes": int(self.kube_url.rsplit(":", 1)[1]),
                       "control": self._control.server_address[1]},
             "kubeconfig": self.kubeconfig_path, "events": os.path.join(self.state_dir, "events.jsonl"),
+            "rbac": self.rbac, "collection_kubeconfig": self.collection_kubeconfig_path,
             "nodes": self.nodes, "azs": self.azs, "groups": self.info.get("groups"),
             "amis": self.info.get("amis"), "ssm_parameter": self.info.get("ssm_parameter"),
             "subnets": self.info.get("subnets"), "vpc_id": self.info.get("vpc_id"),

@@ -6,6 +6,10 @@
   nodeops.rollout.node_drain`` against the sandbox with the auth environment a user would set, and
   returns the module's JSON result (with ``rc``).
 - ``handle.run_playbook(path, extra_vars)`` runs ``ansible-playbook`` the same way.
+- On the reference backend, ``SandboxHandle.start(..., rbac=True)`` enforces docs/rbac.yaml on the collection: its modules
+  and playbooks run with a ServiceAccount token (``handle.collection_kubeconfig``) while ``handle.kube()`` keeps every
+  right. ``handle.apply_rbac(path)`` applies RBAC objects (``kubectl apply``) and
+  ``handle.service_account_kubeconfig()`` mints a token (TokenRequest) and writes a kubeconfig using it.
 """
 
 import json
@@ -89,16 +93,25 @@ class SandboxHandle:
         with open(os.path.join(state_dir, "sandbox.json"), encoding="utf-8") as fh:
             self.state = json.load(fh)
         self.env = _read_env_file(os.path.join(state_dir, "aws.env"))
+        # the kubeconfig the collection's modules and playbooks run with (run_module, run_role_playbook ...): the
+        # ServiceAccount's of a sandbox started with rbac, else the sandbox's own; set it to run them as another identity
+        self.collection_kubeconfig = self.state.get("collection_kubeconfig") or self.state["kubeconfig"]
 
     # ---- life cycle ----------------------------------------------------------------------------
     @classmethod
-    def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180, kube=None):
+    def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180, kube=None, rbac=False,
+              rbac_file=None):
         """Start a sandbox; ``kube`` defaults to $NODEOPS_SANDBOX_KUBE (the test command's reference stage sets it to
-        ``reference``), else ``embedded``."""
+        ``reference``), else ``embedded``. ``rbac`` (reference backend only) enforces docs/rbac.yaml, or ``rbac_file``,
+        on the collection (``up --rbac``)."""
         kube = kube or os.environ.get(KUBE_ENV) or "embedded"
         cmd = [sys.executable, "-m", "sandbox", "up", "--state-dir", state_dir, "--detach",
                "--nodes", str(nodes), "--azs", str(azs), "--groups", str(groups), "--speed", str(speed),
                "--timeout", str(timeout), "--kube", kube]
+        if rbac or rbac_file:
+            cmd.append("--rbac")
+        if rbac_file:
+            cmd += ["--rbac-file", os.path.abspath(rbac_file)]
         for w in workloads:
             cmd += ["--workload", w]
         subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout + 30)
@@ -149,6 +162,35 @@ class SandboxHandle:
                 utils.create_from_dict(api_client, doc)
         finally:
             api_client.close()
+
+    # ---- RBAC (reference backend) ----------------------------------------------------------------
+    def _rest(self, user_agent="test-setup"):
+        """The sandbox's own identity (group system:masters) as the reference backend's plain REST client."""
+        from sandbox.reference.rest import Rest  # pylint: disable=import-outside-toplevel
+        if self.state.get("kube") != "reference":
+            raise ValueError("RBAC needs the reference backend: the embedded API server has no authorizer")
+        with open(self.state["kubeconfig"], encoding="utf-8") as fh:
+            config = json.load(fh)
+        cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+        return Rest(cluster["server"], user["token"], cluster["certificate-authority"], user_agent)
+
+    def apply_rbac(self, path_or_text=None):
+        """Create or update the objects of an RBAC file (YAML text, or a path; docs/rbac.yaml by default) as ``kubectl
+        apply --server-side`` would: a rule left out of a role the next time is removed. ``["Kind ns/name", ...]``."""
+        from sandbox.reference import rbac  # pylint: disable=import-outside-toplevel
+        return rbac.apply(self._rest(), rbac.load(path_or_text or rbac.DOCS_RBAC))
+
+    def service_account_kubeconfig(self, path=None, namespace="nodeops-rollout", name="nodeops-rollout", seconds=3600):
+        """Mint a token of ServiceAccount ``namespace/name`` through the TokenRequest API and write a kubeconfig that
+        authenticates with it (to ``path``, by default ``<state>/<namespace>.<name>.kubeconfig``); returns the path.
+        Point the collection at it with ``handle.collection_kubeconfig = path``, or pass it as a module's
+        ``kubeconfig``."""
+        from sandbox.reference import rbac  # pylint: disable=import-outside-toplevel
+        rest = self._rest()
+        path = path or os.path.join(self.state_dir, "%s.%s.kubeconfig" % (namespace, name))
+        with open(self.state["kubeconfig"], encoding="utf-8") as fh:
+            ca_file = json.load(fh)["clusters"][0]["cluster"]["certificate-authority"]
+        return rbac.service_account_kubeconfig(rest, self.state["kube_url"], ca_file, path, namespace, name, seconds)
 
     # ---- control -------------------------------------------------------------------------------
     def _control(self, path, body=None):
@@ -219,7 +261,7 @@ class SandboxHandle:
         env = dict(os.environ)
         env.update(self.env)
         env.update({
-            "K8S_AUTH_KUBECONFIG": self.state["kubeconfig"],
+            "K8S_AUTH_KUBECONFIG": self.collection_kubeconfig,
             "ANSIBLE_COLLECTIONS_PATH": collections_path(),
             "ANSIBLE_HOST_KEY_CHECKING": "False",
             "ANSIBLE_NOCOLOR": "1",
@@ -266,7 +308,7 @@ class SandboxHandle:
         host = {
             "ansible_python_interpreter": sys.executable,
             "rolling_update_aws": {"region": self.state["region"], "endpoint_url": self.state["aws_url"]},
-            "rolling_update_k8s": {"kubeconfig": self.state["kubeconfig"]},
+            "rolling_update_k8s": {"kubeconfig": self.collection_kubeconfig},
             "rolling_update_node_groups": node_groups or [{"name": "sandbox-nodes", "image_id": self.state["amis"]["new"]}],
             "rolling_update_report_file": str(report) if report else "",
         }

@@ -5,6 +5,7 @@ in place of the embedded store, API server and controllers."""
 
 import time
 
+from . import rbac as rbac_mod
 from .bridge import Bridge
 from .control_plane import ControlPlane
 from .observer import Observer, is_ready
@@ -15,8 +16,9 @@ KUBE_FAULTS = ("k8s_429", "k8s_5xx", "k8s_down", "eviction_latency", "unreachabl
 
 
 class ReferenceKube:
-    def __init__(self, state_dir, clock, events, instances_fn, cfg):
+    def __init__(self, state_dir, clock, events, instances_fn, cfg, rbac=False):
         self.state_dir = state_dir
+        self.rbac = rbac
         self.clock = clock
         self.events = events
         self.instances_fn = instances_fn
@@ -43,7 +45,7 @@ class ReferenceKube:
         self.kubelet_version = pins()["k8s.io/kubernetes"]
         self.plane = ControlPlane(bin_dir, self.state_dir, self.clock.speed, self.cfg.node_ready_seconds,
                                   self.cfg.pod_start_seconds, self.cfg.pod_ready_seconds,
-                                  self.cfg.pod_shutdown_seconds).start()
+                                  self.cfg.pod_shutdown_seconds, rbac=self.rbac).start()
         self.rest = self.plane.rest(CLIENT)
         self.observer = Observer(self.plane.rest(CLIENT), self.plane.audit_log, self.events).start()
         self.bridge = Bridge(self.plane.rest("sandbox-bridge"), self.clock, self.instances_fn,
@@ -63,6 +65,15 @@ class ReferenceKube:
             except Exception:  # pylint: disable=broad-except
                 time.sleep(0.2)
         raise RuntimeError("the reference API server never created the default namespace")
+
+    # ---- RBAC ------------------------------------------------------------------------------------
+    def apply_rbac(self, path_or_text=None):
+        """Apply the RBAC objects of a file (docs/rbac.yaml by default) as ``kubectl apply --server-side`` would."""
+        return rbac_mod.apply(self.rest, rbac_mod.load(path_or_text or rbac_mod.DOCS_RBAC))
+
+    def service_account_kubeconfig(self, path, namespace=rbac_mod.SERVICE_ACCOUNT[0], name=rbac_mod.SERVICE_ACCOUNT[1]):
+        """Write to ``path`` a kubeconfig authenticating as ServiceAccount ``namespace/name`` (a TokenRequest token)."""
+        return rbac_mod.service_account_kubeconfig(self.rest, self.url, self.plane.paths["ca.crt"], path, namespace, name)
 
     def stop(self):
         for part in (self.bridge, self.observer):

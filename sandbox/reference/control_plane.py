@@ -4,7 +4,10 @@ kwok, started in that order on loopback ports and stopped in reverse.
 Everything lives under ``<state>/reference``: certificates, the token file, the audit policy and log
 (``audit.log``, one JSON line per request stage, read by :mod:`.observer`), etcd's data, one log per process.
 Clients authenticate with a bearer token; the components with the same token (their requests are told apart
-by User-Agent, as the audit log records it).
+by User-Agent, as the audit log records it). That token's user is in the group ``system:masters``, which the RBAC
+authorizer always allows: the sandbox's own parts and the tests' observer keep every right whatever roles exist. With
+``rbac`` the API server authorizes as EKS and kubeadm clusters do (``Node,RBAC``), and a client with a ServiceAccount's
+token (:mod:`.rbac`) gets only what its roles grant.
 """
 
 import ctypes
@@ -44,8 +47,9 @@ def _free_port():
 
 class ControlPlane:
     def __init__(self, bin_dir, state_dir, speed, node_ready_seconds, pod_start_seconds, pod_ready_seconds,
-                 pod_shutdown_seconds):
+                 pod_shutdown_seconds, rbac=False):
         self.bin_dir = bin_dir
+        self.rbac = rbac
         self.dir = os.path.join(state_dir, "reference")
         self.speed = speed
         self.delays = dict(node_ready_seconds=node_ready_seconds, pod_start_seconds=pod_start_seconds,
@@ -101,7 +105,7 @@ class ControlPlane:
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", str(self.port),
             "--tls-cert-file", self.paths["apiserver.crt"], "--tls-private-key-file", self.paths["apiserver.key"],
             "--client-ca-file", self.paths["ca.crt"], "--token-auth-file", tokens,
-            "--authorization-mode", "RBAC",
+            "--authorization-mode", "Node,RBAC" if self.rbac else "RBAC",
             "--service-account-issuer", "https://kubernetes.default.svc",
             "--service-account-key-file", self.paths["sa.pub"],
             "--service-account-signing-key-file", self.paths["sa.key"],

@@ -29,6 +29,10 @@ from ..kube.store import owner_of, unschedulable_now
 from .rest import RestError
 
 MUTATING = frozenset(("create", "update", "patch", "delete", "deletecollection"))
+# creates in name only: the API server answers an access or token review and stores nothing (SelfSubjectAccessReview is
+# how a client asks what it may do, kubectl auth can-i), so they change nothing and open no rollout window
+REVIEWS = frozenset(("selfsubjectaccessreviews", "selfsubjectrulesreviews", "subjectaccessreviews",
+                     "localsubjectaccessreviews", "tokenreviews", "selfsubjectreviews"))
 # User-Agents of the control plane itself: its requests are not the collection's, nor a test's
 COMPONENTS = ("kube-controller-manager", "kube-scheduler", "kwok", "kube-apiserver", "etcd")
 # kube-controller-manager's controllers (the last segment of their User-Agent) -> how their pod deletions count
@@ -119,7 +123,8 @@ class AuditTail:
         dry_run = "dryRun=" in (entry.get("requestURI") or "")
         fields = {"verb": "evict" if evict else verb, "resource": ref.get("resource"), "namespace": ref.get("namespace"),
                   "name": ref.get("name"), "client": client, "code": code,
-                  "mutating": (evict or verb in MUTATING) and not dry_run and ref.get("resource") is not None}
+                  "mutating": (evict or verb in MUTATING) and not dry_run and ref.get("resource") is not None
+                  and ref.get("resource") not in REVIEWS}
         if ref.get("subresource") and not evict:
             fields["subresource"] = ref["subresource"]
         if ref.get("resource") is None:

@@ -506,7 +506,8 @@ def test_bad_fault_input_is_refused_naming_the_option_and_changes_nothing(box, a
 
 def test_bad_up_input_is_refused_naming_the_option(tmp_path):
     for args, option in ((["--nodes", "0"], "--nodes"), (["--azs", "7"], "--azs"), (["--speed", "0"], "--speed"),
-                         (["--groups", "0"], "--groups")):
+                         (["--groups", "0"], "--groups"), (["--rbac"], "--rbac"),
+                         (["--kube", "reference", "--rbac-file", str(tmp_path / "missing.yaml")], "--rbac-file")):
         proc = cli("up", "--state-dir", tmp_path / "bad", "--detach", *args, check=False, timeout=60)
         assert proc.returncode != 0
         assert option in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

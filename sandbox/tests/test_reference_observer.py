@@ -85,3 +85,14 @@ def test_a_line_written_in_two_parts_is_read_once_whole(tmp_path):
         fh.write(whole[20:])
     tail.catch_up()
     assert [(e["verb"], e["name"]) for e in events.events("k8s.request")] == [("get", "web-4")]
+
+
+def test_an_access_review_is_a_create_that_changes_nothing(tmp_path):
+    review = {"stage": "ResponseComplete", "verb": "create", "userAgent": "nodeops.rollout/1.0.0 node_group_info (ansible)",
+              "requestURI": "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "responseStatus": {"code": 201},
+              "objectRef": {"resource": "selfsubjectaccessreviews", "apiGroup": "authorization.k8s.io", "apiVersion": "v1"}}
+    _tail, events = tail_with(tmp_path, json.dumps(review) + "\n",
+                              line("ResponseComplete", "create", "web-5", MODULE, "eviction", 201))
+    requests = events.events("k8s.request")
+    assert [(e["resource"], e["verb"], e["mutating"]) for e in requests] == [
+        ("selfsubjectaccessreviews", "create", False), ("pods", "evict", True)]
