@@ -18,8 +18,9 @@ from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map_at_once
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import aws_connection, describe_aws_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import aws_connection, aws_error_parts, describe_aws_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import aws_refusal, refused
 from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM, tags_to_dict
 
 try:
@@ -565,8 +566,17 @@ def aws_errors(operation, resource=None, params=None):
     """Turn an AWS error raised inside into a RolloutError whose message is describe_aws_error's line.
 
     ``with aws_errors("SetDesiredCapacity", "Auto Scaling group 'web'"): ...``: the text is written where the call is made.
+
+    A request AWS refused to the identity (AccessDenied, AccessDeniedException, UnauthorizedOperation,
+    UnauthorizedAccess) is a ``permissions.PermissionRefused``: its message names the action (of the request that was
+    sent, which may be another than ``operation`` names) and resource refused, the statement of docs/iam-policy.json
+    that allows it and that nothing was changed, and the failed result carries them as ``permission``.
     """
     try:
         yield
     except AWS_ERRORS as exc:
+        code, message = aws_error_parts(exc)
+        permission = aws_refusal(code, message, getattr(exc, "operation_name", None) or operation, resource)
+        if permission is not None:
+            raise refused("%s on %s" % (operation, resource) if resource else str(operation), permission) from exc
         raise RolloutError(describe_aws_error(exc, operation, resource, params)) from exc

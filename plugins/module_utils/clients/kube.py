@@ -23,6 +23,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import kube_refusal, refused
 
 try:
     from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api, StorageV1Api, VersionApi
@@ -384,9 +385,17 @@ def kube_errors(verb, obj=None, params=None, detailed=False):
 
     ``with kube_errors("evict", "pod default/web-1"): ...``: the text is written where the call is made. ``detailed``
     adds the error's details (``error``) and the traceback (``exception``) to the failed result.
+
+    A request the API server's authorizer refused (403 Forbidden, "User ... cannot ...") is a
+    ``permissions.PermissionRefused``: its message names the verb, resource, API group and namespace refused, the rule
+    of docs/rbac.yaml that grants it and that nothing was changed, and the failed result carries them as ``permission``.
     """
     try:
         yield
     except K8S_ERRORS as exc:
         details = dict(error=k8s_error_details(exc), exception=traceback.format_exc()) if detailed else {}
+        code, status, _headers = error_status(exc)
+        permission = kube_refusal(code, status)
+        if permission is not None:
+            raise refused("%s %s" % (verb, obj) if obj else str(verb), permission, **details) from exc
         raise RolloutError(describe_k8s_error(exc, verb, obj, params), **details) from exc

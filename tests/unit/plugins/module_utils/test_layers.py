@@ -16,7 +16,7 @@ _SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 
 # Bottom to top. A package (a folder, or a file directly in module_utils) imports only from its own layer or below.
 LAYERS = (
-    ("shared values and errors", {"errors", "values", "choices", "tags", "version", "at_once", "backoff"}),
+    ("shared values and errors", {"errors", "values", "choices", "tags", "version", "at_once", "backoff", "permissions"}),
     ("clients", {"clients"}),
     ("pure rules", {"drain", "node_health", "termination_gate", "node_edits", "lease_lock", "rollout", "report"}),
     ("runners", {"launch_template", "node_group", "step", "surge", "terminate", "node_drain", "node_drain_loop", "nodes", "validate", "locks",
