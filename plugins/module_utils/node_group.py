@@ -28,10 +28,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     termination_hooks,
     warm_pool,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import K8S_ERRORS, KubeApi, kube_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import K8S_ERRORS, KubeApi, check_access, kube_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, stranded_volumes
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
+from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reporting, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import group_target, override_refusals, template_spec
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import (
     INSTANCE_NODE_FIELDS,
@@ -48,7 +48,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks impo
     marked_outdated,
     marked_up_to_date,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import skew
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_events, skew
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback
@@ -364,12 +364,30 @@ def read_load_balancers(api, elbv2, params):
     return cluster_load_balancers(services, balancers, {arn: (records[arn], names) for arn, names in bindings.items() if arn in records})
 
 
+def lock_namespace(params):
+    """The namespace of the lock's Leases the access check asks for: ``lock_namespace``, else the ``lock`` option's."""
+    return params.get("lock_namespace") or (params.get("lock") or {}).get("namespace") or "kube-system"
+
+
 @reports_errors
 def run_node_group_info(module):
     params = module.params
     check_settings(params)
     connection, autoscaling, ec2, elbv2 = aws_clients(module, "autoscaling", "ec2", "elbv2")
-    api = KubeApi(k8s_client(module)) if params["include_nodes"] else None
+    api = KubeApi(k8s_client(module)) if params["include_nodes"] or params.get("check_access") else None
+    access = None
+    if params.get("check_access"):
+        # first, so that a refusal of a read below is reported with everything else the identity may not do
+        with kube_errors("check the access of", "the Kubernetes identity", params):
+            access = check_access(api, lock_namespace(params), node_events.NAMESPACE)
+    with reporting({"access": access} if access is not None else {}):
+        result = _read_groups(module, params, connection, autoscaling, ec2, elbv2, api if params["include_nodes"] else None)
+    if access is not None:
+        result["access"] = access
+    module.exit_json(**result)
+
+
+def _read_groups(module, params, connection, autoscaling, ec2, elbv2, api):
     where = "Auto Scaling group '%s'" % params["name"] if params.get("name") else "Auto Scaling groups tagged %s" % params.get("tags")
     with aws_errors("DescribeAutoScalingGroups", where, params):
         if params.get("name"):
@@ -428,4 +446,4 @@ def run_node_group_info(module):
     # why no group read can be rolled here, or not now, in one message (None when nothing refuses)
     refusals = [text for group in node_groups for text in [group["mismatch"]] + group["refusals"] if text]
     result["refusal"] = "; ".join(refusals + [result["start_refusal"]] if result["start_refusal"] else refusals) or None
-    module.exit_json(**result)
+    return result

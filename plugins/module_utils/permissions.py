@@ -254,7 +254,8 @@ def access_checks(lock_namespace="kube-system", event_namespace="default"):
 def access_report(checks, answers):
     """The access check's result from the reviews' answers (``status`` of each SelfSubjectAccessReview, in the order of
     ``checks``): ``checked``, ``reviews`` (how many), ``missing`` (each a ``permission``, with ``reason`` when the
-    authorizer gave one) and ``refusal``, one message naming every required one missing (None when none is)."""
+    authorizer gave one), ``refusal``, one message naming every required one missing (None when none is), and ``why``
+    (None: the reason an access check could not be made)."""
     missing = []
     for check, answer in zip(checks, answers):
         if (answer or {}).get("allowed"):
@@ -264,7 +265,7 @@ def access_report(checks, answers):
         if (answer or {}).get("evaluationError"):
             entry["reason"] = answer["evaluationError"]
         missing.append(entry)
-    return {"checked": True, "reviews": len(answers), "missing": missing, "refusal": missing_text(missing)}
+    return {"checked": True, "reviews": len(answers), "missing": missing, "refusal": missing_text(missing), "why": None}
 
 
 def missing_text(missing):

@@ -209,6 +209,23 @@ options:
     type: str
     choices: [NoSchedule, PreferNoSchedule]
     default: NoSchedule
+  check_access:
+    description:
+      - Ask the Kubernetes API server, before any other request, whether the identity of the Kubernetes connection may do
+        each thing the rules of the collection's C(docs/rbac.yaml) grant - one C(SelfSubjectAccessReview) (what
+        C(kubectl auth can-i) asks) per verb and resource, four at a time - and return what it may not in RV(access).
+        An access review stores nothing and changes nothing, and every authenticated identity may send one (the default
+        ClusterRole C(system:basic-user)).
+      - The ClusterRole's rules are asked for in every namespace, Events in the namespace C(default) (where the rollout
+        writes them), the lock's Leases in O(lock_namespace).
+      - Works with O(include_nodes=false) too (the Kubernetes connection is then used for the reviews only).
+    type: bool
+    default: false
+  lock_namespace:
+    description:
+      - With O(check_access), the namespace of the rollout lock's Leases (the role's C(rolling_update_lock_namespace)).
+      - Default is the namespace of O(lock) when it is given, else V(kube-system).
+    type: str
 notes:
   - The plan is data for the C(nodeops.rollout.rolling_update) role and for review in check mode; the estimated duration
     follows the rollout's pipeline with the timings of O(timings).
@@ -242,6 +259,18 @@ EXAMPLES = r"""
     max_unavailable: 25%
     max_surge: 2
     eks_cluster: prod
+
+- name: Before a rollout, what the run's Kubernetes identity may not do of what docs/rbac.yaml grants
+  nodeops.rollout.node_group_info:
+    name: eks-workers-20240501
+    check_access: true
+    kubeconfig: ~/.kube/nodeops-rollout
+  register: workers
+
+- name: Stop when a permission the rollout needs is missing
+  ansible.builtin.fail:
+    msg: "{{ workers.access.refusal }}"
+  when: workers.access.refusal is not none
 
 - name: A kops instance group, AWS only
   nodeops.rollout.node_group_info:
@@ -684,6 +713,36 @@ refusal:
       then RV(start_refusal); null when nothing refuses.
   returned: success
   type: str
+access:
+  description:
+    - With O(check_access), what the Kubernetes identity may not do of what C(docs/rbac.yaml) grants. Also in the failed
+      result when a later request fails (a refused read names its own C(permission)).
+    - C(checked) - whether the API server answered the access reviews; when it does not (it serves no
+      C(authorization.k8s.io) and answers 404, or it answers 403), C(why) says so and C(missing) is empty.
+    - C(reviews) - the access reviews sent.
+    - C(missing) - each permission the identity lacks, with C(kind) (V(kubernetes)), C(verb), C(api_group) (empty for the
+      core group), C(resource) (with its subresource, such as V(pods/eviction)), C(namespace) (null - every namespace,
+      or the cluster scope for a cluster-scoped resource), C(granted_by) (the rule of C(docs/rbac.yaml) that grants it),
+      C(required) (false for Events, which the rollout writes best effort) and C(reason) when the authorizer gave one.
+    - C(refusal) - one message naming every required permission missing and its rule; null when none is.
+  returned: when O(check_access) is true
+  type: dict
+  sample:
+    checked: true
+    reviews: 24
+    missing:
+      - kind: kubernetes
+        verb: create
+        api_group: ""
+        resource: pods/eviction
+        namespace: null
+        granted_by: 'ClusterRole nodeops-rollout rule {apiGroups: [""], resources: [pods/eviction], verbs: [create]} of docs/rbac.yaml'
+        required: true
+    refusal: >-
+      the Kubernetes identity of the run may not create pods/eviction (core API group) in every namespace (granted by
+      ClusterRole nodeops-rollout rule {apiGroups: [""], resources: [pods/eviction], verbs: [create]} of docs/rbac.yaml);
+      apply docs/rbac.yaml (docs/rbac.md) or bind its roles to this identity
+    why: null
 alarms:
   description:
     - With O(abort_alarms), each alarm's C(name), C(found), C(state) (V(OK), V(ALARM) or V(INSUFFICIENT_DATA)), C(reason) and
@@ -712,6 +771,8 @@ def argument_spec():
         max_unavailable=dict(type="raw"),
         max_surge=dict(type="raw"),
         include_nodes=dict(type="bool", default=True),
+        check_access=dict(type="bool", default=False),
+        lock_namespace=dict(type="str"),
         check_volumes=dict(type="bool", default=True),
         post_drain_delay=dict(type="raw", default=""),
         load_balancers=dict(type="bool", default=False),

@@ -23,10 +23,11 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import kube_refusal, refused
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import access_checks, access_report, kube_refusal, refused
 
 try:
-    from kubernetes.client import ApiClient, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api, StorageV1Api, VersionApi
+    from kubernetes.client import (
+        ApiClient, AppsV1Api, AuthorizationV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api, StorageV1Api, VersionApi)
     from kubernetes.client.exceptions import ApiException
     from kubernetes.watch.watch import iter_resp_lines
 except ImportError:
@@ -118,6 +119,7 @@ class KubeApi:
         self.coordination = CoordinationV1Api(api_client)
         self.storage = StorageV1Api(api_client)
         self.custom = CustomObjectsApi(api_client)
+        self.authorization = AuthorizationV1Api(api_client)
         self.sleep = sleep
         self.attempts = attempts
         self.request_timeout = request_timeout
@@ -309,6 +311,21 @@ class KubeApi:
         """The API server's ``/version`` (``{"major", "minor", "gitVersion", ...}``)."""
         return self._call(VersionApi(self.client).get_code)
 
+    # ---- what the identity may do --------------------------------------------------------------------
+    def access_review(self, verb, group, resource, subresource=None, namespace=None):
+        """Ask whether this client's identity may ``verb`` ``resource`` (``subresource``) of API ``group`` in ``namespace``
+        (None: every namespace, or the cluster scope): a SelfSubjectAccessReview, what ``kubectl auth can-i`` sends. A
+        create in name only: the server answers and stores nothing, so it is retried as a read. Its ``status``
+        (``allowed``, ``denied``, ``reason``, ``evaluationError``)."""
+        attributes = {"verb": verb, "group": group, "resource": resource}
+        if subresource:
+            attributes["subresource"] = subresource
+        if namespace:
+            attributes["namespace"] = namespace
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attributes}}
+        return self._call(self.authorization.create_self_subject_access_review, body).get("status") or {}
+
     # ---- leases (the rollout lock) ----------------------------------------------------------------
     # Retrying the writes is safe: a create or update that succeeded before its answer was lost comes back as 409
     # (AlreadyExists, or Conflict on the resourceVersion it carried), and the caller reads the lease again.
@@ -377,6 +394,30 @@ def _paged_node_pods(api, names):
             if exc.status == 410:   # the snapshot was compacted away while paging
                 return None
             raise
+
+
+# access reviews sent at once by check_access
+ACCESS_WORKERS = 4
+
+
+def check_access(api, lock_namespace="kube-system", event_namespace="default", workers=ACCESS_WORKERS):
+    """What the identity of ``api`` may not do of what docs/rbac.yaml grants (``permissions.access_checks``): one
+    SelfSubjectAccessReview per verb and resource, ``workers`` at once; ``permissions.access_report``'s result. An API
+    server that does not answer access reviews (404, or 403 where even they are not allowed) gives ``checked`` false
+    and ``why``, after that one request. Changes nothing."""
+    checks = access_checks(lock_namespace, event_namespace)
+    first = checks[0]
+    try:
+        answers = [api.access_review(first["verb"], first["group"], first["resource"], first["subresource"], first["namespace"])]
+    except ApiException as exc:
+        if exc.status not in (403, 404):
+            raise
+        return {"checked": False, "reviews": 1, "missing": [], "refusal": None,
+                "why": "the API server does not answer access reviews: %s" % describe_k8s_error(
+                    exc, "create", "selfsubjectaccessreviews.authorization.k8s.io")}
+    answers += map_at_once(lambda check: api.access_review(check["verb"], check["group"], check["resource"],
+                                                           check["subresource"], check["namespace"]), checks[1:], workers)
+    return access_report(checks, answers)
 
 
 @contextmanager

@@ -334,3 +334,71 @@ def test_the_flags_say_where_the_scale_up_waits_for_a_new_node(state, plan_surge
     flags = node_group_utils.group_flags(view)
     assert (flags["surge_count"], flags["surge_each_az"], flags["unplaced_azs"]) == (surge, each_az, unplaced)
     assert flags["new_node_azs"] == ["us-east-1a", "us-east-1b"] and flags["has"]["unplaced_azs"] == bool(unplaced)
+
+
+# ---- check_access -------------------------------------------------------------------------------------------------------
+def _reviews(monkeypatch, refused=(), answer=None, nodes_error=None):
+    """node_group_info's Kubernetes client answers each access review allowed unless ``(verb, resource)`` is in ``refused``
+    (``answer`` raises instead), lists no node (or raises ``nodes_error``); returns the reviews asked, in order."""
+    asked = []
+
+    class Reviews:
+        @staticmethod
+        def access_review(verb, group, resource, subresource=None, namespace=None):
+            asked.append((verb, group, resource, subresource, namespace))
+            if answer is not None:
+                raise answer
+            name = "%s/%s" % (resource, subresource) if subresource else resource
+            return {"allowed": (verb, name) not in refused}
+
+        @staticmethod
+        def list_nodes():
+            if nodes_error is not None:
+                raise nodes_error
+            return []
+
+    monkeypatch.setattr(node_group_utils, "KubeApi", lambda api_client: Reviews())
+    monkeypatch.setattr(node_group_utils, "k8s_client", lambda module: object())
+    return asked
+
+
+def test_check_access_returns_what_the_identity_may_not_do_and_changes_nothing(world, run, monkeypatch, api_calls):
+    asked = _reviews(monkeypatch, refused={("create", "pods/eviction"), ("create", "events")})
+    result = run("node_group_info", name="workers", include_nodes=False, check_access=True, lock_namespace="nodeops-rollout")
+    access = result["access"]
+    assert access["checked"] and access["reviews"] == len(asked) == 24
+    assert [(entry["verb"], entry["resource"], entry["required"]) for entry in access["missing"]] == [
+        ("create", "pods/eviction", True), ("create", "events", False)]
+    assert access["refusal"].startswith("the Kubernetes identity of the run may not create pods/eviction (core API group) "
+                                        "in every namespace (granted by ClusterRole nodeops-rollout rule")
+    assert ("update", "coordination.k8s.io", "leases", None, "nodeops-rollout") in asked
+    assert result["node_groups"][0]["name"] == "workers" and mutating(api_calls) == []
+
+
+def test_the_lock_namespace_defaults_to_the_lock_option_s_then_kube_system(world, run, monkeypatch):
+    asked = _reviews(monkeypatch)
+    run("node_group_info", name="workers", include_nodes=False, check_access=True)
+    assert ("get", "coordination.k8s.io", "leases", None, "kube-system") in asked
+    assert node_group_utils.lock_namespace({"lock": {"namespace": "locks"}}) == "locks"
+
+
+def test_a_server_without_access_reviews_says_it_checked_nothing(world, run, monkeypatch):
+    from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import api_error
+    asked = _reviews(monkeypatch, answer=api_error(404, "the server could not find the requested resource", "NotFound"))
+    access = run("node_group_info", name="workers", include_nodes=False, check_access=True)["access"]
+    assert len(asked) == 1
+    assert access["checked"] is False and access["missing"] == [] and access["refusal"] is None
+    assert access["why"].startswith("the API server does not answer access reviews: create "
+                                    "selfsubjectaccessreviews.authorization.k8s.io: NotFound")
+
+
+def test_a_refused_read_after_the_check_fails_with_its_permission_and_the_access_found(world, run, monkeypatch):
+    from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import api_error
+    _reviews(monkeypatch, refused={("list", "nodes")}, nodes_error=api_error(
+        403, 'nodes is forbidden: User "u" cannot list resource "nodes" in API group "" at the cluster scope', "Forbidden"))
+    result = run("node_group_info", name="workers", check_access=True)
+    assert result["failed"]
+    assert result["msg"].startswith("list nodes: permission denied: Kubernetes refused list nodes (core API group) at the "
+                                    "cluster scope to User \"u\"; granted by ClusterRole nodeops-rollout rule")
+    assert result["permission"]["verb"] == "list" and result["permission"]["resource"] == "nodes"
+    assert [entry["resource"] for entry in result["access"]["missing"]] == ["nodes"]

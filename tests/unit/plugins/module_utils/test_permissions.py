@@ -252,6 +252,6 @@ def test_the_access_report_names_each_missing_permission_and_refuses_for_the_req
 def test_nothing_missing_or_only_events_is_no_refusal():
     checks = permissions.access_checks()
     assert permissions.access_report(checks, [{"allowed": True}] * len(checks)) == {
-        "checked": True, "reviews": len(checks), "missing": [], "refusal": None}
+        "checked": True, "reviews": len(checks), "missing": [], "refusal": None, "why": None}
     only_events = [{"allowed": check["resource"] != "events"} for check in checks]
     assert permissions.access_report(checks, only_events)["refusal"] is None
