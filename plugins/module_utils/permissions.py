@@ -278,7 +278,7 @@ def missing_text(missing):
     for entry in required:
         name, _sep, subresource = entry["resource"].partition("/")
         where = scope_text(entry["namespace"]) if (entry["api_group"], name) not in CLUSTER_SCOPED else "at the cluster scope"
-        parts.append("%s %s %s (granted by %s)" % (entry["verb"], resource_text(entry["api_group"], name, subresource or None), where,
-                                        entry["granted_by"]))
+        resource = resource_text(entry["api_group"], name, subresource or None)
+        parts.append("%s %s %s (granted by %s)" % (entry["verb"], resource, where, entry["granted_by"]))
     return "the Kubernetes identity of the run may not %s; apply %s (docs/rbac.md) or bind its roles to this identity" % (
         "; nor ".join(parts), RBAC_FILE)
