@@ -291,3 +291,5 @@ class NodeLoop:
                 work.state = "blocked"
                 work.why = "delete refused: %s" % answer["message"]
                 work.blocking = {"pod": work.key, "kind": "api_error", "pdb": None, "message": answer["message"]}
+                if answer.get("permission"):
+                    work.blocking["permission"] = answer["permission"]

@@ -263,7 +263,8 @@ nodes:
       description:
         - Pods that held the node when the drain ended, each with C(pod), C(kind) (V(pdb), V(multiple_pdbs),
           V(naked_pod), V(emptydir), V(do_not_disrupt), V(api_error), V(throttled), V(retry)), C(pdb), and the
-          API's C(message).
+          API's C(message); an V(api_error) the API server's authorizer gave (the identity may not evict or delete the
+          pod, or restart its Deployment) also has C(permission), as in a failed result (see C(docs/rbac.md)).
         - In check mode, every blocker found, including warnings (V(pdb_zero), V(pdb_insufficient),
           V(single_replica), V(tolerates_all)), each with C(severity) V(error) or V(warning).
       type: list

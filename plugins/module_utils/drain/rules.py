@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key, pdbs_selecting
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import kube_refusal, kube_refusal_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import int_or_percent, scaled_value
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
@@ -205,8 +206,12 @@ def eviction_answer(code, status):
     ``kind``: ``done`` (2xx), ``gone`` (404; or 409 on the UID precondition: a new pod took the name), ``pdb``
     (429 from a PodDisruptionBudget), ``throttled`` (other 429), ``multiple_pdbs`` (500 "more than one
     PodDisruptionBudget"), ``retry`` (other 5xx, a 409 of another kind, no answer), ``error`` (anything else:
-    a request that will never succeed as sent).
+    a request that will never succeed as sent). An ``error`` the authorizer gave (403: the identity may not evict or
+    delete pods, or restart a Deployment) says so in its message and carries ``permission`` (``permissions.kube_refusal``).
     """
+    permission = kube_refusal(code, status)
+    if permission is not None:
+        return {"kind": "error", "message": kube_refusal_text(permission), "pdb": None, "permission": permission}
     message = _status_text(status)
     lowered = message.lower()
     if code is not None and 200 <= code < 300:

@@ -171,6 +171,8 @@ def apply_answer(work, answer, now, backoff, grace_period, disable_eviction, pdb
     pdb = budget_names(work, pdbs) if kind == "multiple_pdbs" else None
     work.blocking = {"pod": work.key, "kind": "multiple_pdbs" if kind == "multiple_pdbs" else "api_error", "pdb": pdb,
                      "message": answer["message"]}
+    if answer.get("permission"):
+        work.blocking["permission"] = answer["permission"]
     work.why = ("selected by more than one PodDisruptionBudget (%s): %s" % (pdb, answer["message"])
                 if kind == "multiple_pdbs" else "request refused: %s" % answer["message"])
     return None

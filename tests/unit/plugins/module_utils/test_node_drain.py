@@ -338,6 +338,21 @@ def test_two_budgets_on_a_pod_found_at_eviction_are_reported_as_a_blocker():
     assert node["seconds"] < 5  # nothing to wait for: failed as soon as the rest was done
 
 
+def test_an_eviction_the_identity_may_not_make_names_the_permission_and_its_rule():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))
+    kube.eviction_script["shop/web-1"] = [api_error(403, 'pods "web-1" is forbidden: User "rollout" cannot create resource '
+                                                         '"pods/eviction" in API group "" in the namespace "shop"', "Forbidden")]
+    result = run(kube, ["n1"], timeout=30)
+    node = result["nodes"]["n1"]
+    [blocking] = node["blocking"]
+    assert node["status"] == "failed" and blocking["kind"] == "api_error"
+    assert (blocking["permission"]["verb"], blocking["permission"]["resource"]) == ("create", "pods/eviction")
+    assert ('permission denied: Kubernetes refused create pods/eviction (core API group) in namespace "shop" to User "rollout"; '
+            'granted by ClusterRole nodeops-rollout rule') in result["msg"]
+    assert node["seconds"] < 5  # a refusal of permission is not retried
+
+
 def test_two_budgets_known_up_front_fail_before_changes():
     kube = cluster("n1")
     kube.add_pod(make_pod("web-1", "n1", labels={"app": "web"}))

@@ -226,6 +226,13 @@ def test_every_other_answer(code, status, kind):
     assert drain_rules.eviction_answer(code, status)["kind"] == kind
 
 
+def test_an_answer_of_the_authorizer_is_an_error_naming_the_permission():
+    answer = drain_rules.eviction_answer(403, {"reason": "Forbidden", "message": 'pods "x" is forbidden: User "u" cannot create '
+                                                                                 'resource "pods/eviction" in API group "" in the namespace "shop"'})
+    assert answer["kind"] == "error" and answer["permission"]["resource"] == "pods/eviction"
+    assert answer["message"].startswith('permission denied: Kubernetes refused create pods/eviction (core API group) in namespace "shop"')
+
+
 def test_retry_after_header():
     assert retry_after_seconds({"Retry-After": "5"}) == 5.0
     assert retry_after_seconds({"retry-after": "soon"}) is None
