@@ -40,6 +40,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import
     node_summary,
     nodes_by_instance,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import access_refused
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, start_refusal, window_report
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import (
     DEFAULT_TAINT_KEY,
@@ -374,12 +375,15 @@ def run_node_group_info(module):
     params = module.params
     check_settings(params)
     connection, autoscaling, ec2, elbv2 = aws_clients(module, "autoscaling", "ec2", "elbv2")
-    api = KubeApi(k8s_client(module)) if params["include_nodes"] or params.get("check_access") else None
+    checking = params.get("check_access") or params.get("require_access")
+    api = KubeApi(k8s_client(module)) if params["include_nodes"] or checking else None
     access = None
-    if params.get("check_access"):
+    if checking:
         # first, so that a refusal of a read below is reported with everything else the identity may not do
         with kube_errors("check the access of", "the Kubernetes identity", params):
             access = check_access(api, lock_namespace(params), node_events.NAMESPACE)
+        if params.get("require_access") and access["refusal"]:
+            raise access_refused(access)
     with reporting({"access": access} if access is not None else {}):
         result = _read_groups(module, params, connection, autoscaling, ec2, elbv2, api if params["include_nodes"] else None)
     if access is not None:

@@ -152,15 +152,23 @@ def kube_refusal(code, status):
     return None
 
 
-def kube_refusal_text(permission):
-    """What a refused Kubernetes request was and which rule grants it, in one sentence."""
+def permission_text(permission):
+    """What a ``permission`` is, without who or why: ``create pods/eviction (core API group) in every namespace``,
+    ``autoscaling:UpdateAutoScalingGroup on arn:...``."""
+    if permission["kind"] != "kubernetes":
+        return (permission["verb"] or "the request") + (" on %s" % permission["resource"] if permission.get("resource") else "")
     resource = permission["resource"]
     if permission["api_group"] is None:   # a path outside the API's resources (/version ...)
-        what = "%s %s" % (permission["verb"], resource)
-    else:
-        name, _sep, subresource = resource.partition("/")
-        what = "%s %s %s" % (permission["verb"], resource_text(permission["api_group"], name, subresource or None),
-                             scope_text(permission["namespace"]) if permission["namespace"] else "at the cluster scope")
+        return "%s %s" % (permission["verb"], resource)
+    name, _sep, subresource = resource.partition("/")
+    cluster_scoped = (permission["api_group"], name) in CLUSTER_SCOPED
+    return "%s %s %s" % (permission["verb"], resource_text(permission["api_group"], name, subresource or None),
+                         "at the cluster scope" if cluster_scoped else scope_text(permission["namespace"]))
+
+
+def kube_refusal_text(permission):
+    """What a refused Kubernetes request was and which rule grants it, in one sentence."""
+    what = permission_text(permission)
     who = ' to User "%s"' % permission["user"] if permission.get("user") else ""
     granted = ("; granted by %s" % permission["granted_by"] if permission["granted_by"]
                else "; no rule of %s grants it (the collection is not documented to make this request)" % RBAC_FILE)
@@ -211,12 +219,10 @@ def aws_refusal(code, message, operation=None, resource=None):
 
 
 def aws_refusal_text(permission):
-    what = permission["verb"] or "the request"
-    on = " on %s" % permission["resource"] if permission.get("resource") else ""
     who = " to %s" % permission["user"] if permission.get("user") else ""
     granted = ("; granted by %s" % permission["granted_by"] if permission["granted_by"]
                else "; no statement of %s allows it (the collection is not documented to make this request)" % IAM_POLICY_FILE)
-    return "permission denied: AWS refused %s%s%s (%s)%s; %s" % (what, on, who, permission["code"], granted, UNCHANGED)
+    return "permission denied: AWS refused %s%s (%s)%s; %s" % (permission_text(permission), who, permission["code"], granted, UNCHANGED)
 
 
 def refused(where, permission, **details):
@@ -265,7 +271,28 @@ def access_report(checks, answers):
         if (answer or {}).get("evaluationError"):
             entry["reason"] = answer["evaluationError"]
         missing.append(entry)
-    return {"checked": True, "reviews": len(answers), "missing": missing, "refusal": missing_text(missing), "why": None}
+    return with_summary({"checked": True, "reviews": len(answers), "missing": missing, "refusal": missing_text(missing),
+                         "why": None})
+
+
+def access_unchecked(why, reviews=1):
+    """The access check's result when the API server does not answer access reviews (``why``)."""
+    return with_summary({"checked": False, "reviews": reviews, "missing": [], "refusal": None, "why": why})
+
+
+def with_summary(access):
+    """``access`` with its ``summary``, the plan's line: what was asked, and what is missing."""
+    if not access["checked"]:
+        summary = "not checked: %s" % access["why"]
+    elif access["refusal"]:
+        summary = "%d access reviews; %s" % (access["reviews"], access["refusal"])
+    else:
+        summary = "%d access reviews, every permission the rollout needs is granted" % access["reviews"]
+    optional = [entry for entry in access["missing"] if not entry["required"]]
+    if optional:
+        summary += "; not granted, done without: %s (granted by %s)" % (
+            ", ".join(permission_text(entry) for entry in optional), ", ".join(sorted(set(e["granted_by"] for e in optional))))
+    return dict(access, summary=summary)
 
 
 def missing_text(missing):
@@ -274,11 +301,14 @@ def missing_text(missing):
     required = [entry for entry in missing if entry["required"]]
     if not required:
         return None
-    parts = []
-    for entry in required:
-        name, _sep, subresource = entry["resource"].partition("/")
-        where = scope_text(entry["namespace"]) if (entry["api_group"], name) not in CLUSTER_SCOPED else "at the cluster scope"
-        resource = resource_text(entry["api_group"], name, subresource or None)
-        parts.append("%s %s %s (granted by %s)" % (entry["verb"], resource, where, entry["granted_by"]))
+    parts = ["%s (granted by %s)" % (permission_text(entry), entry["granted_by"]) for entry in required]
     return "the Kubernetes identity of the run may not %s; apply %s (docs/rbac.md) or bind its roles to this identity" % (
         "; nor ".join(parts), RBAC_FILE)
+
+
+def access_refused(access):
+    """The :class:`PermissionRefused` of an access check that found a required permission missing (``access_report``'s
+    ``refusal``): its ``permission`` is the first one missing, its ``access`` the whole check."""
+    [first] = [entry for entry in access["missing"] if entry["required"]][:1]
+    return PermissionRefused("%s; found by the access check before any change: nothing was changed" % access["refusal"],
+                             permission=first, access=access)

@@ -221,9 +221,18 @@ options:
       - Works with O(include_nodes=false) too (the Kubernetes connection is then used for the reviews only).
     type: bool
     default: false
+  require_access:
+    description:
+      - Check the access as O(check_access) does, and fail when the identity lacks a permission the rollout needs (Events
+        are best effort, not needed): before any other request, with the error of a refused permission - its message
+        names each missing permission and the rule of C(docs/rbac.yaml) that grants it, its C(permission) the first of
+        them, its C(access) the whole check. The role's runs ask this before they take the lock
+        (C(rolling_update_check_access)).
+    type: bool
+    default: false
   lock_namespace:
     description:
-      - With O(check_access), the namespace of the rollout lock's Leases (the role's C(rolling_update_lock_namespace)).
+      - With O(check_access) or O(require_access), the namespace of the rollout lock's Leases (the role's C(rolling_update_lock_namespace)).
       - Default is the namespace of O(lock) when it is given, else V(kube-system).
     type: str
 notes:
@@ -725,7 +734,7 @@ access:
       or the cluster scope for a cluster-scoped resource), C(granted_by) (the rule of C(docs/rbac.yaml) that grants it),
       C(required) (false for Events, which the rollout writes best effort) and C(reason) when the authorizer gave one.
     - C(refusal) - one message naming every required permission missing and its rule; null when none is.
-  returned: when O(check_access) is true
+  returned: when O(check_access) or O(require_access) is true
   type: dict
   sample:
     checked: true
@@ -772,6 +781,7 @@ def argument_spec():
         max_surge=dict(type="raw"),
         include_nodes=dict(type="bool", default=True),
         check_access=dict(type="bool", default=False),
+        require_access=dict(type="bool", default=False),
         lock_namespace=dict(type="str"),
         check_volumes=dict(type="bool", default=True),
         post_drain_delay=dict(type="raw", default=""),

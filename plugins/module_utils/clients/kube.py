@@ -23,7 +23,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import access_checks, access_report, kube_refusal, refused
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import access_checks, access_report, access_unchecked, kube_refusal, refused
 
 try:
     from kubernetes.client import (
@@ -412,9 +412,8 @@ def check_access(api, lock_namespace="kube-system", event_namespace="default", w
     except ApiException as exc:
         if exc.status not in (403, 404):
             raise
-        return {"checked": False, "reviews": 1, "missing": [], "refusal": None,
-                "why": "the API server does not answer access reviews: %s" % describe_k8s_error(
-                    exc, "create", "selfsubjectaccessreviews.authorization.k8s.io")}
+        return access_unchecked("the API server does not answer access reviews: %s" % describe_k8s_error(
+            exc, "create", "selfsubjectaccessreviews.authorization.k8s.io"))
     answers += map_at_once(lambda check: api.access_review(check["verb"], check["group"], check["resource"],
                                                            check["subresource"], check["namespace"]), checks[1:], workers)
     return access_report(checks, answers)

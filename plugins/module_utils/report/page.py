@@ -24,6 +24,7 @@ import json
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import (
     NODE_STATES, clock_speed, drain_blockers, drain_end, group_counts, json_tables, node_rows, node_state, phase_bars, step_label,
     surge_priced, time_of)
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import permission_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import (
     found_by_kind, human_duration, instance_minutes_text, target_text, wave_rows)
 
@@ -41,6 +42,11 @@ NEXT_STEPS = {
     "started": "The run ended before this group's result was recorded: run the same playbook again; it resumes from the "
                "group's nodeops.rollout state tags.",
 }
+# A group stopped by a request its identity may not make: the request changed nothing, and the run resumes once granted
+PERMISSION_NEXT_STEP = ("Grant the permission named here (apply docs/rbac.yaml or docs/iam-policy.json as docs/rbac.md and "
+                        "docs/iam.md say), then run the same playbook again: it resumes from the group's nodeops.rollout "
+                        "state tags. Nothing was lost: the refused request changed nothing, untouched old nodes still run "
+                        "their pods and the group keeps its surge.")
 DEFAULT_NEXT_STEP = "Look at the message above and run the same playbook again once the cause is fixed."
 
 CSS = """
@@ -512,9 +518,14 @@ def _banner(groups):
             out.append("<p>Why: <b>%s</b></p>" % text(group["reason"]))
         if group.get("failed_task"):
             out.append("<p>Stopped at <b>%s</b></p>" % text(group["failed_task"]))
+        permission = group.get("permission")
+        if permission:
+            out.append('<p class="permission">Permission refused: <b>%s</b>; granted by <b>%s</b></p>'
+                       % (text(permission_text(permission)), text(permission.get("granted_by") or "no documented rule")))
         if group.get("message"):
             out.append("<p><pre>%s</pre></p>" % text(group["message"]))
-        out.append("<p><b>What to do next:</b> %s</p>" % text(NEXT_STEPS.get(status, DEFAULT_NEXT_STEP)))
+        next_step = PERMISSION_NEXT_STEP if permission else NEXT_STEPS.get(status, DEFAULT_NEXT_STEP)
+        out.append("<p><b>What to do next:</b> %s</p>" % text(next_step))
     out.append("</div>")
     return "".join(out)
 

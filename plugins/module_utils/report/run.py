@@ -335,6 +335,9 @@ def apply(record, event, now=None, **data):
         rolled_back = record["status"] == "rolled back"
         record["status"] = "rolled back" if rolled_back else "failed"
         record["stop"] = {"reason": data.get("reason"), "failed_task": data.get("failed_task"), "message": data.get("message")}
+        if data.get("permission"):
+            # a request the identity may not make: which, and the rule or statement that grants it
+            record["stop"]["permission"] = data["permission"]
         if rolled_back:
             record["stop"]["rolled_back_from"] = data.get("rolled_back_from")
         record["failure_message"] = _failure_message(record, data.get("action"), data.get("rollback_error"),

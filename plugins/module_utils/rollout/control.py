@@ -91,11 +91,23 @@ def window_report(windows, now):
             "next_start": local_text(state["next_start"], state["next_window"]) if state["next_start"] else None}
 
 
+def refused_in_drain(result):
+    """The ``permission`` of the first pod a drain could not move because its identity may not (node_drain's
+    ``nodes[*].blocking``), else None."""
+    nodes = result.get("nodes")
+    for node in (nodes.values() if isinstance(nodes, dict) else []):
+        for entry in (node or {}).get("blocking") or []:
+            if isinstance(entry, dict) and entry.get("permission"):
+                return entry["permission"]
+    return None
+
+
 def failure_cause(action, result, hook=None):
     """Why a rollout failed, and whether rolling it back is the remedy: ``{"kind", "rollback", "reason"}``.
 
     ``action`` is the failed task's module, ``result`` its result, ``hook`` what a failed hook recorded (``{"event",
-    "file", "message"}``) or nothing. Only failures of the new nodes are rolled back - an abort alarm, a hook (the
+    "file", "message"}``) or nothing. A request the run's identity may not make (the result's ``permission``) is a
+    kind of its own, held and never rolled back (the way back needs the same permissions); ``permission`` says which. Only failures of the new nodes are rolled back - an abort alarm, a hook (the
     operator's own check), new instances that never became Ready nodes (``NodeCreationFailure``), the validation of new
     nodes; anything else (a drain a budget holds, an API outage, the lock) would fail again on the way back, so the
     group is held for a rerun whatever ``rolling_update_on_failure`` says.
@@ -107,6 +119,9 @@ def failure_cause(action, result, hook=None):
                 "reason": "the %s hook %s failed: %s" % (hook.get("event"), hook.get("file"), hook.get("message"))}
     if result.get("alarms"):
         return {"kind": "alarm", "rollback": True, "reason": message}
+    permission = result.get("permission") or refused_in_drain(result)
+    if permission:
+        return {"kind": "permission", "rollback": False, "reason": message, "permission": permission}
     if message.startswith(NODE_CREATION):
         return {"kind": "node creation", "rollback": True, "reason": message}
     if str(action or "").endswith("cluster_validate"):

@@ -201,7 +201,7 @@ def group_state_lines(plan):
 
 def control_lines(controls, plan=None):
     """The operator's controls as the plan states them (``controls``: ``{"on_failure", "previous_version", "window",
-    "alarms", "hooks", "rollback"}``, each optional; ``plan`` for the bake time and checkpoints)."""
+    "alarms", "hooks", "rollback", "access"}``, each optional; ``plan`` for the bake time and checkpoints)."""
     controls = controls or {}
     plan = plan or {}
     lines = []
@@ -227,6 +227,9 @@ def control_lines(controls, plan=None):
         lines.append("abort alarms: " + ", ".join("%s (%s)" % (alarm["name"], alarm.get("state") or "unknown") for alarm in controls["alarms"]))
     if controls.get("refusal"):
         lines.append("would not start now: " + controls["refusal"])
+    if controls.get("access"):
+        # what the run's identity may not do (node_group_info's access check)
+        lines.append("permissions: " + controls["access"]["summary"])
     hooks = controls.get("hooks") or {}
     if hooks:
         lines.append("hooks: " + "; ".join("%s %s" % (event, ", ".join(files)) for event, files in sorted(hooks.items())))

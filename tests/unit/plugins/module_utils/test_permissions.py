@@ -252,6 +252,31 @@ def test_the_access_report_names_each_missing_permission_and_refuses_for_the_req
 def test_nothing_missing_or_only_events_is_no_refusal():
     checks = permissions.access_checks()
     assert permissions.access_report(checks, [{"allowed": True}] * len(checks)) == {
-        "checked": True, "reviews": len(checks), "missing": [], "refusal": None, "why": None}
+        "checked": True, "reviews": len(checks), "missing": [], "refusal": None, "why": None,
+        "summary": "24 access reviews, every permission the rollout needs is granted"}
     only_events = [{"allowed": check["resource"] != "events"} for check in checks]
-    assert permissions.access_report(checks, only_events)["refusal"] is None
+    report = permissions.access_report(checks, only_events)
+    assert report["refusal"] is None
+    assert report["summary"] == (
+        '24 access reviews, every permission the rollout needs is granted; not granted, done without: create events (core '
+        'API group) in namespace "default" (granted by ClusterRole nodeops-rollout rule {apiGroups: [""], resources: '
+        '[events], verbs: [create]} of docs/rbac.yaml)')
+
+
+def test_an_access_check_that_found_a_required_permission_missing_is_a_refusal_naming_the_first():
+    checks = permissions.access_checks()
+    answers = [{"allowed": check["resource"] not in ("pods", "leases") or check["verb"] in ("list", "watch", "get")}
+               for check in checks]
+    access = permissions.access_report(checks, answers)
+    assert access["summary"].startswith("24 access reviews; the Kubernetes identity of the run may not delete pods (core "
+                                        "API group) in every namespace (granted by ")
+    error = permissions.access_refused(access)
+    assert isinstance(error, permissions.PermissionRefused)
+    assert (error.details["permission"]["verb"], error.details["permission"]["resource"]) == ("delete", "pods")
+    assert error.details["access"] is access
+    assert str(error).endswith("; nor update leases (API group coordination.k8s.io) in namespace \"kube-system\" (granted by "
+                               "Role nodeops-rollout-lock in kube-system rule {apiGroups: [coordination.k8s.io], resources: "
+                               "[leases], verbs: [get, create, update]} of docs/rbac.yaml); apply docs/rbac.yaml (docs/rbac.md) "
+                               "or bind its roles to this identity; found by the access check before any change: nothing was changed")
+    unchecked = permissions.access_unchecked("the API server does not answer access reviews: 404")
+    assert unchecked["summary"] == "not checked: the API server does not answer access reviews: 404"

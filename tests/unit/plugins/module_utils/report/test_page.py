@@ -116,6 +116,17 @@ def test_a_failed_group_says_first_what_stopped_it_and_what_to_do_and_no_templat
     assert "{{" not in page and "{%" not in page and "{#" not in page
 
 
+def test_a_group_stopped_by_a_refused_permission_names_it_the_rule_that_grants_it_and_that_nothing_was_lost():
+    permission = {"kind": "kubernetes", "verb": "create", "api_group": "", "resource": "pods/eviction", "namespace": None,
+                  "granted_by": 'ClusterRole nodeops-rollout rule {apiGroups: [""], resources: [pods/eviction], '
+                                'verbs: [create]} of docs/rbac.yaml', "required": True}
+    group = dict(failed_group(), reason="permission denied", permission=permission)
+    text = " ".join(parse(report_html({"node_groups": [group]}, "prod-eu")).text)
+    assert "create pods/eviction (core API group) in every namespace" in text
+    assert text.index("Permission refused") < text.index("create pods/eviction") < text.index("ClusterRole nodeops-rollout rule")
+    assert "Grant the permission named here" in text and "Nothing was lost" in text
+
+
 def test_sections_show_a_json_document_as_tables_and_a_read_that_failed_as_its_reason():
     invariants = {"pdb_violations": 0, "evictions": {"max_evictions_per_pod": 1}, "deployments": {"web": {"zero_ready_seconds": 0}}}
     reads = [

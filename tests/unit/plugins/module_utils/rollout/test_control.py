@@ -86,6 +86,10 @@ def test_window_report():
     ("nodeops.rollout.node_drain", {"msg": "node n1 not drained after 900s (timeout)"}, None, "other", False),
     ("nodeops.rollout.rollout_lock", {"msg": "held by awx-job-7"}, None, "other", False),
     ("nodeops.rollout.rollout_step", {"msg": "outdated node(s) are left to drain, but the group has 2 Ready"}, {}, "other", False),
+    ("nodeops.rollout.node_drain", {"msg": "evict pod a/b: permission denied", "permission": {"verb": "create"}}, None,
+     "permission", False),
+    ("nodeops.rollout.node_drain", {"msg": "1 node not drained", "nodes": {"n1": {"blocking": [
+        {"pod": "a/b", "kind": "api_error", "permission": {"verb": "create"}}]}}}, None, "permission", False),
     (None, None, None, "other", False),
 ])
 def test_failure_cause(action, result, hook, kind, rollback):
