@@ -1,16 +1,24 @@
 """Integration tests import the sandbox as ``sandbox`` and their helpers as ``tests.integration`` (pytest.ini puts the
 repository root on the import path) and start sandboxes like a user does (``start_sandbox``)."""
 
+import os
+
 import pytest
 
 
 @pytest.fixture(scope="module")
 def start_sandbox(tmp_path_factory):
-    """``start_sandbox(nodes=6, azs=3, groups=1, speed=20.0, workloads=())`` -> SandboxHandle; all stopped at the end."""
+    """``start_sandbox(nodes=6, azs=3, groups=1, speed=20.0, workloads=())`` -> SandboxHandle; all stopped at the end.
+
+    On the reference backend the collection runs with docs/rbac.yaml enforced (``rbac=True`` unless a test says
+    otherwise): a ServiceAccount token bound by the documented roles, under kube-apiserver's RBAC authorizer, so every
+    test of the reference stage proves that the roles are enough for what it runs."""
     started = []
 
     def _start(**kwargs):
-        from sandbox.drive.handle import SandboxHandle  # pylint: disable=import-outside-toplevel
+        from sandbox.drive.handle import KUBE_ENV, SandboxHandle  # pylint: disable=import-outside-toplevel
+        if (kwargs.get("kube") or os.environ.get(KUBE_ENV)) == "reference":
+            kwargs.setdefault("rbac", True)
         handle = SandboxHandle.start(str(tmp_path_factory.mktemp("sandbox")), **kwargs)
         started.append(handle)
         return handle

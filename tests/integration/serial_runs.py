@@ -19,7 +19,7 @@ def inventory(sandbox, directory, groups=(GROUP,)):
     path = directory / "sandbox.nodes.yml"
     path.write_text(json.dumps({   # JSON is YAML
         "plugin": "nodeops.rollout.nodes", "region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"],
-        "kubeconfig": sandbox.state["kubeconfig"],
+        "kubeconfig": sandbox.collection_kubeconfig,   # the ServiceAccount's where docs/rbac.yaml is enforced
         "node_groups": [{"name": name, "image_id": sandbox.state["amis"]["new"]} for name in groups]}))
     return path
 

@@ -61,7 +61,7 @@ def write_inventory(path, handles, report_dir=None):
             "ansible_python_interpreter": sys.executable,
             "rolling_update_aws": {"region": handle.state["region"], "endpoint_url": handle.state["aws_url"],
                                    "access_key": "testing", "secret_key": "testing"},
-            "rolling_update_k8s": {"kubeconfig": handle.state["kubeconfig"]},
+            "rolling_update_k8s": {"kubeconfig": handle.collection_kubeconfig},
             "rolling_update_node_groups": [
                 {"name": GROUPS[0], "image_id": handle.state["amis"]["new"]},
                 {"name": GROUPS[1], "ssm_parameter": handle.state["ssm_parameter"]},
