@@ -31,7 +31,7 @@ KubeRule = namedtuple("KubeRule", "kind name namespace api_groups resources verb
 
 # The rules of docs/rbac.yaml, in its order (tests/unit/plugins/module_utils/test_permissions.py compares them).
 KUBE_RULES = (
-    KubeRule("ClusterRole", "nodeops-rollout", None, ("",), ("nodes",), ("get", "list", "patch", "delete")),
+    KubeRule("ClusterRole", "nodeops-rollout", None, ("",), ("nodes",), ("get", "list", "patch")),
     KubeRule("ClusterRole", "nodeops-rollout", None, ("",), ("pods",), ("list", "watch", "delete")),
     KubeRule("ClusterRole", "nodeops-rollout", None, ("",), ("pods/eviction",), ("create",)),
     KubeRule("ClusterRole", "nodeops-rollout", None, ("policy",), ("poddisruptionbudgets",), ("get", "list", "watch")),
@@ -44,6 +44,11 @@ KUBE_RULES = (
     KubeRule("ClusterRole", "nodeops-rollout", None, ("",), ("events",), ("create",)),
     KubeRule("Role", "nodeops-rollout-lock", "kube-system", ("coordination.k8s.io",), ("leases",), ("get", "create", "update")),
 )
+# Permissions docs/rbac.md names outside docs/rbac.yaml, for the module options that need them: (group, resource, verb)
+KUBE_OPTIONAL_PERMISSIONS = {
+    ("", "nodes", "delete"): "docs/rbac.md, which adds it for instance_terminate's delete_node: true, the module's default "
+                             "when it is used on its own (the role does not delete Nodes; it is not in docs/rbac.yaml)",
+}
 # What a run does without: the rollout writes its Events on nodes best effort (docs/rbac.md)
 OPTIONAL = frozenset([("", "events", "create")])
 # Cluster-scoped resources: refused or checked at the cluster scope, never in a namespace
@@ -128,7 +133,8 @@ def kube_permission(verb, group, resource, subresource=None, namespace=None, use
     rule = kube_rule(verb, group, resource, subresource)
     return {"kind": "kubernetes", "verb": verb, "api_group": group,
             "resource": "%s/%s" % (resource, subresource) if subresource else resource,
-            "namespace": namespace or None, "user": user, "granted_by": rule_text(rule) if rule else None,
+            "namespace": namespace or None, "user": user,
+            "granted_by": rule_text(rule) if rule else KUBE_OPTIONAL_PERMISSIONS.get((group, resource, verb)),
             "required": (group, resource if not subresource else "%s/%s" % (resource, subresource), verb) not in OPTIONAL}
 
 

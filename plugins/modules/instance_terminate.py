@@ -92,6 +92,7 @@ options:
       - Delete the Kubernetes Node object of each instance that is terminated (or was already gone) if it still exists.
       - Only nodes of instances that EC2 reports V(terminated) are deleted (a running kubelet would register again), so this
         works best with O(wait=true).
+      - Needs C(delete) on nodes, which C(docs/rbac.yaml) does not grant (the role sets V(false)); see C(docs/rbac.md).
     type: bool
     default: true
 seealso:

@@ -738,7 +738,7 @@ access:
   type: dict
   sample:
     checked: true
-    reviews: 24
+    reviews: 23
     missing:
       - kind: kubernetes
         verb: create

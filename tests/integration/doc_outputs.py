@@ -135,17 +135,18 @@ def excerpt(output, tasks, recap=True, max_items=None, body=True):
     return "\n".join(line.rstrip() for line in out)
 
 
-def block_of(text, name):
-    """The content between ``name``'s markers in ``text``; AssertionError naming the markers when there are none."""
-    start, end = MARK % (GENERATOR, name, "start"), MARK % (GENERATOR, name, "end")
+def block_of(text, name, generator=GENERATOR):
+    """The content between ``name``'s markers (written by ``generator``) in ``text``; AssertionError naming the markers
+    when there are none."""
+    start, end = MARK % (generator, name, "start"), MARK % (generator, name, "end")
     assert start in text and end in text, "no block %r: add the markers %s and %s" % (name, start, end)
     return text[text.index(start) + len(start):text.index(end)].strip("\n")
 
 
-def with_block(text, name, content):
+def with_block(text, name, content, generator=GENERATOR):
     """``text`` with ``name``'s block replaced by ``content``."""
-    start, end = MARK % (GENERATOR, name, "start"), MARK % (GENERATOR, name, "end")
-    block_of(text, name)
+    start, end = MARK % (generator, name, "start"), MARK % (generator, name, "end")
+    block_of(text, name, generator)
     return text[:text.index(start) + len(start)] + "\n" + content.strip("\n") + "\n" + text[text.index(end):]
 
 
@@ -153,20 +154,22 @@ def fenced(text, language=""):
     return "```%s\n%s\n```" % (language, text.strip("\n"))
 
 
-def check_or_refresh(doc, name, content, loose=()):
+def check_or_refresh(doc, name, content, loose=(), generator=GENERATOR):
     """Compare ``doc``'s (a path under the repository) block ``name`` with ``content`` (what the run printed, fenced),
     normalised, and each side also with ``loose`` (``(pattern, replacement)`` pairs: what depends on timing in this
-    block alone); with NODEOPS_REFRESH_DOCS=1 write ``content`` into it instead."""
+    block alone); with NODEOPS_REFRESH_DOCS=1 write ``content`` into it instead. ``generator`` is the test file that
+    writes the block, named in its markers."""
     path = os.path.join(ROOT, doc)
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     if os.environ.get("NODEOPS_REFRESH_DOCS") == "1":
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(with_block(text, name, content))
+            fh.write(with_block(text, name, content, generator))
         return
-    shown = block_of(text, name)
+    shown = block_of(text, name, generator)
     for pattern, replacement in loose:
         shown, content = re.sub(pattern, replacement, shown), re.sub(pattern, replacement, content)
     assert normalise(shown) == normalise(content), (
         "%s: the block %r no longer shows what the command prints; refresh the docs with\n  %s\n--- in the doc\n%s\n"
-        "--- printed now\n%s" % (doc, name, REFRESH, normalise(shown), normalise(content)))
+        "--- printed now\n%s" % (doc, name, REFRESH if generator == GENERATOR else "NODEOPS_REFRESH_DOCS=1 " + generator,
+                                  normalise(shown), normalise(content)))

@@ -19,6 +19,7 @@ Nothing stops a rollout that is done but an alarm: the scale down only gives bac
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import permission_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import TAG_PAUSE
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import truthy
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import closing, local_text, start_refusal as window_refusal
@@ -121,7 +122,9 @@ def failure_cause(action, result, hook=None):
         return {"kind": "alarm", "rollback": True, "reason": message}
     permission = result.get("permission") or refused_in_drain(result)
     if permission:
-        return {"kind": "permission", "rollback": False, "reason": message, "permission": permission}
+        return {"kind": "permission", "rollback": False, "permission": permission,
+                "reason": "permission refused: %s (granted by %s)" % (permission_text(permission), permission.get("granted_by")
+                                                                       or "no documented rule or statement")}
     if message.startswith(NODE_CREATION):
         return {"kind": "node creation", "rollback": True, "reason": message}
     if str(action or "").endswith("cluster_validate"):

@@ -52,7 +52,7 @@ def test_with_only_the_service_account_token_the_check_finds_nothing_missing_unt
     granted = info(sandbox, load_balancers=True)
     assert granted["rc"] == 0, granted["output"]
     assert granted["access"]["checked"] and granted["access"]["missing"] == [] and granted["access"]["refusal"] is None
-    assert granted["access"]["reviews"] == 24
+    assert granted["access"]["reviews"] == 23
     assert [instance["node"] is not None for instance in granted["node_groups"][0]["instances"]] == [True, True]
 
     # the ClusterRole without its pods/eviction rule: the check names that permission and the rule that grants it
@@ -80,7 +80,7 @@ def test_with_only_the_service_account_token_the_check_finds_nothing_missing_unt
     assert sandbox.mutating_requests(since=since) == []
     reviews = [e for e in sandbox.events() if e["kind"] == "k8s.request" and e["t"] >= since
                and e.get("resource") == "selfsubjectaccessreviews" and str(e.get("client")).startswith("nodeops.rollout")]
-    assert len(reviews) == 48 and {e["code"] for e in reviews} == {201}
+    assert len(reviews) == 46 and {e["code"] for e in reviews} == {201}
 
 
 @pytest.mark.skipif(REFERENCE, reason="the embedded backend's answers, without an authorizer")

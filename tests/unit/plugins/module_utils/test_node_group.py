@@ -366,7 +366,7 @@ def test_check_access_returns_what_the_identity_may_not_do_and_changes_nothing(w
     asked = _reviews(monkeypatch, refused={("create", "pods/eviction"), ("create", "events")})
     result = run("node_group_info", name="workers", include_nodes=False, check_access=True, lock_namespace="nodeops-rollout")
     access = result["access"]
-    assert access["checked"] and access["reviews"] == len(asked) == 24
+    assert access["checked"] and access["reviews"] == len(asked) == 23
     assert [(entry["verb"], entry["resource"], entry["required"]) for entry in access["missing"]] == [
         ("create", "pods/eviction", True), ("create", "events", False)]
     assert access["refusal"].startswith("the Kubernetes identity of the run may not create pods/eviction (core API group) "

@@ -253,12 +253,12 @@ def test_nothing_missing_or_only_events_is_no_refusal():
     checks = permissions.access_checks()
     assert permissions.access_report(checks, [{"allowed": True}] * len(checks)) == {
         "checked": True, "reviews": len(checks), "missing": [], "refusal": None, "why": None,
-        "summary": "24 access reviews, every permission the rollout needs is granted"}
+        "summary": "23 access reviews, every permission the rollout needs is granted"}
     only_events = [{"allowed": check["resource"] != "events"} for check in checks]
     report = permissions.access_report(checks, only_events)
     assert report["refusal"] is None
     assert report["summary"] == (
-        '24 access reviews, every permission the rollout needs is granted; not granted, done without: create events (core '
+        '23 access reviews, every permission the rollout needs is granted; not granted, done without: create events (core '
         'API group) in namespace "default" (granted by ClusterRole nodeops-rollout rule {apiGroups: [""], resources: '
         '[events], verbs: [create]} of docs/rbac.yaml)')
 
@@ -268,7 +268,7 @@ def test_an_access_check_that_found_a_required_permission_missing_is_a_refusal_n
     answers = [{"allowed": check["resource"] not in ("pods", "leases") or check["verb"] in ("list", "watch", "get")}
                for check in checks]
     access = permissions.access_report(checks, answers)
-    assert access["summary"].startswith("24 access reviews; the Kubernetes identity of the run may not delete pods (core "
+    assert access["summary"].startswith("23 access reviews; the Kubernetes identity of the run may not delete pods (core "
                                         "API group) in every namespace (granted by ")
     error = permissions.access_refused(access)
     assert isinstance(error, permissions.PermissionRefused)

@@ -74,6 +74,10 @@ def test_window_report():
     assert closed["open"] is False and closed["next_start"] == "Tue 2026-12-08 02:00 UTC"
 
 
+EVICTION = {"kind": "kubernetes", "verb": "create", "api_group": "", "resource": "pods/eviction", "namespace": "a",
+            "granted_by": "ClusterRole nodeops-rollout rule {...} of docs/rbac.yaml"}
+
+
 @pytest.mark.parametrize("action, result, hook, kind, rollback", [
     ("nodeops.rollout.rollout_step", {"msg": "abort alarm 'x' is in ALARM", "alarms": ["x"]}, None, "alarm", True),
     ("nodeops.rollout.rollout_step", {"msg": "NodeCreationFailure: 2 new instance(s) did not become Ready nodes"}, None,
@@ -86,15 +90,22 @@ def test_window_report():
     ("nodeops.rollout.node_drain", {"msg": "node n1 not drained after 900s (timeout)"}, None, "other", False),
     ("nodeops.rollout.rollout_lock", {"msg": "held by awx-job-7"}, None, "other", False),
     ("nodeops.rollout.rollout_step", {"msg": "outdated node(s) are left to drain, but the group has 2 Ready"}, {}, "other", False),
-    ("nodeops.rollout.node_drain", {"msg": "evict pod a/b: permission denied", "permission": {"verb": "create"}}, None,
+    ("nodeops.rollout.node_drain", {"msg": "evict pod a/b: permission denied", "permission": EVICTION}, None,
      "permission", False),
     ("nodeops.rollout.node_drain", {"msg": "1 node not drained", "nodes": {"n1": {"blocking": [
-        {"pod": "a/b", "kind": "api_error", "permission": {"verb": "create"}}]}}}, None, "permission", False),
+        {"pod": "a/b", "kind": "api_error", "permission": EVICTION}]}}}, None, "permission", False),
     (None, None, None, "other", False),
 ])
 def test_failure_cause(action, result, hook, kind, rollback):
     cause = control.failure_cause(action, result, hook)
     assert (cause["kind"], cause["rollback"]) == (kind, rollback)
+
+
+def test_a_refused_permission_is_the_reason_with_the_rule_that_grants_it():
+    cause = control.failure_cause("nodeops.rollout.node_drain", {"msg": "x", "permission": EVICTION})
+    assert cause["reason"] == ('permission refused: create pods/eviction (core API group) in namespace "a" (granted by '
+                               'ClusterRole nodeops-rollout rule {...} of docs/rbac.yaml)')
+    assert cause["permission"] is EVICTION
 
 
 def test_a_hook_failure_names_the_event_and_the_file():

@@ -1,0 +1,300 @@
+"""docs/rbac.yaml, proven by kube-apiserver's RBAC authorizer (the reference backend; no authorizer refuses anything on
+the embedded one).
+
+One sandbox started with ``rbac``: the collection connects with nothing but a token of the ServiceAccount
+nodeops-rollout/nodeops-rollout from the TokenRequest API, bound by the roles of docs/rbac.yaml as the file applies them.
+
+- Every path runs to its end with only that token: the plan, a second run refused by the lock, an upgrade stopped by a
+  PodDisruptionBudget, the rollback of that held rollout, a rollout paused from outside, the cancel of it,
+  upgrade_serial over the inventory plugin taking every node back to the first image, and an upgrade of every node
+  to its end. What each path asked of the API server (the audit log: each request by the collection, its verb,
+  resource and namespace) is matched to the rule of docs/rbac.yaml that grants it.
+- Each rule taken out of its role, one at a time: the shortest path that uses it (an upgrade) stops before any change -
+  zero mutating requests, no lock left held - with a refused permission naming the verb, resource, namespace and the
+  rule; the rule for Events is done without (the plan says so). With the access check off, the pods/eviction rule taken
+  out stops the drain itself: the cordoned node is the only mark, the lock is released, and the next run with the
+  full roles finishes the group.
+- Every rule is used by some path: none is there for nothing.
+
+The tables of docs/rbac.md (which path used which permission; each rule and the run without it) are what these runs
+printed, compared (or written, with NODEOPS_REFRESH_DOCS=1) by tests/integration/doc_outputs.py.
+"""
+
+import json
+import os
+import re
+
+import pytest
+import yaml
+
+from sandbox.drive.handle import KUBE_ENV, ROOT, install_collection_loader, wait_until
+from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
+from tests.integration.controls import GROUP, QUICK, Watcher, assert_invariants, group_view, lock_holder, node_marks, \
+    result_of, terminated_by_rollout
+from tests.integration.doc_outputs import check_or_refresh
+from tests.integration.serial_runs import DEMO, serial
+
+install_collection_loader()
+from ansible_collections.nodeops.rollout.plugins.module_utils import permissions  # noqa: E402 pylint: disable=wrong-import-position
+
+REFERENCE = os.environ.get(KUBE_ENV) == "reference"
+pytestmark = [pytest.mark.reference,
+              pytest.mark.skipif(not REFERENCE, reason="RBAC is enforced on the reference backend only")]
+
+NODES, AZS, MAX_UNAVAILABLE = 4, 2, 1
+GENERATOR = "tests/integration/role/test_least_privilege.py"
+PATHS = ("plan", "lock held", "PDB stop", "rollback", "pause", "cancel", "serial", "upgrade")
+# what each path asked of the API server: {path: {rule index: set of verbs}} (the first test fills it, the last reads it)
+USED = {}
+WITHOUT = {}   # rule index -> what the run without it did
+# resources of the rules, to their API group (each resource is in one rule's group)
+GROUPS = {name.split("/")[0]: rule.api_groups[0] for rule in permissions.KUBE_RULES for name in rule.resources}
+# what a refusal names: "refused list nodes (core API group) at the cluster scope", "may not create pods/eviction ..."
+REFUSED = re.compile(r'(?:refused|may not|nor) (\S+ \S+ \([^)]*\) (?:in every namespace|at the cluster scope|in namespace "[^"]*"))')
+# verbs of docs/rbac.yaml only an option uses: deleting a pod (a finished one, or at the drain timeout with
+# rolling_update_drain_timeout_action: force)
+BY_OPTION = {(("pods",), "delete"): "finished pods, and rolling_update_drain_timeout_action: force"}
+EVENTS_RULE = next(index for index, rule in enumerate(permissions.KUBE_RULES) if rule.resources == ("events",))
+
+
+# Pods that mount a claim, so that a drain reads claims and volumes (the rule on persistentvolumeclaims and
+# persistentvolumes): a volume the nodes share (hostPath, nothing to attach: the reference backend attaches no volume
+# without a CSI driver), two replicas under a budget
+SHARED_FILES = """
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-files}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteMany]
+  storageClassName: manual
+  hostPath: {path: /srv/files}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: files, namespace: shop}
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: manual
+  volumeName: pv-files
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: files, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: files}}
+  template:
+    metadata: {labels: {app: files}}
+    spec:
+      containers:
+        - {name: files, image: registry.example/files:1, resources: {requests: {cpu: 100m, memory: 64Mi}}}
+      volumes:
+        - {name: data, persistentVolumeClaim: {claimName: files}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: files, namespace: shop}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: files}}
+"""
+
+
+@pytest.fixture(scope="module")
+def sandbox(start_sandbox):
+    handle = start_sandbox(nodes=NODES, azs=AZS, speed=20, workloads=[DEMO], rbac=True)
+    handle.apply(SHARED_FILES)
+    wait_until("the files pods Ready", lambda: (handle.apps().read_namespaced_deployment("files", "shop").status.ready_replicas
+                                                or 0) == 2, timeout=120)
+    return handle
+
+
+def used_rules(sandbox, since):
+    """What the collection asked of the API server since ``since``: ``{rule index: {verb}}``. Access reviews, which any
+    identity may send, and paths outside the API's resources (/version, the discovery documents) are left out; a
+    request no rule grants fails the test."""
+    out = {}
+    for event in sandbox.events():
+        if event["kind"] != "k8s.request" or event["t"] < since or not str(event.get("client")).startswith("nodeops.rollout"):
+            continue
+        resource = event.get("resource")
+        if resource is None or resource in ("selfsubjectaccessreviews",):
+            continue
+        verb, subresource = event["verb"], event.get("subresource")
+        if verb == "evict":
+            verb, subresource = "create", "eviction"
+        rule = permissions.kube_rule(verb, GROUPS.get(resource, "?"), resource, subresource)
+        assert rule is not None, "no rule of docs/rbac.yaml grants %s %s/%s: %s" % (verb, resource, subresource, event)
+        out.setdefault(permissions.KUBE_RULES.index(rule), set()).add(verb)
+    return out
+
+
+def run(sandbox, tmp_path, path, playbook="upgrade.yml", extra=(), check=False, node_groups=None):
+    """Run ``playbook`` with the ServiceAccount's token; its usage is kept under ``path``; ``(rc, output, result)``."""
+    report = tmp_path / ("%s.json" % path.replace(" ", "-"))
+    since = sandbox.now()
+    rc, out = sandbox.run_role_playbook(tmp_path, playbook=playbook, report=report, check=check, extra=QUICK + list(extra),
+                                        node_groups=node_groups)
+    USED[path] = used_rules(sandbox, since)
+    return rc, out, result_of(report) if report.exists() else {}
+
+
+def test_every_path_runs_to_its_end_with_only_the_service_account_token(sandbox, tmp_path):
+    with open(sandbox.collection_kubeconfig, encoding="utf-8") as fh:
+        assert "system:serviceaccount:nodeops-rollout:nodeops-rollout" in fh.read()
+    original = group_view(sandbox)
+
+    # the plan: the access check finds nothing missing; nothing is changed
+    since = sandbox.now()
+    rc, out, result = run(sandbox, tmp_path, "plan", check=True)
+    assert rc == 0 and result["status"] == "planned", out[-3000:]
+    assert "permissions: 23 access reviews, every permission the rollout needs is granted" in out
+    assert sandbox.mutating_requests(since=since) == []
+
+    # the lock: a run while another holds it stops before any change, naming the holder
+    holder = {"name": GROUP, "holder": "awx-job-7@elsewhere/0", "duration": "5m"}
+    taken = sandbox.run_module("rollout_lock", **holder)
+    assert taken["rc"] == 0, taken["output"]
+    try:
+        since = sandbox.now()
+        rc, out, result = run(sandbox, tmp_path, "lock held")
+        assert rc != 0 and "awx-job-7@elsewhere/0" in out, out[-3000:]
+        assert [event for event in sandbox.mutating_requests(since=since) if event.get("resource") != "leases"] == []
+    finally:
+        assert sandbox.run_module("rollout_lock", state="released", **holder)["rc"] == 0
+
+    # a PodDisruptionBudget that lets nothing go stops the drain: held, the lock released
+    # (web's budget asks for all three of its pods)
+    sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 3}})
+    rc, out, result = run(sandbox, tmp_path, "PDB stop", extra=["rolling_update_drain_timeout=20s"])
+    assert rc != 0 and result["status"] == "failed" and "shop/web" in json.dumps(result), out[-3000:]
+    assert result.get("permission") is None and lock_holder(sandbox) is None
+    sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 2}})
+
+    # the held rollout rolled back to the version the group launched before
+    rc, out, result = run(sandbox, tmp_path, "rollback", playbook="rollback.yml")
+    assert rc == 0 and result["status"] == "rolled back", out[-3000:]
+
+    # a rollout paused from outside after its first termination: stopped cleanly between steps
+    since = sandbox.now()
+    watcher = Watcher(sandbox, since, terminated_by_rollout, lambda event: set_tag(sandbox, PAUSE_TAG, "true"))
+    watcher.start()
+    try:
+        rc, out, result = run(sandbox, tmp_path, "pause")
+    finally:
+        watcher.stop()
+    assert watcher.fired is not None and rc == 0 and result["status"] == "paused", out[-3000:]
+
+    # the cancel gives the surge back and releases every node
+    rc, out, result = run(sandbox, tmp_path, "cancel", playbook="cancel.yml")
+    assert rc == 0 and result["status"] == "cancelled", out[-3000:]
+    delete_tag(sandbox, PAUSE_TAG)
+    assert group_view(sandbox)["sizes"] == original["sizes"] and node_marks(sandbox) == {}
+
+    # upgrade_serial over the inventory plugin (which reads the cluster with the same token): every node back on the
+    # group's first image
+    since = sandbox.now()
+    rc, out, results = serial(sandbox, tmp_path, image=sandbox.state["amis"]["old"])
+    USED["serial"] = used_rules(sandbox, since)
+    assert rc == 0 and results.get(GROUP, {}).get("status") == "replaced", out[-5000:]
+
+    # an upgrade to its end: every node on the new image again
+    rc, out, result = run(sandbox, tmp_path, "upgrade")
+    assert rc == 0 and result["status"] == "replaced" and result["nodes_replaced"] == NODES, out[-3000:]
+    assert lock_holder(sandbox) is None and node_marks(sandbox) == {}
+    print("invariants", assert_invariants(sandbox.report(), NODES, MAX_UNAVAILABLE))
+
+
+def role_without(index):
+    """docs/rbac.yaml's objects with rule ``index`` of permissions.KUBE_RULES taken out of its role."""
+    rule = permissions.KUBE_RULES[index]
+    with open(os.path.join(ROOT, permissions.RBAC_FILE), encoding="utf-8") as fh:
+        items = yaml.safe_load(fh)["items"]
+    [role] = [item for item in items if item["kind"] == rule.kind and item["metadata"]["name"] == rule.name]
+    kept = [each for each in role["rules"] if tuple(each["resources"]) != rule.resources or
+            tuple(each["apiGroups"]) != rule.api_groups]
+    assert len(kept) == len(role["rules"]) - 1
+    return yaml.safe_dump(dict(role, rules=kept))
+
+
+def test_each_rule_taken_out_stops_the_run_before_any_change_naming_it(sandbox, tmp_path):
+    for index, rule in enumerate(permissions.KUBE_RULES):
+        sandbox.apply_rbac(role_without(index))
+        try:
+            since = sandbox.now()
+            if index == EVENTS_RULE:
+                # best effort: the plan says the run does without it
+                rc, out = sandbox.run_role_playbook(tmp_path, check=True, extra=QUICK)
+                assert rc == 0 and "not granted, done without: create events" in out, out[-3000:]
+                WITHOUT[index] = "the run does without it: the plan says so, and no Event is written"
+                continue
+            report = tmp_path / "without.json"
+            if report.exists():
+                report.unlink()
+            rc, out = sandbox.run_role_playbook(tmp_path, report=report, extra=QUICK)
+            assert rc != 0 and permissions.rule_text(rule) in out, out[-3000:]
+            refused = REFUSED.findall(out)
+            assert refused, out[-3000:]
+            if report.exists():   # stopped by the access check before the lock: the group's result says which permission
+                result = result_of(report)
+                assert result["status"] == "failed" and result["permission"]["granted_by"] == permissions.rule_text(rule)
+                assert "nothing was changed" in result["message"], result["message"]
+                when = "before the lock (the access check)"
+            else:   # refused a read while every group is checked, before the run starts
+                assert "it changed nothing" in out
+                when = "while the run checks its groups"
+            assert sandbox.mutating_requests(since=since) == [] and lock_holder(sandbox) is None
+            WITHOUT[index] = "stops %s, zero mutating requests: may not %s" % (when, "; ".join(sorted(set(refused))))
+        finally:
+            sandbox.apply_rbac()
+
+
+def test_without_the_access_check_a_refused_eviction_stops_the_drain_and_the_full_roles_finish_the_group(sandbox, tmp_path):
+    eviction = next(index for index, rule in enumerate(permissions.KUBE_RULES) if rule.resources == ("pods/eviction",))
+    for node in sandbox.core().list_node().items:
+        sandbox.core().patch_node(node.metadata.name, {"metadata": {"annotations": {"nodeops.rollout/needs-update": "true"}}})
+    sandbox.apply_rbac(role_without(eviction))
+    try:
+        report = tmp_path / "refused.json"
+        rc, out = sandbox.run_role_playbook(tmp_path, report=report, extra=QUICK + [
+            "rolling_update_check_access=false", "rolling_update_restart_single_replica=false"])
+    finally:
+        sandbox.apply_rbac()
+    result = result_of(report)
+    assert rc != 0 and result["status"] == "failed", out[-3000:]
+    assert result["permission"]["resource"] == "pods/eviction" and result["reason"].startswith("permission refused: create pods/eviction"), result
+    assert lock_holder(sandbox) is None and result["nodes_replaced"] == 0
+    # the drain stopped at its first refusal: only the node it was draining is cordoned, no pod was moved by force
+    cordoned = [name for name, marks in node_marks(sandbox).items() if "cordoned" in json.dumps(marks)]
+    assert len(cordoned) <= MAX_UNAVAILABLE, node_marks(sandbox)
+
+    rc, out = sandbox.run_role_playbook(tmp_path, report=report, extra=QUICK)
+    assert rc == 0 and result_of(report)["status"] == "replaced", out[-3000:]
+    assert node_marks(sandbox) == {} and lock_holder(sandbox) is None
+    print("invariants", assert_invariants(sandbox.report(), NODES, MAX_UNAVAILABLE))
+
+
+def test_every_rule_is_used_and_the_tables_of_docs_rbac_md_are_what_the_runs_did():
+    assert set(USED) == set(PATHS) and len(WITHOUT) == len(permissions.KUBE_RULES), (sorted(USED), sorted(WITHOUT))
+    unused = [permissions.rule_text(rule) for index, rule in enumerate(permissions.KUBE_RULES)
+              if not any(index in used for used in USED.values())]
+    assert unused == [], "rules no path used: take them out of docs/rbac.yaml: %s" % unused
+    # and every verb of them, but for the one an option needs
+    verbs = {(index, verb) for index, rule in enumerate(permissions.KUBE_RULES) for verb in rule.verbs}
+    used = {(index, verb) for each in USED.values() for index, verbs_used in each.items() for verb in verbs_used}
+    assert {(permissions.KUBE_RULES[index].resources, verb) for index, verb in verbs - used} == set(BY_OPTION), \
+        sorted(verbs - used)
+    rows = ["| Rule of docs/rbac.yaml | %s |" % " | ".join(PATHS), "|---|" + "---|" * len(PATHS)]
+    for index, rule in enumerate(permissions.KUBE_RULES):
+        where = "%s %s" % (rule.kind, rule.name)
+        name = "%s: %s %s" % (where, "/".join(rule.api_groups) or "core", ", ".join(rule.resources))
+        cells = [", ".join(sorted(USED[path].get(index, ()))) or "-" for path in PATHS]
+        rows.append("| %s | %s |" % (name, " | ".join(cells)))
+    check_or_refresh("docs/rbac.md", "used by path", "\n".join(rows), generator=GENERATOR)
+    rows = ["| Rule of docs/rbac.yaml | The upgrade without it |", "|---|---|"]
+    for index, rule in enumerate(permissions.KUBE_RULES):
+        rows.append("| %s %s: %s %s | %s |" % (rule.kind, rule.name, "/".join(rule.api_groups) or "core",
+                                              ", ".join(rule.resources), WITHOUT[index]))
+    check_or_refresh("docs/rbac.md", "without each rule", "\n".join(rows), generator=GENERATOR)
