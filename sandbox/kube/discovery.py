@@ -24,7 +24,10 @@ SINGULAR = {"poddisruptionbudgets": "poddisruptionbudget", "replicasets": "repli
             "deployments": "deployment", "namespaces": "namespace", "nodes": "node", "pods": "pod", "events": "event",
             "leases": "lease", "persistentvolumes": "persistentvolume",
             "persistentvolumeclaims": "persistentvolumeclaim", "volumeattachments": "volumeattachment",
-            "services": "service", "targetgroupbindings": "targetgroupbinding"}
+            "services": "service", "targetgroupbindings": "targetgroupbinding",
+            "selfsubjectaccessreviews": "selfsubjectaccessreview"}
+# resources with fewer verbs than ALL_VERBS
+VERBS = {"namespaces": ["create", "delete", "get", "list", "patch", "update", "watch"], "selfsubjectaccessreviews": ["create"]}
 
 # plural -> {subresource: (group, version, kind, verbs)}; group None means the parent's group/version
 SUBRESOURCES = {
@@ -63,13 +66,11 @@ def resource_list(group, version):
         if (res.group, res.version) != (group, version):
             continue
         entry = {"name": res.plural, "singularName": SINGULAR.get(res.plural, res.kind.lower()),
-                 "namespaced": res.namespaced, "kind": res.kind, "verbs": list(ALL_VERBS)}
+                 "namespaced": res.namespaced, "kind": res.kind, "verbs": list(VERBS.get(res.plural, ALL_VERBS))}
         if res.short_names:   # omitempty in APIResource: leases have none
             entry["shortNames"] = list(res.short_names)
         if res.plural in CATEGORIES:
             entry["categories"] = CATEGORIES[res.plural]
-        if res.plural == "namespaces":
-            entry["verbs"] = ["create", "delete", "get", "list", "patch", "update", "watch"]
         resources.append(entry)
         for sub, (sgroup, sversion, skind, verbs) in sorted(SUBRESOURCES.get(res.plural, {}).items()):
             item = {"name": "%s/%s" % (res.plural, sub), "singularName": "", "namespaced": res.namespaced,

@@ -34,7 +34,7 @@ from .errors import (ApiError, already_exists, bad_request, conflict, expired, i
                      not_found, route_not_found, service_unavailable, too_many_requests, unsupported_media_type)
 from .faults import Faults
 from .selectors import FieldSelector, LabelSelector
-from .store import RESOURCES, api_version, copy_obj, is_ready
+from .store import RESOURCES, REVIEWS, api_version, copy_obj, is_ready
 
 try:  # YAML request bodies (kubectl never sends them, other tools may)
     import yaml
@@ -311,7 +311,8 @@ class KubeApiServer:
     def _record(self, req, code):
         fields = {"verb": req.verb, "resource": req.resource, "namespace": req.namespace, "name": req.name,
                   "client": req.client, "code": code,
-                  "mutating": req.verb in MUTATING and not req.dry_run and req.resource is not None}
+                  "mutating": req.verb in MUTATING and not req.dry_run and req.resource is not None
+                  and req.resource not in REVIEWS}
         if req.resource is None:
             fields["path"] = req.path
         if req.dry_run:
@@ -451,6 +452,8 @@ class KubeApiServer:
             return 200, self._ser(req.res.plural, obj), ()
         if verb == "evict":
             return self._evict(req)
+        if verb == "create" and req.res.plural in REVIEWS:
+            return self._review(req)
         if verb == "create":
             return self._bind(req) if sub == "binding" else self._create(req)
         if verb == "update":
@@ -676,6 +679,23 @@ class KubeApiServer:
         causes = validation.validate(req.res.plural, obj, old)
         if causes:
             raise invalid(req.res.kind, obj["metadata"].get("name") or obj["metadata"].get("generateName"), causes, req.res.group)
+
+    def _review(self, req):
+        """A SelfSubjectAccessReview answered as kube-apiserver with no authorizer but AlwaysAllow answers it - allowed -
+        unless the sandbox's k8s_forbid fault refuses that verb on that resource (then as RBAC would: not allowed)."""
+        obj = req.decode(req.res.kind)
+        attrs = (obj.get("spec") or {}).get("resourceAttributes") or {}
+        resource, verb = attrs.get("resource") or "", attrs.get("verb") or ""
+        if attrs.get("subresource"):
+            resource = "%s/%s" % (resource, attrs["subresource"])
+            if attrs["subresource"] == "eviction" and verb == "create":
+                verb = "evict"   # how this server names an eviction, in its request log and its faults
+        refused = self.faults.forbidden(resource, verb)
+        obj["status"] = {"allowed": not refused}
+        if refused:
+            obj["status"]["reason"] = "forbidden by the sandbox's k8s_forbid fault"
+        obj.setdefault("metadata", {})["creationTimestamp"] = None
+        return 201, _dumps(obj), ()
 
     def _create(self, req):
         res = req.res

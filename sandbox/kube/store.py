@@ -43,7 +43,11 @@ RESOURCES = {r.plural: r for r in (
     Resource("volumeattachments", "storage.k8s.io", "v1", "VolumeAttachment", False, []),
     # the AWS Load Balancer Controller's custom resource, served as if its CRD were installed
     Resource("targetgroupbindings", "elbv2.k8s.aws", "v1beta1", "TargetGroupBinding", True, []),
+    # answered, never stored (server.py): what kubectl auth can-i asks
+    Resource("selfsubjectaccessreviews", "authorization.k8s.io", "v1", "SelfSubjectAccessReview", False, []),
 )}
+# resources a create only asks a question of: answered, never stored, and no change
+REVIEWS = frozenset(["selfsubjectaccessreviews"])
 
 
 def copy_obj(obj):

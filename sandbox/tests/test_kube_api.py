@@ -172,9 +172,11 @@ def test_discovery_serves_version_groups_and_eviction_as_policy_v1_kind_eviction
     assert api["kind"] == "APIVersions" and api["versions"] == ["v1"]
     status, _headers, apis = raw(sb, "GET", "/apis")
     groups = {g["name"]: [v["groupVersion"] for v in g["versions"]] for g in apis["groups"]}
-    # the AWS Load Balancer Controller's TargetGroupBindings are served as if its CRD were installed
+    # the AWS Load Balancer Controller's TargetGroupBindings are served as if its CRD were installed; access reviews are
+    # answered (every one allowed, as with no authorizer but AlwaysAllow)
     assert groups == {"apps": ["apps/v1"], "coordination.k8s.io": ["coordination.k8s.io/v1"], "policy": ["policy/v1"],
-                      "storage.k8s.io": ["storage.k8s.io/v1"], "elbv2.k8s.aws": ["elbv2.k8s.aws/v1beta1"]}
+                      "storage.k8s.io": ["storage.k8s.io/v1"], "elbv2.k8s.aws": ["elbv2.k8s.aws/v1beta1"],
+                      "authorization.k8s.io": ["authorization.k8s.io/v1"]}
     aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
     status, headers, core = raw(sb, "GET", "/api/v1", headers={"Accept": aggregated})
     assert status == 200 and headers["Content-Type"] == "application/json"

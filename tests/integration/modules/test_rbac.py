@@ -3,9 +3,11 @@ the modules run with nothing but a token of the ServiceAccount nodeops-rollout/n
 The access check of node_group_info finds nothing missing; with the pods/eviction rule taken out of the ClusterRole it
 names that rule; a request outside what the roles grant fails as a refusal of permission. None of it changes anything.
 
-The embedded backend has no authorizer: there the access check says it checked nothing, and a 403 the sandbox answers as
-a role without the verb would is reported the same way."""
+The embedded backend has no authorizer: it answers every access review allowed, as kube-apiserver with AlwaysAllow does,
+but for what its k8s_forbid fault refuses, which it answers and refuses as a role without the verb would: the role then
+stops before any change, naming what is missing."""
 
+import json
 import os
 
 import pytest
@@ -84,18 +86,31 @@ def test_with_only_the_service_account_token_the_check_finds_nothing_missing_unt
 
 
 @pytest.mark.skipif(REFERENCE, reason="the embedded backend's answers, without an authorizer")
-def test_without_an_authorizer_the_check_says_it_checked_nothing_and_a_403_is_a_refusal(sandbox):
+def test_without_an_authorizer_every_review_is_allowed_but_what_a_fault_forbids_and_a_403_is_a_refusal(sandbox, tmp_path):
     since = sandbox.now()
-    unchecked = info(sandbox, include_nodes=False)
-    assert unchecked["rc"] == 0, unchecked["output"]
-    assert unchecked["access"]["checked"] is False and unchecked["access"]["reviews"] == 1
-    assert unchecked["access"]["why"].startswith("the API server does not answer access reviews: ")
+    allowed = info(sandbox, include_nodes=False)
+    assert allowed["rc"] == 0, allowed["output"]
+    assert allowed["access"]["checked"] and allowed["access"]["missing"] == [] and allowed["access"]["reviews"] == 23
 
-    sandbox.fault(k8s_forbid={"leases": ["get"]})
+    sandbox.fault(k8s_forbid={"leases": ["get"], "pods/eviction": ["evict"]})
     try:
+        # answered as RBAC would: the forbidden verbs are missing, named with their rules
+        missing = info(sandbox, include_nodes=False)
+        assert [(entry["verb"], entry["resource"], entry["namespace"]) for entry in missing["access"]["missing"]] == [
+            ("create", "pods/eviction", None), ("get", "leases", "kube-system")], missing["access"]
+        # the role stops before any change: its access check before the lock names both
+        report = tmp_path / "result.json"
+        rc, out = sandbox.run_role_playbook(tmp_path, report=report)
         refused = sandbox.run_module("rollout_lock", check=True, **LOCK)
     finally:
-        sandbox.fault(k8s_forbid={"leases": []})
+        sandbox.fault(k8s_forbid={"leases": [], "pods/eviction": []})
+    assert rc != 0, out[-3000:]
+    result = json.loads(report.read_text())["node_groups"][0]
+    assert result["status"] == "failed" and result["permission"]["resource"] == "pods/eviction", result
+    assert result["reason"].startswith("permission refused: create pods/eviction (core API group) in every namespace")
+    assert "nor get leases (API group coordination.k8s.io) in namespace \"kube-system\"" in result["message"]
+
+    # a refused request is reported the same way
     assert refused["rc"] != 0 and refused["permission"]["resource"] == "leases", refused["output"]
     assert 'refused get leases (API group coordination.k8s.io) in namespace "kube-system"' in refused["msg"]
     assert refused["permission"]["granted_by"].startswith("Role nodeops-rollout-lock in kube-system rule")
