@@ -224,7 +224,7 @@ options:
   require_access:
     description:
       - Check the access as O(check_access) does, and fail when the identity lacks a permission the rollout needs (Events
-        are best effort, not needed): before any other request, with the error of a refused permission - its message
+        are best effort, not needed), before any other request, with the error of a refused permission - its message
         names each missing permission and the rule of C(docs/rbac.yaml) that grants it, its C(permission) the first of
         them, its C(access) the whole check. The role's runs ask this before they take the lock
         (C(rolling_update_check_access)).

@@ -169,7 +169,7 @@ def check_or_refresh(doc, name, content, loose=(), generator=GENERATOR):
     shown = block_of(text, name, generator)
     for pattern, replacement in loose:
         shown, content = re.sub(pattern, replacement, shown), re.sub(pattern, replacement, content)
+    refresh = REFRESH if generator == GENERATOR else "NODEOPS_REFRESH_DOCS=1 python -m pytest " + generator
     assert normalise(shown) == normalise(content), (
         "%s: the block %r no longer shows what the command prints; refresh the docs with\n  %s\n--- in the doc\n%s\n"
-        "--- printed now\n%s" % (doc, name, REFRESH if generator == GENERATOR else "NODEOPS_REFRESH_DOCS=1 " + generator,
-                                  normalise(shown), normalise(content)))
+        "--- printed now\n%s" % (doc, name, refresh, normalise(shown), normalise(content)))

@@ -108,7 +108,8 @@ def failure_cause(action, result, hook=None):
 
     ``action`` is the failed task's module, ``result`` its result, ``hook`` what a failed hook recorded (``{"event",
     "file", "message"}``) or nothing. A request the run's identity may not make (the result's ``permission``) is a
-    kind of its own, held and never rolled back (the way back needs the same permissions); ``permission`` says which. Only failures of the new nodes are rolled back - an abort alarm, a hook (the
+    kind of its own, held and never rolled back (the way back needs the same permissions); ``permission`` says which.
+    Only failures of the new nodes are rolled back - an abort alarm, a hook (the
     operator's own check), new instances that never became Ready nodes (``NodeCreationFailure``), the validation of new
     nodes; anything else (a drain a budget holds, an API outage, the lock) would fail again on the way back, so the
     group is held for a rerun whatever ``rolling_update_on_failure`` says.
@@ -122,9 +123,9 @@ def failure_cause(action, result, hook=None):
         return {"kind": "alarm", "rollback": True, "reason": message}
     permission = result.get("permission") or refused_in_drain(result)
     if permission:
+        granted = permission.get("granted_by") or "no documented rule or statement"
         return {"kind": "permission", "rollback": False, "permission": permission,
-                "reason": "permission refused: %s (granted by %s)" % (permission_text(permission), permission.get("granted_by")
-                                                                       or "no documented rule or statement")}
+                "reason": "permission refused: %s (granted by %s)" % (permission_text(permission), granted)}
     if message.startswith(NODE_CREATION):
         return {"kind": "node creation", "rollback": True, "reason": message}
     if str(action or "").endswith("cluster_validate"):
