@@ -114,7 +114,7 @@ def cmd_up(args):
         return _up_detached(args, state_dir)
     from .cluster import Sandbox  # pylint: disable=import-outside-toplevel
     sandbox = Sandbox(state_dir, nodes=args.nodes, azs=args.azs, groups=args.groups, speed=args.speed, kube=args.kube,
-                      rbac=args.rbac, rbac_file=args.rbac_file)
+                      rbac=args.rbac, rbac_file=args.rbac_file, iam=args.iam)
 
     def _stop(*_):
         sandbox.stop()
@@ -146,6 +146,8 @@ def _up_detached(args, state_dir):
         cmd.append("--rbac")
     if args.rbac_file:
         cmd += ["--rbac-file", os.path.abspath(args.rbac_file)]
+    if args.iam:
+        cmd.append("--iam")
     for w in args.workload or []:
         cmd += ["--workload", os.path.abspath(w)]
     log_path = os.path.join(state_dir, "sandbox.log")
@@ -355,6 +357,10 @@ def main(argv=None):
                     help="Kubernetes backend: embedded (this project's API server and controllers, starts in seconds) or "
                          "reference (the real kube-apiserver, controllers and scheduler with kwok, built from Go modules "
                          "on first use)")
+    up.add_argument("--iam", action="store_true",
+                    help="enforce AWS IAM on the collection by moto's authorizer: an IAM user nodeops-rollout with the policy "
+                         "of docs/iam-policy.json (as moto evaluates it: actions only) signs the collection's requests "
+                         "(the keys of aws.env); the sandbox's own clients stay unauthenticated")
     up.add_argument("--rbac", action="store_true",
                     help="enforce RBAC on the collection (reference backend): kube-apiserver authorizes with Node,RBAC, the "
                          "objects of docs/rbac.yaml are applied, and the collection's kubeconfig (rollout.kubeconfig, the "

@@ -39,7 +39,8 @@ class Sandbox:
     def __init__(self, state_dir, nodes=6, azs=3, groups=1, speed=10.0, region="us-east-1",
                  boot_seconds=40.0, node_register_seconds=5.0, node_ready_seconds=10.0,
                  pod_start_seconds=3.0, pod_ready_seconds=2.0, pod_shutdown_seconds=2.0,
-                 instance_type="m5.large", allocatable=None, kube="embedded", rbac=False, rbac_file=None):
+                 instance_type="m5.large", allocatable=None, kube="embedded", rbac=False, rbac_file=None,
+                 iam=False):
         if nodes < 1:
             raise SandboxError("nodes must be at least 1, got %r" % (nodes,))
         if not 1 <= azs <= 6:
@@ -57,6 +58,9 @@ class Sandbox:
         # authenticates as their ServiceAccount; the sandbox's own clients keep system:masters
         self.rbac = bool(rbac or rbac_file)
         self.rbac_file = os.path.abspath(rbac_file) if rbac_file else None
+        # AWS IAM enforced for the collection (aws/iam.py): its keys are an IAM user's with docs/iam-policy.json
+        self.iam = bool(iam)
+        self.collection_keys = ("testing", "testing")
         self.state_dir = os.path.abspath(state_dir)
         self.nodes, self.azs, self.groups = nodes, azs, groups
         self.region = region
@@ -83,6 +87,10 @@ class Sandbox:
         self.aws = AwsSandbox(self.clock, self.events, self.state_dir, region=self.region,
                               boot_seconds=self.boot_seconds)
         self.aws.start()
+        if self.iam:
+            from .aws import iam as iam_mod  # pylint: disable=import-outside-toplevel
+            iam_mod.install()
+            self.collection_keys = iam_mod.create_user(self.aws_client("iam"), iam_mod.docs_policy())
         self.hold = self.aws.hold = Hold(self.events)
         if self.kube == "reference":
             from .reference import ReferenceKube  # pylint: disable=import-outside-toplevel
@@ -316,8 +324,9 @@ class Sandbox:
         }
         _write(self.kubeconfig_path, json.dumps(kubeconfig, indent=2) + "\n")
         env = ("export AWS_ENDPOINT_URL=%s\nexport AWS_REGION=%s\nexport AWS_DEFAULT_REGION=%s\n"
-               "export AWS_ACCESS_KEY_ID=testing\nexport AWS_SECRET_ACCESS_KEY=testing\n"
-               "export KUBECONFIG=%s\n" % (self.aws.url, self.region, self.region, self.collection_kubeconfig_path))
+               "export AWS_ACCESS_KEY_ID=%s\nexport AWS_SECRET_ACCESS_KEY=%s\n"
+               "export KUBECONFIG=%s\n" % (self.aws.url, self.region, self.region, self.collection_keys[0],
+                                           self.collection_keys[1], self.collection_kubeconfig_path))
         _write(os.path.join(self.state_dir, "aws.env"), env)
 
     def _write_state(self):
@@ -328,7 +337,7 @@ class Sandbox:
             "ports": {"aws": int(self.aws.url.rsplit(":", 1)[1]), "kubernetes": int(self.kube_url.rsplit(":", 1)[1]),
                       "control": self._control.server_address[1]},
             "kubeconfig": self.kubeconfig_path, "events": os.path.join(self.state_dir, "events.jsonl"),
-            "rbac": self.rbac, "collection_kubeconfig": self.collection_kubeconfig_path,
+            "rbac": self.rbac, "collection_kubeconfig": self.collection_kubeconfig_path, "iam": self.iam,
             "nodes": self.nodes, "azs": self.azs, "groups": self.info.get("groups"),
             "amis": self.info.get("amis"), "ssm_parameter": self.info.get("ssm_parameter"),
             "subnets": self.info.get("subnets"), "vpc_id": self.info.get("vpc_id"),

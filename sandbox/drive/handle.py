@@ -100,7 +100,7 @@ class SandboxHandle:
     # ---- life cycle ----------------------------------------------------------------------------
     @classmethod
     def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180, kube=None, rbac=False,
-              rbac_file=None):
+              rbac_file=None, iam=False):
         """Start a sandbox; ``kube`` defaults to $NODEOPS_SANDBOX_KUBE (the test command's reference stage sets it to
         ``reference``), else ``embedded``. ``rbac`` (reference backend only) enforces docs/rbac.yaml, or ``rbac_file``,
         on the collection (``up --rbac``)."""
@@ -112,6 +112,8 @@ class SandboxHandle:
             cmd.append("--rbac")
         if rbac_file:
             cmd += ["--rbac-file", os.path.abspath(rbac_file)]
+        if iam:
+            cmd.append("--iam")
         for w in workloads:
             cmd += ["--workload", w]
         subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout + 30)
