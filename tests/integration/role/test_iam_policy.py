@@ -88,7 +88,7 @@ def test_every_path_runs_to_its_end_with_only_the_policy(sandbox, tmp_path):
 
 
 def test_each_statement_the_paths_use_taken_out_stops_the_upgrade_and_the_whole_policy_finishes_it(sandbox, tmp_path):
-    used = sorted({sid for each in USED.values() for sid in each}, key=[sid for sid, _ in permissions.IAM_STATEMENTS].index)
+    used = sorted({sid for each in USED.values() for sid in each}, key=[sid for sid, _actions in permissions.IAM_STATEMENTS].index)
     assert used, USED
     image = {"old": sandbox.state["amis"]["old"], "new": sandbox.state["amis"]["new"]}
     target = "old"
