@@ -49,6 +49,7 @@ LONGEST_FILES = (
     "role/test_standby_and_protected.py",   # 275
     "role/test_pause_and_cancel.py",        # 264
     "role/test_least_privilege.py",         # 256 (reference stage only: every path, then twelve rules taken out)
+    "role/test_iam_policy.py",              # 190 (four paths, then each statement they use taken out and the rerun)
     "reliability/test_api_faults.py",       # 243
     "role/test_bake_and_checkpoints.py",    # 218
 )
