@@ -74,6 +74,9 @@ class Sandbox:
         self.events = None
         self.aws = self.store = self.api = self.controllers = self.hold = self.reference = self.load_balancers = None
         self.info = {}
+        # the EKS cluster (DescribeCluster) that names the embedded API server, for eks_cluster; the reference
+        # kube-apiserver has none, since it would need a token webhook to accept an EKS token
+        self.eks_cluster = None
         self._control = None
         self.stopped = threading.Event()
 
@@ -110,6 +113,8 @@ class Sandbox:
             self.api.hold = self.hold
         self.info = self.aws.provision(nodes=self.nodes, azs=self.azs, groups=self.groups,
                                        instance_type=self.instance_type)
+        if self.reference is None:
+            self.eks_cluster = self.aws.register_eks_cluster(self.api.url)
         self.load_balancers = LoadBalancerController(self.clock, self.aws, self.node_objects, services=self.service_objects,
                                                      set_status=self.set_service_status, network=self.info).start()
         self._write_client_files()
@@ -337,7 +342,7 @@ class Sandbox:
             "ports": {"aws": int(self.aws.url.rsplit(":", 1)[1]), "kubernetes": int(self.kube_url.rsplit(":", 1)[1]),
                       "control": self._control.server_address[1]},
             "kubeconfig": self.kubeconfig_path, "events": os.path.join(self.state_dir, "events.jsonl"),
-            "rbac": self.rbac, "collection_kubeconfig": self.collection_kubeconfig_path, "iam": self.iam,
+            "rbac": self.rbac, "collection_kubeconfig": self.collection_kubeconfig_path, "iam": self.iam, "eks_cluster": self.eks_cluster,
             "nodes": self.nodes, "azs": self.azs, "groups": self.info.get("groups"),
             "amis": self.info.get("amis"), "ssm_parameter": self.info.get("ssm_parameter"),
             "subnets": self.info.get("subnets"), "vpc_id": self.info.get("vpc_id"),

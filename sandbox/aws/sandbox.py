@@ -22,6 +22,7 @@ OLD_AMI = {"id": "ami-0129000000000a001", "name": "sandbox-node-1.29-v20240101",
 NEW_AMI = {"id": "ami-0130000000000a002", "name": "sandbox-node-1.30-v20240201", "date": "2024-02-01T00:00:00.000Z"}
 AMI_OWNER = "602401143452"
 SSM_PARAMETER = "/sandbox/ami/new"
+EKS_CLUSTER = "sandbox"   # the EKS cluster whose DescribeCluster names the sandbox's API server (eks_cluster)
 GROUP_PREFIX = "sandbox-nodes"
 USER_DATA = "#!/bin/bash\nset -e\n/etc/eks/bootstrap.sh sandbox\n"
 SIZE_ACTIONS_SERVICE = "autoscaling"
@@ -66,6 +67,42 @@ def client_name(user_agent):
     if not user_agent or user_agent.split(" ", 1)[0] == "sandbox":
         return "sandbox"
     return user_agent
+
+
+@functools.lru_cache(maxsize=None)
+def service_of(signing_name):
+    """botocore's name of the service whose requests are signed for ``signing_name`` (``monitoring``: ``cloudwatch``)."""
+    import botocore.session  # pylint: disable=import-outside-toplevel
+    session = botocore.session.get_session()
+    for name in session.get_available_services():
+        metadata = session.get_service_data(name)["metadata"]
+        if (metadata.get("signingName") or metadata.get("endpointPrefix") or name) == signing_name:
+            return name
+    return signing_name
+
+
+@functools.lru_cache(maxsize=None)
+def _rest_operations(service):
+    """``[(method, path regex, operation)]`` of a REST service (signing name ``service``, such as ``eks``) from botocore's
+    model: a REST request names its operation by its method and path only; ``[]`` for other protocols."""
+    import botocore.session  # pylint: disable=import-outside-toplevel
+    data = botocore.session.get_session().get_service_data(service_of(service))
+    if not data["metadata"].get("protocol", "").startswith("rest"):
+        return []
+    out = []
+    for operation, spec in data["operations"].items():
+        uri = spec["http"]["requestUri"].split("?", 1)[0]
+        pattern = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(uri.rstrip("/") or "/"))
+        out.append((spec["http"]["method"], re.compile(pattern + "/?$"), operation))
+    return out
+
+
+def rest_action(service, method, path):
+    """The operation a REST request (EKS's ``GET /clusters/sandbox``: ``DescribeCluster``) calls, or None."""
+    for each_method, pattern, operation in _rest_operations(service or ""):
+        if each_method == method and pattern.match(path):
+            return operation
+    return None
 
 
 def image_kubelet(image):
@@ -122,6 +159,7 @@ class _Gate:
             action = (form.get("Action") or [None])[0]
         scope = _CREDENTIAL_SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
         service = scope.group(2) if scope else None
+        action = action or rest_action(service, environ.get("REQUEST_METHOD"), path)
         client = client_name(environ.get("HTTP_USER_AGENT", ""))
         hold = self.sandbox.hold
         fault = "held" if hold is not None and hold.check("aws", action=action, client=client) else None
@@ -384,6 +422,21 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
 
     def _backend(self, kind):
         return self._moto[kind][ACCOUNT_ID][self.region]
+
+    def register_eks_cluster(self, endpoint, ca_data="", name=EKS_CLUSTER):
+        """An EKS cluster ``name`` whose DescribeCluster answers ``endpoint`` (the sandbox's API server) and ``ca_data``
+        (base64 of its CA, empty for plain HTTP), as EKS does for a cluster: what ``eks_cluster`` connects through. moto
+        gives a created cluster an endpoint and CA of its own invention; the sandbox sets them to its API server's."""
+        # pylint: disable=import-outside-toplevel
+        from moto.eks.models import eks_backends
+        subnets = [subnet["SubnetId"] for subnet in self.client("ec2").describe_subnets()["Subnets"]]
+        self.client("eks").create_cluster(name=name, roleArn="arn:aws:iam::%s:role/sandbox-eks-cluster" % ACCOUNT_ID,
+                                          resourcesVpcConfig={"subnetIds": subnets}, version="1.30")
+        with self.lock:
+            cluster = eks_backends[ACCOUNT_ID][self.region].clusters[name]
+            cluster.endpoint = endpoint
+            cluster.certificate_authority = {"data": ca_data}
+        return name
 
     def publish_parameter(self, name, value):
         """Publish an SSM parameter as AWS does under ``/aws/service/...`` (EKS's ``/aws/service/eks/optimized-ami/1.30/

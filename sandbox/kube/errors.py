@@ -43,6 +43,11 @@ def bad_request(message):
     return ApiError(400, "BadRequest", message)
 
 
+def unauthorized():
+    """401, as kube-apiserver answers a request whose credentials no authenticator accepts (it says no more than this)."""
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
 def method_not_allowed():
     return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
