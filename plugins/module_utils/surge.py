@@ -33,6 +33,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     set_group_sizes,
     suspend_group_processes,
     suspended_processes,
+    tagged_by_rollout,
     wait_for,
     write_state,
 )
@@ -141,6 +142,10 @@ class _Surge:
         if state["method"] == "scale":
             if not surge_applied(state, self.current):
                 self.new_sizes = resume_sizes(state, self.current)
+        elif not tagged_by_rollout(ec2, self.name, state["rollout_id"]):
+            # Recorded, then stopped before it tagged any instance (refused, killed): the surge is still to be made, or
+            # the rollout would drain its outdated nodes with no new capacity beside them.
+            self.to_detach = self._detach_choice(ec2, members(self.group), group_target(ec2, self.group), state["surge"])
         else:
             tagged = set(instance["InstanceId"] for instance in detached_instances(ec2, self.name)
                          if any(tag["Key"] == TAG_INSTANCE_DETACHED and tag["Value"] == state["rollout_id"] for tag in instance.get("Tags") or []))

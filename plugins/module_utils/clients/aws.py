@@ -188,6 +188,18 @@ def detached_instances(ec2, group_name):
     return sorted(found, key=lambda instance: instance["InstanceId"])
 
 
+def tagged_by_rollout(ec2, group_name, rollout_id):
+    """Instances rollout ``rollout_id`` tagged to detach from ``group_name`` for its surge, in any state (terminated ones
+    too, while EC2 still lists them): none when it recorded its surge and stopped before it tagged one."""
+    found = []
+    filters = [{"Name": "tag:%s" % TAG_INSTANCE_DETACHED_FROM, "Values": [group_name]},
+               {"Name": "tag:%s" % TAG_INSTANCE_DETACHED, "Values": [rollout_id]}]
+    for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
+        for reservation in page["Reservations"]:
+            found.extend(reservation["Instances"])
+    return found
+
+
 def ec2_state(instance):
     return ((instance or {}).get("State") or {}).get("Name")
 

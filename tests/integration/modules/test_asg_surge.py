@@ -197,9 +197,15 @@ def test_detach_surges_as_kops_does_and_tags_every_detached_instance(sandbox):
 
     # as the role does: drain the detached instances' nodes (they ran the shop) before they are terminated
     assert set(detached) <= busy, (detached, busy)
-    nodes = sorted(dns_names(sandbox, detached).values())
-    for node in nodes:
+    for node in dns_names(sandbox, detached).values():
         assert_holds_workload(sandbox, node)
+    retire_detached_and_restore(sandbox, detached)
+
+
+def retire_detached_and_restore(sandbox, detached):
+    """As the role does: drain the detached instances' nodes, terminate them (outside the group: nothing to decrement),
+    restore the group."""
+    nodes = sorted(dns_names(sandbox, detached).values())
     drained = sandbox.run_module("node_drain", nodes=nodes, poll_interval=0.2, retry_max_delay=1.0)
     assert drained["rc"] == 0 and sorted(drained["drained"]) == nodes, drained.get("msg") or drained["output"][-2000:]
     terminated = sandbox.run_module("instance_terminate", asg_name=GROUP, instance_ids=detached, decrement_desired_capacity=True)
@@ -211,6 +217,25 @@ def test_detach_surges_as_kops_does_and_tags_every_detached_instance(sandbox):
     restored = surge(sandbox, method="detach", state="restored")
     assert restored["changed"] and restored["detached_remaining"] == [] and rollout_tags(describe(sandbox)) == {}
     assert_safe(sandbox.report())
+
+
+def test_a_detach_surge_recorded_but_stopped_before_it_tagged_an_instance_is_made_by_the_rerun(sandbox):
+    # the group on version 2 (the detach test), 4 of its instances still on version 1
+    old = in_service(describe(sandbox))
+    sandbox.fault(aws_5xx={"CreateTags": 1.0})
+    try:
+        failed = sandbox.run_module("asg_surge", name=GROUP, method="detach", surge=2)
+    finally:
+        sandbox.fault(aws_5xx={"CreateTags": 0.0})
+    assert failed["rc"] != 0 and "InternalError" in failed["msg"], failed.get("msg")
+    group = describe(sandbox)
+    assert recorded_fields(group)["surge"] == "2" and in_service(group) == old   # recorded, nothing detached
+    # the rerun makes the surge it recorded: else the rollout would drain outdated nodes with nothing new beside them
+    result = surge(sandbox, method="detach", surge=2, wait=True)
+    detached = result["detached_instances"]
+    assert len(detached) == 2 and set(detached) <= set(old) and result["steps"] == ["detached"], result
+    assert len(in_service(describe(sandbox))) == 6
+    retire_detached_and_restore(sandbox, detached)
 
 
 def test_bad_input_is_refused_with_one_clear_error_and_no_mutating_request(sandbox):
