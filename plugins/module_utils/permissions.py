@@ -24,6 +24,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.errors import Roll
 RBAC_FILE = "docs/rbac.yaml"
 IAM_POLICY_FILE = "docs/iam-policy.json"
 UNCHANGED = "the request was refused before it was carried out: it changed nothing"
+READ_ACTIONS = ("Describe", "Get", "List")
 
 # A rule of a Role or ClusterRole of docs/rbac.yaml: the role's kind, name and namespace (None for a ClusterRole), then
 # the rule's apiGroups, resources and verbs as the file writes them.
@@ -75,6 +76,10 @@ IAM_STATEMENTS = (
     ("DetachMethodTagDetachedInstances", ("ec2:CreateTags",)),
     ("DetachMethodTerminateDetachedInstances", ("ec2:TerminateInstances",)),
 )
+# Statements AWS evaluates in its own checks when UpdateAutoScalingGroup points a group at a launch template (may the
+# caller launch from it, tag at launch, pass the node role): they never allow a request the collection sends
+AWS_CHECKS = frozenset(["PointGroupsAtLaunchTemplatesRunInstancesCheck", "PointGroupsAtLaunchTemplatesTagOnLaunchCheck",
+                        "PointGroupsAtLaunchTemplatesPassNodeRoleCheck"])
 # Actions docs/iam.md names outside docs/iam-policy.json, for the options that need them
 AWS_OPTIONAL_ACTIONS = {
     "ec2:ModifyLaunchTemplate": "docs/iam.md, which adds it for launch_template_version's set_default: true (it is not "
@@ -200,9 +205,10 @@ def aws_action(operation):
 
 
 def statements_text(action):
-    """``statement SurgeTerminateAndRestoreNodeGroups of docs/iam-policy.json`` (the statements allowing ``action``), what
-    docs/iam.md says of an action outside the policy, or None."""
-    sids = aws_statements(action)
+    """``statement SurgeTerminateAndRestoreNodeGroups of docs/iam-policy.json`` (the statements allowing ``action`` when
+    the collection requests it: not those of AWS_CHECKS, but for an action only they name), what docs/iam.md says of an
+    action outside the policy, or None."""
+    sids = [sid for sid in aws_statements(action) if sid not in AWS_CHECKS] or aws_statements(action)
     if sids:
         return "statement%s %s of %s" % ("s" if len(sids) > 1 else "", " or ".join(sids), IAM_POLICY_FILE)
     return AWS_OPTIONAL_ACTIONS.get(action)
@@ -235,6 +241,38 @@ def refused(where, permission, **details):
     """The :class:`PermissionRefused` of a refused request described by ``where`` (``evict pod default/web-1``)."""
     text = kube_refusal_text(permission) if permission["kind"] == "kubernetes" else aws_refusal_text(permission)
     return PermissionRefused("%s: %s" % (where, text) if where else text, permission=permission, **details)
+
+
+def aws_use(target=None, ssm_parameter=False, eks_cluster=False, abort_alarms=False, surge_method="scale"):
+    """The statements of docs/iam-policy.json a rollout uses, in the file's order: ``{"read": [Sid], "write": [Sid]}``.
+
+    ``target`` is launch_template_version's result (a version it creates, the group pointed at another version:
+    AWS's own checks of the launch), the others the options that ask AWS for more."""
+    target = target or {}
+    used = {"ReadGroupsInstancesLaunchTemplatesAndImages", "SurgeTerminateAndRestoreNodeGroups", "RecordRolloutStateInGroupTags"}
+    if ssm_parameter:
+        used.add("ReadAmiIdsFromSsmParameters")
+    if eks_cluster:
+        used.add("ConnectToEksClusters")
+    if abort_alarms:
+        used.add("ReadAbortAlarms")
+    if target.get("created"):
+        used.add("CreateLaunchTemplateVersionsWithTheNewAmi")
+    if target and (target.get("version") != target.get("previous_version")
+                   or str(target.get("previous_version_spec")) != str(target.get("previous_version"))):
+        used.update(AWS_CHECKS)
+    if surge_method == "detach":
+        used.update(("DetachMethodTagDetachedInstances", "DetachMethodTerminateDetachedInstances"))
+    sids = [sid for sid, actions in IAM_STATEMENTS if sid in used]
+    read = [sid for sid in sids if all(action.split(":", 1)[1].startswith(READ_ACTIONS) for action in dict(IAM_STATEMENTS)[sid])]
+    return {"read": read, "write": [sid for sid in sids if sid not in read]}
+
+
+def aws_use_text(use):
+    """The plan's line of what the run asks of AWS (:func:`aws_use`): the reads the plan itself made, so granted, and
+    the writes, which AWS checks only when each is made."""
+    return ("AWS (statements of %s): reads granted, this plan made them: %s; writes, checked by AWS only when made: %s"
+            % (IAM_POLICY_FILE, ", ".join(use["read"]), ", ".join(use["write"])))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -39,9 +39,11 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
     VALIDATE_CERTS_SPEC,
     AWSConfigurationError,
     aws_connection,
+    aws_error_parts,
     describe_aws_error,
     register_aws_secrets,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import aws_refusal, aws_refusal_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.version import user_agent
 
@@ -338,6 +340,16 @@ def eks_token(connection, cluster_name):
     return EKS_TOKEN_PREFIX + encoded
 
 
+def _eks_error(exc, operation, resource):
+    """The K8sConfigurationError of an AWS error while connecting through EKS; a request refused to the identity says
+    so as a refused permission (the statement of docs/iam-policy.json that allows it), carried as ``permission``."""
+    code, message = aws_error_parts(exc)
+    permission = aws_refusal(code, message, operation, resource)
+    if permission is None:
+        return K8sConfigurationError(describe_aws_error(exc, operation, resource))
+    return K8sConfigurationError("%s on %s: %s" % (operation, resource, aws_refusal_text(permission)), permission=permission)
+
+
 def _eks_configuration(configuration, params, cluster_name, module_name, module):
     if not HAS_BOTO3:
         raise K8sConfigurationError("eks_cluster needs boto3 and botocore: " + missing_required_lib("boto3 and botocore"))
@@ -353,7 +365,7 @@ def _eks_configuration(configuration, params, cluster_name, module_name, module)
     try:
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
     except (ClientError, BotoCoreError) as exc:
-        raise K8sConfigurationError(describe_aws_error(exc, "DescribeCluster", resource)) from None
+        raise _eks_error(exc, "DescribeCluster", resource) from None
 
     endpoint = cluster.get("endpoint")
     if not endpoint:
@@ -369,7 +381,7 @@ def _eks_configuration(configuration, params, cluster_name, module_name, module)
     try:
         token = eks_token(connection, cluster_name)
     except (ClientError, BotoCoreError) as exc:
-        raise K8sConfigurationError(describe_aws_error(exc, "GetCallerIdentity (EKS token)", resource)) from None
+        raise _eks_error(exc, "GetCallerIdentity (EKS token)", resource) from None
     configuration.host = endpoint.rstrip("/")
     configuration.api_key = {"authorization": "Bearer %s" % token}
     configuration.api_key_prefix = {}
@@ -444,7 +456,7 @@ def k8s_client(module_or_params, module_name=None):
     except K8sConfigurationError as exc:
         if module is None:
             raise
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), **exc.details)
         raise  # not reached: fail_json exits
     if module is not None and options.get("api_key"):
         module.no_log_values.add(options["api_key"])

@@ -14,6 +14,8 @@ grouped by kind with the pod, its node and its PodDisruptionBudget named. No Pyt
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import aws_use, aws_use_text
+
 # Node names shown per wave; the rest are counted.
 NAMES_SHOWN = 8
 
@@ -201,7 +203,7 @@ def group_state_lines(plan):
 
 def control_lines(controls, plan=None):
     """The operator's controls as the plan states them (``controls``: ``{"on_failure", "previous_version", "window",
-    "alarms", "hooks", "rollback", "access"}``, each optional; ``plan`` for the bake time and checkpoints)."""
+    "alarms", "hooks", "rollback", "access", "aws"}``, each optional (``aws``: permissions.aws_use's arguments); ``plan`` for the bake time and checkpoints)."""
     controls = controls or {}
     plan = plan or {}
     lines = []
@@ -230,6 +232,8 @@ def control_lines(controls, plan=None):
     if controls.get("access"):
         # what the run's identity may not do (node_group_info's access check)
         lines.append("permissions: " + controls["access"]["summary"])
+    if controls.get("aws"):
+        lines.append(aws_use_text(aws_use(**controls["aws"])))
     hooks = controls.get("hooks") or {}
     if hooks:
         lines.append("hooks: " + "; ".join("%s %s" % (event, ", ".join(files)) for event, files in sorted(hooks.items())))

@@ -65,6 +65,15 @@ def test_the_aws_table_is_every_statement_of_docs_iam_policy_json_in_its_order()
     assert list(permissions.IAM_STATEMENTS) == statements
 
 
+def test_the_statements_of_aws_own_checks_are_those_conditioned_on_what_only_its_checks_set():
+    # the launch template a launch is from, the request that tags at launch, the service a role is passed to: keys AWS
+    # sets when it checks a group's launch, never on a request the collection sends
+    keys = {"ec2:LaunchTemplate", "ec2:CreateAction", "iam:PassedToService"}
+    checks = {statement["Sid"] for statement in documented_policy()["Statement"]
+              if any(key in keys for block in (statement.get("Condition") or {}).values() for key in block)}
+    assert permissions.AWS_CHECKS == checks
+
+
 def test_an_operation_names_one_action_of_the_policy():
     actions = [action for _sid, actions in permissions.IAM_STATEMENTS for action in actions] + list(permissions.AWS_OPTIONAL_ACTIONS)
     by_operation = {}
@@ -205,8 +214,8 @@ def test_an_aws_refusal_without_the_action_in_its_message_is_named_by_the_operat
                                      "message: AbC", "CreateTags")
     permission = error.value.details["permission"]
     assert (permission["verb"], permission["resource"], permission["code"]) == ("ec2:CreateTags", "instance i-0abc", code)
-    assert permission["granted_by"] == ("statements PointGroupsAtLaunchTemplatesTagOnLaunchCheck or "
-                                        "DetachMethodTagDetachedInstances of docs/iam-policy.json")
+    # the statement AWS evaluates when a group launches (tags at launch) never allows the collection's own CreateTags
+    assert permission["granted_by"] == "statement DetachMethodTagDetachedInstances of docs/iam-policy.json"
 
 
 def test_an_action_outside_the_policy_is_named_with_what_docs_iam_md_says():
@@ -280,3 +289,29 @@ def test_an_access_check_that_found_a_required_permission_missing_is_a_refusal_n
                                "or bind its roles to this identity; found by the access check before any change: nothing was changed")
     unchecked = permissions.access_unchecked("the API server does not answer access reviews: 404")
     assert unchecked["summary"] == "not checked: the API server does not answer access reviews: 404"
+
+
+# ---- what the plan says a run asks of AWS ------------------------------------------------------------------------------
+def test_a_plain_rollout_reads_groups_and_writes_sizes_and_tags_and_the_launch_checks_when_pointed_at_a_new_version():
+    same = {"version": 4, "previous_version": 4, "previous_version_spec": "4", "created": False}
+    assert permissions.aws_use(same) == {"read": ["ReadGroupsInstancesLaunchTemplatesAndImages"],
+                                         "write": ["SurgeTerminateAndRestoreNodeGroups", "RecordRolloutStateInGroupTags"]}
+    created = {"version": 5, "previous_version": 4, "previous_version_spec": "4", "created": True}
+    assert permissions.aws_use(created)["write"] == [
+        "SurgeTerminateAndRestoreNodeGroups", "RecordRolloutStateInGroupTags", "CreateLaunchTemplateVersionsWithTheNewAmi",
+        "PointGroupsAtLaunchTemplatesRunInstancesCheck", "PointGroupsAtLaunchTemplatesTagOnLaunchCheck",
+        "PointGroupsAtLaunchTemplatesPassNodeRoleCheck"]
+    # a group on $Latest is pointed at the explicit version, which AWS checks as a launch from it
+    latest = dict(same, previous_version_spec="$Latest")
+    assert "PointGroupsAtLaunchTemplatesRunInstancesCheck" in permissions.aws_use(latest)["write"]
+
+
+def test_each_option_that_asks_aws_for_more_adds_its_statements_and_the_plan_says_which_were_read():
+    use = permissions.aws_use({}, ssm_parameter=True, eks_cluster=True, abort_alarms=True, surge_method="detach")
+    assert use["read"] == ["ReadGroupsInstancesLaunchTemplatesAndImages", "ReadAmiIdsFromSsmParameters",
+                           "ConnectToEksClusters", "ReadAbortAlarms"]
+    assert use["write"][-2:] == ["DetachMethodTagDetachedInstances", "DetachMethodTerminateDetachedInstances"]
+    assert permissions.aws_use_text(use).startswith(
+        "AWS (statements of docs/iam-policy.json): reads granted, this plan made them: ReadGroupsInstancesLaunchTemplatesAndImages, "
+        "ReadAmiIdsFromSsmParameters, ConnectToEksClusters, ReadAbortAlarms; writes, checked by AWS only when made: "
+        "SurgeTerminateAndRestoreNodeGroups")
