@@ -28,11 +28,10 @@ import pytest
 import yaml
 
 from sandbox.drive.handle import KUBE_ENV, ROOT, install_collection_loader, wait_until
-from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
-from tests.integration.controls import GROUP, QUICK, Watcher, assert_invariants, group_view, lock_holder, node_marks, \
-    result_of, terminated_by_rollout
+from tests.integration.controls import QUICK, assert_invariants, lock_holder, node_marks, result_of
 from tests.integration.doc_outputs import check_or_refresh
-from tests.integration.serial_runs import DEMO, serial
+from tests.integration.every_path import PATHS, Paths
+from tests.integration.serial_runs import DEMO
 
 install_collection_loader()
 from ansible_collections.nodeops.rollout.plugins.module_utils import permissions  # noqa: E402 pylint: disable=wrong-import-position
@@ -43,7 +42,6 @@ pytestmark = [pytest.mark.reference,
 
 NODES, AZS, MAX_UNAVAILABLE = 4, 2, 1
 GENERATOR = "tests/integration/role/test_least_privilege.py"
-PATHS = ("plan", "lock held", "PDB stop", "rollback", "pause", "cancel", "serial", "upgrade")
 # what each path asked of the API server: {path: {rule index: set of verbs}} (the first test fills it, the last reads it)
 USED = {}
 WITHOUT = {}   # rule index -> what the run without it did
@@ -131,79 +129,12 @@ def used_rules(sandbox, since):
     return out
 
 
-def run(sandbox, tmp_path, path, playbook="upgrade.yml", extra=(), check=False, node_groups=None):
-    """Run ``playbook`` with the ServiceAccount's token; its usage is kept under ``path``; ``(rc, output, result)``."""
-    report = tmp_path / ("%s.json" % path.replace(" ", "-"))
-    since = sandbox.now()
-    rc, out = sandbox.run_role_playbook(tmp_path, playbook=playbook, report=report, check=check, extra=QUICK + list(extra),
-                                        node_groups=node_groups)
-    USED[path] = used_rules(sandbox, since)
-    return rc, out, result_of(report) if report.exists() else {}
-
-
 def test_every_path_runs_to_its_end_with_only_the_service_account_token(sandbox, tmp_path):
     with open(sandbox.collection_kubeconfig, encoding="utf-8") as fh:
         assert "system:serviceaccount:nodeops-rollout:nodeops-rollout" in fh.read()
-    original = group_view(sandbox)
-
-    # the plan: the access check finds nothing missing; nothing is changed
-    since = sandbox.now()
-    rc, out, result = run(sandbox, tmp_path, "plan", check=True)
-    assert rc == 0 and result["status"] == "planned", out[-3000:]
-    assert "permissions: 23 access reviews, every permission the rollout needs is granted" in out
-    assert sandbox.mutating_requests(since=since) == []
-
-    # the lock: a run while another holds it stops before any change, naming the holder
-    holder = {"name": GROUP, "holder": "awx-job-7@elsewhere/0", "duration": "5m"}
-    taken = sandbox.run_module("rollout_lock", **holder)
-    assert taken["rc"] == 0, taken["output"]
-    try:
-        since = sandbox.now()
-        rc, out, result = run(sandbox, tmp_path, "lock held")
-        assert rc != 0 and "awx-job-7@elsewhere/0" in out, out[-3000:]
-        assert [event for event in sandbox.mutating_requests(since=since) if event.get("resource") != "leases"] == []
-    finally:
-        assert sandbox.run_module("rollout_lock", state="released", **holder)["rc"] == 0
-
-    # a PodDisruptionBudget that lets nothing go stops the drain: held, the lock released
-    # (web's budget asks for all three of its pods)
-    sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 3}})
-    rc, out, result = run(sandbox, tmp_path, "PDB stop", extra=["rolling_update_drain_timeout=20s"])
-    assert rc != 0 and result["status"] == "failed" and "shop/web" in json.dumps(result), out[-3000:]
-    assert result.get("permission") is None and lock_holder(sandbox) is None
-    sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 2}})
-
-    # the held rollout rolled back to the version the group launched before
-    rc, out, result = run(sandbox, tmp_path, "rollback", playbook="rollback.yml")
-    assert rc == 0 and result["status"] == "rolled back", out[-3000:]
-
-    # a rollout paused from outside after its first termination: stopped cleanly between steps
-    since = sandbox.now()
-    watcher = Watcher(sandbox, since, terminated_by_rollout, lambda event: set_tag(sandbox, PAUSE_TAG, "true"))
-    watcher.start()
-    try:
-        rc, out, result = run(sandbox, tmp_path, "pause")
-    finally:
-        watcher.stop()
-    assert watcher.fired is not None and rc == 0 and result["status"] == "paused", out[-3000:]
-
-    # the cancel gives the surge back and releases every node
-    rc, out, result = run(sandbox, tmp_path, "cancel", playbook="cancel.yml")
-    assert rc == 0 and result["status"] == "cancelled", out[-3000:]
-    delete_tag(sandbox, PAUSE_TAG)
-    assert group_view(sandbox)["sizes"] == original["sizes"] and node_marks(sandbox) == {}
-
-    # upgrade_serial over the inventory plugin (which reads the cluster with the same token): every node back on the
-    # group's first image
-    since = sandbox.now()
-    rc, out, results = serial(sandbox, tmp_path, image=sandbox.state["amis"]["old"])
-    USED["serial"] = used_rules(sandbox, since)
-    assert rc == 0 and results.get(GROUP, {}).get("status") == "replaced", out[-5000:]
-
-    # an upgrade to its end: every node on the new image again
-    rc, out, result = run(sandbox, tmp_path, "upgrade")
-    assert rc == 0 and result["status"] == "replaced" and result["nodes_replaced"] == NODES, out[-3000:]
-    assert lock_holder(sandbox) is None and node_marks(sandbox) == {}
+    paths = Paths(sandbox, tmp_path, lambda since: used_rules(sandbox, since))
+    paths.every_path(NODES)
+    USED.update(paths.used)
     print("invariants", assert_invariants(sandbox.report(), NODES, MAX_UNAVAILABLE))
 
 
@@ -237,14 +168,13 @@ def test_each_rule_taken_out_stops_the_run_before_any_change_naming_it(sandbox, 
             assert rc != 0 and permissions.rule_text(rule) in out, out[-3000:]
             refused = REFUSED.findall(out)
             assert refused, out[-3000:]
-            if report.exists():   # stopped by the access check before the lock: the group's result says which permission
-                result = result_of(report)
-                assert result["status"] == "failed" and result["permission"]["granted_by"] == permissions.rule_text(rule)
-                assert "nothing was changed" in result["message"], result["message"]
-                when = "before the lock (the access check)"
-            else:   # refused a read while every group is checked, before the run starts
-                assert "it changed nothing" in out
-                when = "while the run checks its groups"
+            # the group's result says which permission: refused a read while every group is checked, before the run
+            # starts, or by the access check before the lock
+            result = result_of(report)
+            assert result["status"] == "failed" and result["permission"]["granted_by"] == permissions.rule_text(rule), result
+            assert "changed nothing" in result["message"] or "nothing was changed" in result["message"], result["message"]
+            when = "while the run checks its groups" if result["failed_task"].startswith("Check |") else \
+                "before the lock (the access check)"
             assert sandbox.mutating_requests(since=since) == [] and lock_holder(sandbox) is None
             WITHOUT[index] = "stops %s, zero mutating requests: may not %s" % (when, "; ".join(sorted(set(refused))))
         finally:

@@ -1,0 +1,100 @@
+"""Every path of the role run to its end on one sandbox, in the order an operator meets them: what the least-privilege
+tests run with nothing but the documented permissions (docs/rbac.yaml's ServiceAccount, docs/iam-policy.json's IAM
+user), each path's requests kept by a ``usage`` of the test's (which rule or statement each request needed).
+
+The paths: the plan (its access check finds nothing missing; nothing changed), a second run refused by the lock, an
+upgrade stopped by a PodDisruptionBudget, the rollback of that held rollout, a rollout paused from outside after its
+first termination, the cancel of it, upgrade_serial over the inventory plugin taking every node back to the first
+image, and an upgrade of every node to its end."""
+
+import json
+
+from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
+from tests.integration.controls import GROUP, QUICK, Watcher, group_view, lock_holder, node_marks, result_of, \
+    terminated_by_rollout
+from tests.integration.serial_runs import serial
+
+PATHS = ("plan", "lock held", "PDB stop", "rollback", "pause", "cancel", "serial", "upgrade")
+
+
+class Paths:
+    """Runs of the role's playbooks on ``sandbox`` (files in ``directory``); ``usage(since)`` says what a run asked of
+    the APIs since the sandbox time ``since``, kept in ``used[path]``."""
+
+    def __init__(self, sandbox, directory, usage):
+        self.sandbox, self.directory, self.usage = sandbox, directory, usage
+        self.used = {}
+
+    def run(self, path, playbook="upgrade.yml", extra=(), check=False, node_groups=None, host_vars=None):
+        """Run ``playbook``; its usage is kept under ``path``; ``(rc, output, result)`` (no result file: ``{}``)."""
+        report = self.directory / ("%s.json" % path.replace(" ", "-").replace(",", ""))
+        if report.exists():
+            report.unlink()
+        since = self.sandbox.now()
+        rc, out = self.sandbox.run_role_playbook(self.directory, playbook=playbook, report=report, check=check,
+                                                 extra=QUICK + list(extra), node_groups=node_groups, host_vars=host_vars)
+        self.used[path] = self.usage(since)
+        return rc, out, result_of(report) if report.exists() else {}
+
+    def every_path(self, nodes):
+        """Each of PATHS to its end, with what a user would check of each."""
+        sandbox = self.sandbox
+        original = group_view(sandbox)
+
+        # the plan: the access check finds nothing missing; nothing is changed
+        since = sandbox.now()
+        rc, out, result = self.run("plan", check=True)
+        assert rc == 0 and result["status"] == "planned", out[-3000:]
+        assert "every permission the rollout needs is granted" in out, out[-3000:]
+        assert sandbox.mutating_requests(since=since) == []
+
+        # the lock: a run while another holds it stops before any change, naming the holder
+        holder = {"name": GROUP, "holder": "awx-job-7@elsewhere/0", "duration": "5m"}
+        taken = sandbox.run_module("rollout_lock", **holder)
+        assert taken["rc"] == 0, taken["output"]
+        try:
+            since = sandbox.now()
+            rc, out, result = self.run("lock held")
+            assert rc != 0 and "awx-job-7@elsewhere/0" in out, out[-3000:]
+            assert [event for event in sandbox.mutating_requests(since=since) if event.get("resource") != "leases"] == []
+        finally:
+            assert sandbox.run_module("rollout_lock", state="released", **holder)["rc"] == 0
+
+        # a PodDisruptionBudget that lets nothing go stops the drain: held, the lock released
+        # (web's budget asks for all three of its pods)
+        sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 3}})
+        rc, out, result = self.run("PDB stop", extra=["rolling_update_drain_timeout=20s"])
+        assert rc != 0 and result["status"] == "failed" and "shop/web" in json.dumps(result), out[-3000:]
+        assert result.get("permission") is None and lock_holder(sandbox) is None
+        sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 2}})
+
+        # the held rollout rolled back to the version the group launched before
+        rc, out, result = self.run("rollback", playbook="rollback.yml")
+        assert rc == 0 and result["status"] == "rolled back", out[-3000:]
+
+        # a rollout paused from outside after its first termination: stopped cleanly between steps
+        watcher = Watcher(sandbox, sandbox.now(), terminated_by_rollout, lambda event: set_tag(sandbox, PAUSE_TAG, "true"))
+        watcher.start()
+        try:
+            rc, out, result = self.run("pause")
+        finally:
+            watcher.stop()
+        assert watcher.fired is not None and rc == 0 and result["status"] == "paused", out[-3000:]
+
+        # the cancel gives the surge back and releases every node
+        rc, out, result = self.run("cancel", playbook="cancel.yml")
+        assert rc == 0 and result["status"] == "cancelled", out[-3000:]
+        delete_tag(sandbox, PAUSE_TAG)
+        assert group_view(sandbox)["sizes"] == original["sizes"] and node_marks(sandbox) == {}
+
+        # upgrade_serial over the inventory plugin (which reads the cluster and AWS as the collection does): every node
+        # back on the group's first image
+        since = sandbox.now()
+        rc, out, results = serial(sandbox, self.directory, image=sandbox.state["amis"]["old"])
+        self.used["serial"] = self.usage(since)
+        assert rc == 0 and results.get(GROUP, {}).get("status") == "replaced", out[-5000:]
+
+        # an upgrade to its end: every node on the new image again
+        rc, out, result = self.run("upgrade")
+        assert rc == 0 and result["status"] == "replaced" and result["nodes_replaced"] == nodes, out[-3000:]
+        assert lock_holder(sandbox) is None and node_marks(sandbox) == {}
