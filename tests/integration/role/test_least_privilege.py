@@ -4,10 +4,11 @@ the embedded one).
 One sandbox started with ``rbac``: the collection connects with nothing but a token of the ServiceAccount
 nodeops-rollout/nodeops-rollout from the TokenRequest API, bound by the roles of docs/rbac.yaml as the file applies them.
 
-- Every path runs to its end with only that token: the plan, a second run refused by the lock, an upgrade stopped by a
-  PodDisruptionBudget, the rollback of that held rollout, a rollout paused from outside, the cancel of it,
-  upgrade_serial over the inventory plugin taking every node back to the first image, and an upgrade of every node
-  to its end. What each path asked of the API server (the audit log: each request by the collection, its verb,
+- Every path runs to its end with only that token (tests/integration/every_path.py): the plan, a second run refused
+  by the lock, an upgrade stopped by a PodDisruptionBudget, the rollback of that held rollout, a rollout paused from
+  outside, the cancel of it, upgrade_serial over the inventory plugin taking every node back to the first image, an
+  upgrade of every node to its end, and a rollout stopped by the budget again that the same run resumes to its end
+  once the budget allows (not in the tables). What each path asked of the API server (the audit log: each request by the collection, its verb,
   resource and namespace) is matched to the rule of docs/rbac.yaml that grants it.
 - Each rule taken out of its role, one at a time: the shortest path that uses it (an upgrade) stops before any change -
   zero mutating requests, no lock left held - with a refused permission naming the verb, resource, namespace and the
