@@ -243,16 +243,17 @@ def refused(where, permission, **details):
     return PermissionRefused("%s: %s" % (where, text) if where else text, permission=permission, **details)
 
 
-def aws_use(target=None, ssm_parameter=False, eks_cluster=False, abort_alarms=False, surge_method="scale"):
+def aws_use(target=None, group=None, k8s=None, abort_alarms=(), surge_method="scale"):
     """The statements of docs/iam-policy.json a rollout uses, in the file's order: ``{"read": [Sid], "write": [Sid]}``.
 
     ``target`` is launch_template_version's result (a version it creates, the group pointed at another version:
-    AWS's own checks of the launch), the others the options that ask AWS for more."""
+    AWS's own checks of the launch), ``group`` the node group's entry (its ``ssm_parameter``), ``k8s`` the Kubernetes
+    connection options (``eks_cluster``), ``abort_alarms`` the alarms watched, ``surge_method`` the surge's."""
     target = target or {}
     used = {"ReadGroupsInstancesLaunchTemplatesAndImages", "SurgeTerminateAndRestoreNodeGroups", "RecordRolloutStateInGroupTags"}
-    if ssm_parameter:
+    if (group or {}).get("ssm_parameter"):
         used.add("ReadAmiIdsFromSsmParameters")
-    if eks_cluster:
+    if (k8s or {}).get("eks_cluster"):
         used.add("ConnectToEksClusters")
     if abort_alarms:
         used.add("ReadAbortAlarms")

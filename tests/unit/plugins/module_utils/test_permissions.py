@@ -307,7 +307,8 @@ def test_a_plain_rollout_reads_groups_and_writes_sizes_and_tags_and_the_launch_c
 
 
 def test_each_option_that_asks_aws_for_more_adds_its_statements_and_the_plan_says_which_were_read():
-    use = permissions.aws_use({}, ssm_parameter=True, eks_cluster=True, abort_alarms=True, surge_method="detach")
+    use = permissions.aws_use({}, group={"name": "web", "ssm_parameter": "/aws/service/eks/optimized-ami/1.30/image_id"},
+                              k8s={"eks_cluster": "prod"}, abort_alarms=[{"name": "p99"}], surge_method="detach")
     assert use["read"] == ["ReadGroupsInstancesLaunchTemplatesAndImages", "ReadAmiIdsFromSsmParameters",
                            "ConnectToEksClusters", "ReadAbortAlarms"]
     assert use["write"][-2:] == ["DetachMethodTagDetachedInstances", "DetachMethodTerminateDetachedInstances"]
