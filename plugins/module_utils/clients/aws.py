@@ -176,28 +176,25 @@ def describe_instances(ec2, instance_ids):
     return {instance["InstanceId"]: instance for instances in described for instance in instances}
 
 
-def detached_instances(ec2, group_name):
-    """Instances detached from ``group_name`` for surge by a rollout and still alive (EC2 tag detached-from)."""
+def _detached_from(ec2, group_name, *filters):
+    """Instances tagged as detached from ``group_name`` for a surge that match the further EC2 ``filters``, by id."""
     found = []
-    paginator = ec2.get_paginator("describe_instances")
-    filters = [{"Name": "tag:%s" % TAG_INSTANCE_DETACHED_FROM, "Values": [group_name]},
-               {"Name": "instance-state-name", "Values": list(ALIVE_EC2_STATES)}]
-    for page in paginator.paginate(Filters=filters):
+    filters = [{"Name": "tag:%s" % TAG_INSTANCE_DETACHED_FROM, "Values": [group_name]}] + list(filters)
+    for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
         for reservation in page["Reservations"]:
             found.extend(reservation["Instances"])
     return sorted(found, key=lambda instance: instance["InstanceId"])
 
 
+def detached_instances(ec2, group_name):
+    """Instances detached from ``group_name`` for surge by a rollout and still alive (EC2 tag detached-from)."""
+    return _detached_from(ec2, group_name, {"Name": "instance-state-name", "Values": list(ALIVE_EC2_STATES)})
+
+
 def tagged_by_rollout(ec2, group_name, rollout_id):
     """Instances rollout ``rollout_id`` tagged to detach from ``group_name`` for its surge, in any state (terminated ones
     too, while EC2 still lists them): none when it recorded its surge and stopped before it tagged one."""
-    found = []
-    filters = [{"Name": "tag:%s" % TAG_INSTANCE_DETACHED_FROM, "Values": [group_name]},
-               {"Name": "tag:%s" % TAG_INSTANCE_DETACHED, "Values": [rollout_id]}]
-    for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
-        for reservation in page["Reservations"]:
-            found.extend(reservation["Instances"])
-    return found
+    return _detached_from(ec2, group_name, {"Name": "tag:%s" % TAG_INSTANCE_DETACHED, "Values": [rollout_id]})
 
 
 def ec2_state(instance):
