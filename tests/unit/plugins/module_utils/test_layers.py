@@ -18,9 +18,9 @@ _SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 LAYERS = (
     ("shared values and errors", {"errors", "values", "choices", "tags", "version", "at_once", "backoff", "permissions"}),
     ("clients", {"clients"}),
-    ("pure rules", {"drain", "node_health", "termination_gate", "node_edits", "lease_lock", "rollout", "report"}),
+    ("pure rules", {"drain", "node_health", "termination_gate", "node_edits", "lease_lock", "rollout", "report", "fleet"}),
     ("runners", {"launch_template", "node_group", "step", "surge", "terminate", "node_drain", "node_drain_loop", "nodes", "validate", "locks",
-                 "lock_keeper", "node_hosts"}),
+                 "lock_keeper", "node_hosts", "fleet_state"}),
 )
 
 
