@@ -53,7 +53,7 @@ options:
   aws_ca_bundle:
     description:
       - Path to a CA bundle used to verify the TLS certificates of the AWS endpoints (every AWS API call, the EKS ones
-        of O(eks_cluster) included), instead of the bundle botocore ships.
+        of C(eks_cluster) where a module takes it included), instead of the bundle botocore ships.
       - When not set, E(AWS_CA_BUNDLE) is used.
       - Not used when O(validate_certs=false).
     type: path

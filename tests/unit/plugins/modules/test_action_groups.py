@@ -23,7 +23,11 @@ from ansible_collections.nodeops.rollout.plugins.plugin_utils.foreign_groups imp
 
 COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 MODULE_DIR = os.path.join(COLLECTION, "plugins", "modules")
-MODULE_NAMES = sorted(name[:-3] for name in os.listdir(MODULE_DIR) if name.endswith(".py") and not name.startswith("_"))
+# fleet_state takes the AWS options of the fleet's ledger, one account for every cluster of the fleet: a cluster's
+# connection set on a group (the rolling_update role sets group/nodeops.rollout.all to each cluster's) must never reach it.
+LEDGER_MODULES = ("fleet_state",)
+MODULE_NAMES = sorted(name[:-3] for name in os.listdir(MODULE_DIR)
+                      if name.endswith(".py") and not name.startswith("_") and name[:-3] not in LEDGER_MODULES)
 
 
 def action_groups():
@@ -58,6 +62,11 @@ def test_every_module_is_in_the_all_group():
 def test_a_connection_group_holds_every_module_that_takes_its_options(group, options):
     expected = [name for name in MODULE_NAMES if takes(name, options)]
     assert modules_of(group) == expected
+
+
+@pytest.mark.parametrize("group", ["all", "aws", "k8s"])
+def test_the_fleets_ledger_is_in_no_group_of_a_clusters_connection(group):
+    assert not set(LEDGER_MODULES) & set(modules_of(group))
 
 
 @pytest.mark.parametrize("name", ["node_group_info", "instance_terminate", "rollout_step"])
