@@ -52,6 +52,7 @@ LONGEST_FILES = (
     "role/test_iam_policy.py",              # 190 (four paths, then each statement they use taken out and the rerun)
     "reliability/test_api_faults.py",       # 243
     "role/test_bake_and_checkpoints.py",    # 218
+    "role/test_fleet.py",                   # 171 alone (six sandboxes, three ansible-runner processes)
 )
 
 

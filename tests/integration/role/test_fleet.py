@@ -264,8 +264,9 @@ def test_the_budget_spent_in_wave_two_starts_wave_three_on_no_worker(fleet):
     assert len(fleet["gate_runs"]) == 1 and fleet["gate_runs"][0].endswith(" 101"), fleet["gate_runs"]
     spans = rolled_when([private for _rc, private in slices])
     assert sorted(spans) == ["c-1", "c-2", "c-3"], spans
-    # the canary's wave ended and soaked (5 s) before the second wave began; its two clusters rolled at once
-    assert min(spans["c-2"][0], spans["c-3"][0]) >= spans["c-1"][1] + 5, spans
+    # the canary's wave ended and soaked (5 s) before the second wave began (its end as the ledger stamped it comes a
+    # moment before the task's end reaches ansible-runner's events: a second allowed); its two clusters rolled at once
+    assert min(spans["c-2"][0], spans["c-3"][0]) >= spans["c-1"][1] + 5 - 1, spans
     assert most_at_once([spans["c-2"], spans["c-3"]]) == 2, spans
 
 
