@@ -15,7 +15,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.fleet_store import FleetStore
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet import ledger
-from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import checked_budget, checked_waves, pinned_groups, wave_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import checked_budget, checked_forks, checked_waves, pinned_groups, wave_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import report_html_file
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
@@ -59,11 +59,7 @@ def _waited(store, decide, settled, params, sleep, clock, what):
 def _join(params, store, sleep, clock):
     _need(params, "cluster", "worker_hosts")
     settings = settings_of(params)
-    hosts = len(params["worker_hosts"])
-    if params["forks"] is not None and params["forks"] < hosts:
-        raise RolloutError("forks: %d is not allowed for a worker of %d clusters; a cluster waiting for its wave holds a fork, so "
-                           "give at least %d (ansible-playbook --forks, or the AWX job template's forks), or slice the job "
-                           "into more workers" % (params["forks"], hosts, hosts))
+    checked_forks(params["forks"], len(params["worker_hosts"]))
     cluster = params["cluster"]
     wave = wave_of(cluster, params["groups"], settings["waves"])
     now = utc_now()

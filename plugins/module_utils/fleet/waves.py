@@ -63,6 +63,16 @@ def checked_budget(value, field="fleet_max_failed_clusters"):
     return None if value is None or value == "" else list(parse_int_or_percent(value, field, allow_zero=True))
 
 
+def checked_forks(forks, hosts):
+    """A worker of ``hosts`` clusters needs as many forks (``None``: not known, not checked): with fewer, the clusters
+    waiting for a later wave could hold every fork while a cluster of the open wave waits for one."""
+    if forks is not None and forks < hosts:
+        raise PlanError("forks: %d is not allowed for a worker of %d clusters; a cluster waiting for its wave holds a fork, so "
+                        "give at least %d (ansible-playbook --forks, or the AWX job template's forks), or slice the job into "
+                        "more workers" % (forks, hosts, hosts))
+    return forks
+
+
 def wave_of(host, groups, waves):
     """The index of the first wave one of whose entries is one of the host's ``groups`` or matches its name; else None."""
     for index, wave in enumerate(waves):

@@ -6,7 +6,9 @@ wave, where one cluster is stopped by a PodDisruptionBudget that lets nothing go
 and no worker starts a cluster of the third wave (their sandboxes see no request of the collection that changes
 anything). The second run (a new AWX workflow job) skips the clusters already rolled (no change on them), retries the
 failed one with the pinned target, then rolls the third wave at most two clusters at once across the three processes.
-When each cluster rolled is read from ansible-runner's own events, not from the ledger. Every cluster's invariant report
+Then one process over the whole inventory (fleet_workers 1, its run named by the process) rolls a new plan back to the
+first image in the same order under the same cap. When each cluster rolled is read from ansible-runner's own events, not
+from the ledger. Every cluster's invariant report
 is clean; the fleet's page is checked in Chromium; the wall times against the sum of the clusters' rollouts are written
 to .build/fleet/fleet.json.
 """
@@ -73,18 +75,19 @@ def start_clusters(tmp_path_factory):
     return handles
 
 
-def host_vars(name, handle, work):
+def host_vars(name, handle, work, image=None):
+    target = {"image_id": handle.state["amis"][image]} if image else {"ssm_parameter": handle.state["ssm_parameter"]}
     return {"ansible_python_interpreter": sys.executable,
             "rolling_update_aws": {"region": handle.state["region"], "endpoint_url": handle.state["aws_url"],
                                    "access_key": "testing", "secret_key": "testing"},
             "rolling_update_k8s": {"kubeconfig": handle.collection_kubeconfig},
-            "rolling_update_node_groups": [{"name": GROUP, "ssm_parameter": handle.state["ssm_parameter"]}],
+            "rolling_update_node_groups": [dict(target, name=GROUP)],
             "rolling_update_report_file": os.path.join(work, "result-%s.json" % name)}
 
 
-def slice_inventory(path, hosts, handles, work):
+def slice_inventory(path, hosts, handles, work, image=None):
     """What AWX gives slice k: its hosts only, in every group they belong to."""
-    inventory = {"clusters": {"hosts": {name: host_vars(name, handles[name], work) for name in hosts}, "children": {}}}
+    inventory = {"clusters": {"hosts": {name: host_vars(name, handles[name], work, image) for name in hosts}, "children": {}}}
     for group, members in GROUPS.items():
         inside = [name for name in members if name in hosts]
         if inside:
@@ -93,15 +96,17 @@ def slice_inventory(path, hosts, handles, work):
         yaml.safe_dump(inventory, fh, sort_keys=False)
 
 
-def extra_vars(store, work, job):
+def extra_vars(store, work, job, **more):
     # the gate after the canary's wave: a task file of the operator's, by its absolute path
     waves = [dict(WAVES[0], gate=os.path.join(work, "gate.yml"))] + WAVES[1:]
-    return {"fleet_name": "fleet-1", "fleet_store": store, "fleet_waves": waves, "fleet_workers": SLICES,
-            "fleet_poll_interval": "1s", "fleet_page_file": os.path.join(work, "fleet.html"),
-            "awx_workflow_job_id": job,
-            "rolling_update_max_unavailable": MAX_UNAVAILABLE, "rolling_update_post_drain_delay": 1,
-            "rolling_update_validate_interval": "1s", "rolling_update_validate_passes": 1,
-            "rolling_update_node_ready_timeout": "5m", "rolling_update_drain_timeout": "20s"}
+    found = {"fleet_name": "fleet-1", "fleet_store": store, "fleet_waves": waves, "fleet_workers": SLICES,
+             "fleet_poll_interval": "1s", "fleet_page_file": os.path.join(work, "fleet.html"),
+             "awx_workflow_job_id": job,
+             "rolling_update_max_unavailable": MAX_UNAVAILABLE, "rolling_update_post_drain_delay": 1,
+             "rolling_update_validate_interval": "1s", "rolling_update_validate_passes": 1,
+             "rolling_update_node_ready_timeout": "5m", "rolling_update_drain_timeout": "20s"}
+    found.update(more)
+    return {key: value for key, value in found.items() if value is not None}
 
 
 def runner_env():
@@ -111,22 +116,24 @@ def runner_env():
     return env
 
 
-def run_slices(handles, work, store, job):
+def run_slices(handles, work, store, job, slices=SLICES, name=None, image=None, **more):
     """The job's slices, each an ansible-runner process over its own inventory, all at once (as AWX starts them);
     ``(wall seconds, [(rc, private data dir)])``."""
     names = sorted(handles)
     started = time.monotonic()
     procs = []
-    for k in range(SLICES):
-        private = os.path.join(work, "job-%s-slice-%d" % (job, k + 1))
+    for k in range(slices):
+        private = os.path.join(work, "job-%s-slice-%d" % (name or job, k + 1))
         os.makedirs(os.path.join(private, "env"), exist_ok=True)
         inventory = os.path.join(private, "inventory.yml")
-        slice_inventory(inventory, names[k::SLICES], handles, work)
+        slice_inventory(inventory, names[k::slices], handles, work, image)
         with open(os.path.join(private, "env", "extravars"), "w", encoding="utf-8") as fh:
-            json.dump(extra_vars(store, work, job), fh)
+            json.dump(extra_vars(store, work, job, **more), fh)
         log = open(os.path.join(private, "stdout.txt"), "w", encoding="utf-8")  # pylint: disable=consider-using-with
+        # as many forks as the worker has clusters: one waiting for its wave holds a fork (the role refuses fewer)
         procs.append((subprocess.Popen([os.path.join(BIN, "ansible-runner"), "run", private, "--playbook",
-                                        os.path.join(ROOT, "playbooks", "fleet.yml"), "--inventory", inventory],
+                                        os.path.join(ROOT, "playbooks", "fleet.yml"), "--inventory", inventory,
+                                        "--forks", str(len(names[k::slices]))],
                                        cwd=work, env=runner_env(), stdout=log, stderr=subprocess.STDOUT), private, log))
     out = []
     for proc, private, log in procs:
@@ -227,9 +234,14 @@ def fleet(tmp_path_factory):
         report = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(ROOT, "playbooks", "fleet_report.yml"),
                                  "-e", json.dumps(extra_vars(store, work, "103"))],
                                 cwd=work, env=runner_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+        # one ansible-playbook process (no AWX: the run is named by the process), a new plan back to the first image
+        back = run_slices(handles, work, store, None, slices=1, name="one-process", image="old", fleet_name="fleet-back",
+                          fleet_workers=1, fleet_page_file=os.path.join(work, "fleet-back.html"))
+        back_on = {name: on_image(handle, "old") for name, handle in handles.items()}
         reports = {name: assert_clean(name, handle) for name, handle in handles.items()}
-        yield {"work": work, "plan": planned, "first": first, "second": second, "after_first": after_first, "after_second": after_second,
-               "gate_runs": gate_runs, "report": report, "reports": reports}
+        yield {"work": work, "plan": planned, "back": (back, back_on), "first": first, "second": second,
+               "after_first": after_first, "after_second": after_second, "gate_runs": gate_runs, "report": report,
+               "reports": reports}
     finally:
         for handle in handles.values():
             handle.stop()
@@ -285,6 +297,30 @@ def test_the_next_run_skips_what_rolled_retries_the_failure_and_caps_the_last_wa
     # 67% of three clusters is two at a time, across three processes
     assert most_at_once(last) == 2, spans
     record(fleet, spans)
+
+
+def test_one_process_keeps_the_same_order_and_cap(fleet):
+    (wall, slices), back_on = fleet["back"]
+    (rc, private), = slices
+    assert rc == 0, output_of(private)[-6000:]
+    assert all(back_on.values()), back_on
+    spans = rolled_when([private])
+    assert sorted(spans) == list(CLUSTERS), spans
+    early, rest = [spans["c-2"], spans["c-3"]], [spans[name] for name in ("c-4", "c-5", "c-6")]
+    assert min(start for start, _end in early) >= spans["c-1"][1] + 5 - 1, spans
+    assert min(start for start, _end in rest) >= max(end for _start, end in early), spans
+    assert most_at_once(early) == 2 and most_at_once(rest) == 2, spans
+    path = os.path.join(RECORD, "fleet.json")
+    figures = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            figures = json.load(fh)
+    figures["one_process"] = {"wall_seconds": round(wall, 1),
+                              "sum_of_rollouts": round(sum(end - start for start, end in spans.values()), 1)}
+    os.makedirs(RECORD, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(figures, fh, indent=1, sort_keys=True)
+    print(json.dumps(figures["one_process"]))
 
 
 def test_every_clusters_invariant_report_is_clean(fleet):

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet import ledger
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import (
-    checked_budget, checked_waves, pinned_groups, resolved_waves, wave_of)
+    checked_budget, checked_forks, checked_waves, pinned_groups, resolved_waves, wave_of)
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 T0 = datetime.datetime(2026, 11, 29, 8, 0, 0, tzinfo=datetime.timezone.utc)
@@ -194,3 +194,9 @@ def test_a_cluster_whose_target_did_not_resolve_is_left_out_and_holds_no_one_bac
     assert ledger.claim(doc, "c-1", "run-1", at(0), GATE_TIMEOUT) == (
         ledger.SKIP, "left out of the plan, its target did not resolve: ng: SSM parameter /x not found")
     assert ledger.claim(doc, "c-2", "run-1", at(0), GATE_TIMEOUT) == (ledger.START, None)
+
+
+def test_a_worker_needs_a_fork_for_each_of_its_clusters():
+    assert checked_forks(6, 6) == 6 and checked_forks(None, 9) is None
+    with pytest.raises(PlanError, match=r"forks: 5 is not allowed for a worker of 6 clusters; .* give at least 6"):
+        checked_forks(5, 6)
