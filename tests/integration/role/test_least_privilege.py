@@ -151,10 +151,29 @@ def role_without(index):
     return yaml.safe_dump(dict(role, rules=kept))
 
 
+def authorizer_follows(sandbox, rule, granted):
+    """Wait until kube-apiserver's RBAC authorizer, whose cache follows a role's change a moment later, answers the
+    ServiceAccount as the roles now say: every verb of ``rule`` allowed (``granted``), or one of them refused. Under
+    load a run started at once could still be answered by the roles before the change."""
+    from kubernetes import client, config  # pylint: disable=import-outside-toplevel
+    api = client.AuthorizationV1Api(config.new_client_from_config(sandbox.collection_kubeconfig))
+    resource, _slash, subresource = rule.resources[0].partition("/")
+
+    def allowed(verb):
+        attributes = client.V1ResourceAttributes(verb=verb, group=rule.api_groups[0], resource=resource,
+                                                 subresource=subresource or None, namespace=rule.namespace)
+        body = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes))
+        return api.create_self_subject_access_review(body).status.allowed
+
+    wait_until("the authorizer to %s %s" % ("grant" if granted else "refuse", permissions.rule_text(rule)),
+               lambda: all(allowed(verb) for verb in rule.verbs) == granted, timeout=60)
+
+
 def test_each_rule_taken_out_stops_the_run_before_any_change_naming_it(sandbox, tmp_path):
     for index, rule in enumerate(permissions.KUBE_RULES):
         sandbox.apply_rbac(role_without(index))
         try:
+            authorizer_follows(sandbox, rule, granted=False)
             since = sandbox.now()
             if index == EVENTS_RULE:
                 # best effort: the plan says the run does without it
@@ -180,6 +199,7 @@ def test_each_rule_taken_out_stops_the_run_before_any_change_naming_it(sandbox, 
             WITHOUT[index] = "stops %s, zero mutating requests: may not %s" % (when, "; ".join(sorted(set(refused))))
         finally:
             sandbox.apply_rbac()
+            authorizer_follows(sandbox, rule, granted=True)
 
 
 def test_without_the_access_check_a_refused_eviction_stops_the_drain_and_the_full_roles_finish_the_group(sandbox, tmp_path):
