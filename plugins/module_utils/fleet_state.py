@@ -15,7 +15,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.fleet_store import FleetStore
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet import ledger
-from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import checked_budget, checked_forks, checked_waves, pinned_groups, wave_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import checked_forks, checked_settings, pinned_groups, wave_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import report_html_file
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
@@ -23,16 +23,6 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.values import Plan
 
 def utc_now():
     return datetime.now(timezone.utc)
-
-
-def settings_of(params):
-    """The fleet's settings every worker must give alike (checked; the first value not allowed raises)."""
-    workers = params["workers"]
-    if not isinstance(workers, int) or workers < 1:
-        raise RolloutError("workers: %r is not allowed; give how many workers run the fleet's clusters: 1 for one "
-                           "ansible-playbook process, the job's slice count under AWX job slicing" % (workers,))
-    return {"waves": checked_waves(params["waves"]), "max_failed_clusters": checked_budget(params["max_failed_clusters"]),
-            "workers": workers}
 
 
 def _need(params, *names):
@@ -58,7 +48,7 @@ def _waited(store, decide, settled, params, sleep, clock, what):
 
 def _join(params, store, sleep, clock):
     _need(params, "cluster", "worker_hosts")
-    settings = settings_of(params)
+    settings = checked_settings(params["waves"], params["max_failed_clusters"], params["workers"])
     checked_forks(params["forks"], len(params["worker_hosts"]))
     cluster = params["cluster"]
     wave = wave_of(cluster, params["groups"], settings["waves"])

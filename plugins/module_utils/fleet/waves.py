@@ -63,6 +63,14 @@ def checked_budget(value, field="fleet_max_failed_clusters"):
     return None if value is None or value == "" else list(parse_int_or_percent(value, field, allow_zero=True))
 
 
+def checked_settings(waves, budget, workers):
+    """The fleet's settings every worker must give alike, checked: ``{"waves", "max_failed_clusters", "workers"}``."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise PlanError("fleet_workers: %r is not allowed; give how many workers run the fleet's clusters: 1 for one "
+                        "ansible-playbook process, the job's slice count under AWX job slicing" % (workers,))
+    return {"waves": checked_waves(waves), "max_failed_clusters": checked_budget(budget), "workers": workers}
+
+
 def checked_forks(forks, hosts):
     """A worker of ``hosts`` clusters needs as many forks (``None``: not known, not checked): with fewer, the clusters
     waiting for a later wave could hold every fork while a cluster of the open wave waits for one."""

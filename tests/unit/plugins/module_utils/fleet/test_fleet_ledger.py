@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet import ledger
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import (
-    checked_budget, checked_forks, checked_waves, pinned_groups, resolved_waves, wave_of)
+    checked_budget, checked_forks, checked_settings, checked_waves, pinned_groups, resolved_waves, wave_of)
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 T0 = datetime.datetime(2026, 11, 29, 8, 0, 0, tzinfo=datetime.timezone.utc)
@@ -200,3 +200,9 @@ def test_a_worker_needs_a_fork_for_each_of_its_clusters():
     assert checked_forks(6, 6) == 6 and checked_forks(None, 9) is None
     with pytest.raises(PlanError, match=r"forks: 5 is not allowed for a worker of 6 clusters; .* give at least 6"):
         checked_forks(5, 6)
+
+
+@pytest.mark.parametrize("workers", [0, -1, "3", True])
+def test_the_number_of_workers_is_a_whole_number_of_at_least_one(workers):
+    with pytest.raises(PlanError, match=r"fleet_workers: .* is not allowed; give how many workers"):
+        checked_settings(WAVES, None, workers)
