@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, node_pods, with_pool_size
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import BudgetWatch
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetIndex
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.options import DrainOptions
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pacing import BudgetPacing
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, owner_key, pod_key
@@ -107,9 +108,11 @@ class Drain(NodeLoop):
         survey.pods_by_node.update(pods)
         if self.watch and not full:
             survey.versions.update(versions)
-            survey.pdbs, survey.pdbs_version = self.api.list_pdbs_versioned()
+            pdbs, survey.pdbs_version = self.api.list_pdbs_versioned()
         else:
-            survey.pdbs = self.api.list_pdbs()
+            pdbs = self.api.list_pdbs()
+        # every pod of the drain is matched against the budgets: found through the index, not by testing each
+        survey.pdbs = BudgetIndex(pdbs)
         self.pacing.seed(survey.pdbs)
         every_pod = [pod for pods in survey.pods_by_node.values() for pod in pods]
         if full or self.opts.restart_single_replica:
@@ -171,7 +174,7 @@ class Drain(NodeLoop):
                     restarts[pod_key(pod)] = entry
         options = dict(self.opts.classify)
         return drain_preflight(survey.pods_by_node, survey.namespace_pods, survey.pdbs, options, replicas,
-                               restarts, self.opts.timeout_action, self.opts.timeout, self.volume_blockers())
+                               restarts, self.opts.timeout_action, self.opts.timeout, self.volume_blockers(), self.opts.waves)
 
     def volume_problems(self):
         """With ``new_node_zones``: the pods whose pinned volume leaves them nowhere to start again, per node."""

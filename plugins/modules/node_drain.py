@@ -139,6 +139,14 @@ options:
       - Every pod with a volume pinned to a zone is named in the pre-flight (kind C(zonal_volume)).
     type: list
     elements: str
+  waves:
+    description:
+      - Check mode only. The waves the nodes will be drained in, each a list of node names, or the batches of the plan
+        M(nodeops.rollout.node_group_info) returns (each with its C(nodes)). A budget's pods are then counted wave by
+        wave, as the drains will meet them, for C(pdb_insufficient); the nodes in no wave count together. Unset, every
+        node given counts as drained together.
+    type: list
+    elements: raw
   max_concurrent_evictions:
     description:
       - How many eviction requests of one node are in flight at the same time.
@@ -383,6 +391,7 @@ def argument_spec():
         max_concurrent_nodes=dict(type="int"),
         exclude_from_load_balancers=dict(type="bool", default=False),
         new_node_zones=dict(type="list", elements="str"),
+        waves=dict(type="list", elements="raw"),
         max_concurrent_evictions=dict(type="int", default=10),
         poll_interval=dict(type="float", default=2.0),
         retry_max_delay=dict(type="float", default=16.0),

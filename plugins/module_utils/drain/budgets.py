@@ -70,8 +70,57 @@ def pdb_selects(pdb, pod):
 
 
 def pdbs_selecting(pod, pdbs):
-    """The PodDisruptionBudgets that cover the pod."""
+    """The PodDisruptionBudgets that cover the pod, in the order of ``pdbs`` (a list, or a BudgetIndex of them)."""
+    if isinstance(pdbs, BudgetIndex):
+        return pdbs.selecting(pod)
     return [pdb for pdb in pdbs if pdb_selects(pdb, pod)]
+
+
+class BudgetIndex(list):
+    """A list of PodDisruptionBudgets that finds the ones covering a pod without testing every budget of the cluster.
+
+    A budget whose selector has ``matchLabels`` can only cover a pod of its namespace that carries one of those labels
+    with its value: it is filed under one of them, and a pod is tested against the budgets filed under its own labels
+    and those with no ``matchLabels`` (expressions only, an empty selector, or one that is not a selector, which
+    pdb_selects refuses). With a budget per workload, finding a pod's budgets no longer grows with the budgets' count:
+    a drain pre-flight of 21 000 pods under 1 050 budgets made 22 million tests before. The list is not to be changed
+    once made."""
+
+    def __init__(self, pdbs=()):
+        super().__init__(pdbs)
+        self._filed = {}    # (namespace, label, value) -> [(position, pdb)]
+        self._tested = {}   # namespace -> [(position, pdb)]: tested against every pod of the namespace
+        for position, pdb in enumerate(self):
+            namespace = ((pdb.get("metadata") or {}).get("namespace") or "default") if isinstance(pdb, dict) else None
+            selector = (pdb.get("spec") or {}).get("selector") if isinstance(pdb, dict) else None
+            labels = selector.get("matchLabels") if isinstance(selector, dict) else None
+            key = min(labels) if isinstance(labels, dict) and labels and all(isinstance(k, str) for k in labels) else None
+            if key is not None and isinstance(labels[key], str):
+                self._filed.setdefault((namespace, key, labels[key]), []).append((position, pdb))
+            else:
+                self._tested.setdefault(namespace, []).append((position, pdb))
+
+    def selecting(self, pod):
+        """pdbs_selecting(pod, self), from the budgets filed under the pod's labels."""
+        return [pdb for _position, pdb in self._covering(pod)]
+
+    def pods_selected(self, pods):
+        """``[[pods]]``: for each budget, by its position, the pods of ``pods`` it covers, in their order."""
+        selected = [[] for _pdb in self]
+        for pod in pods:
+            for position, _pdb in self._covering(pod):
+                selected[position].append(pod)
+        return selected
+
+    def _covering(self, pod):
+        meta = pod.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        candidates = list(self._tested.get(namespace, ())) + list(self._tested.get(None, ()))
+        for label, value in (meta.get("labels") or {}).items():
+            if isinstance(value, str):
+                candidates.extend(self._filed.get((namespace, label, value), ()))
+        candidates.sort(key=lambda entry: entry[0])
+        return [(position, pdb) for position, pdb in candidates if pdb_selects(pdb, pod)]
 
 
 def _pdb_value(value, field):

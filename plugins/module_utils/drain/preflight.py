@@ -9,11 +9,11 @@ found before anything is tainted or drained, with the predicted outcome. Pure.
 from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import (
+    BudgetIndex,
     eviction_needs_budget,
     eviction_skips_pdbs,
     expected_pods_from_owners,
     pdb_key,
-    pdb_selects,
     pdb_status,
     pdbs_selecting,
 )
@@ -58,9 +58,9 @@ def _pdb_zero_reason(status, bypassed):
     return text
 
 
-def _pdb_insufficient_reason(status, needed, bypassed):
-    text = ("PodDisruptionBudget %s allows %d disruption(s) but %d of its pods are on the nodes drained together"
-            % (status["pdb"], status["disruptions_allowed"], needed))
+def _pdb_insufficient_reason(status, needed, bypassed, in_wave=False):
+    text = ("PodDisruptionBudget %s allows %d disruption(s) but %d of its pods are on the nodes %s"
+            % (status["pdb"], status["disruptions_allowed"], needed, "of one wave" if in_wave else "drained together"))
     if bypassed:
         return text + "; disable_eviction deletes them all anyway and breaks the budget"
     return text + "; the drain waits for replacements to become Ready between evictions"
@@ -93,7 +93,7 @@ def predicted(blockers):
     return "ok"
 
 
-def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas_by_owner=None):
+def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas_by_owner=None, waves=None):
     """Everything that would stop or hurt draining a batch of nodes together, found before touching them.
 
     ``node_pods_by_node`` maps each node of the batch to its pods; ``all_pods`` holds the pods of the
@@ -110,7 +110,8 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
 
     - ``pdb_zero`` (error): a budget selecting the pod allows 0 disruptions now;
     - ``pdb_insufficient`` (warning): the budget allows fewer disruptions than the batch has of its pods, so
-      evictions wait for replacements to become Ready;
+      evictions wait for replacements to become Ready; with ``waves`` (lists of node names, the order the nodes will
+      be drained in), its pods are counted wave by wave, the nodes in no wave together;
     - ``multiple_pdbs`` (error): more than one budget selects the pod; the Eviction API answers 500;
     - ``naked_pod``, ``emptydir``, ``do_not_disrupt`` (error): the pod is blocked under the current options;
     - ``single_replica`` (warning): the pod's workload has one replica, so it is down until the replacement
@@ -137,13 +138,11 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
                 known.add(pod_key(pod))
                 pool.append(pod)
 
-    pdbs = list(pdbs or [])
+    pdbs = BudgetIndex(pdbs or [])
     statuses = {}
-    for pdb in pdbs:
-        expected = None
-        if replicas_by_owner:
-            expected = expected_pods_from_owners([pod for pod in pool if pdb_selects(pdb, pod)], replicas_by_owner)
-        statuses[pdb_key(pdb)] = pdb_status(pdb, pool, expected)
+    for pdb, selected in zip(pdbs, pdbs.pods_selected(pool)):
+        expected = expected_pods_from_owners(selected, replicas_by_owner) if replicas_by_owner else None
+        statuses[pdb_key(pdb)] = pdb_status(pdb, selected, expected)
     live_counts = _live_owner_counts(pool)
 
     report = {}
@@ -168,7 +167,7 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
             for block in decision["blocks"]:
                 node_report["blockers"].append(_blocker(key, block["kind"], block["reason"], "error"))
 
-            matching = [pdb for pdb in pdbs if pdb_selects(pdb, pod)]
+            matching = pdbs_selecting(pod, pdbs)
             if len(matching) > 1 and not bypassed and not eviction_skips_pdbs(pod):
                 names = [pdb_key(pdb) for pdb in matching]
                 node_report["blockers"].append(_blocker(key, "multiple_pdbs", multiple_pdbs_reason(names), "error", ", ".join(names)))
@@ -195,21 +194,37 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
                     key, "tolerates_all", "tolerates every taint (operator Exists without a key); its replacement may "
                     "be scheduled back onto a tainted node", "warning"))
 
+    wave_of = _wave_of(waves)
     for key_of_pdb, entries in needs.items():
         status = statuses[key_of_pdb]
-        allowed = status["disruptions_allowed"]
-        if allowed == 0:
-            kind, severity, reason = "pdb_zero", "warning" if bypassed else "error", _pdb_zero_reason(status, bypassed)
-        elif allowed < len(entries):
-            kind, severity, reason = "pdb_insufficient", "warning", _pdb_insufficient_reason(status, len(entries), bypassed)
-        else:
+        if status["disruptions_allowed"] == 0:
+            reason, severity = _pdb_zero_reason(status, bypassed), "warning" if bypassed else "error"
+            for node_name, key in entries:
+                report[node_name]["blockers"].append(_blocker(key, "pdb_zero", reason, severity, key_of_pdb))
             continue
+        together = {}
         for node_name, key in entries:
-            report[node_name]["blockers"].append(_blocker(key, kind, reason, severity, key_of_pdb))
+            together.setdefault(wave_of.get(node_name), []).append((node_name, key))
+        for wave, drained in together.items():
+            if status["disruptions_allowed"] >= len(drained):
+                continue
+            reason = _pdb_insufficient_reason(status, len(drained), bypassed, in_wave=wave is not None)
+            for node_name, key in drained:
+                report[node_name]["blockers"].append(_blocker(key, "pdb_insufficient", reason, "warning", key_of_pdb))
 
     for node_report in report.values():
         node_report["predicted"] = predicted(node_report["blockers"])
     return report
+
+
+def _wave_of(waves):
+    """{node: wave index} of ``waves``, lists of node names (PlanError naming the field otherwise)."""
+    if waves is None:
+        return {}
+    if not isinstance(waves, (list, tuple)) or not all(
+            isinstance(wave, (list, tuple)) and all(isinstance(node, str) for node in wave) for wave in waves):
+        raise PlanError("waves: %r is not allowed; use a list of lists of node names" % (waves,))
+    return {node: index for index, wave in enumerate(waves) for node in wave}
 
 
 def static_blockers(pod, decision, pdbs, disable_eviction=False, restarted=False):
@@ -309,7 +324,7 @@ def volume_findings(node_pods_by_node, claims, volumes, nodes, new_zones=None):
 
 
 def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, restarts, timeout_action="fail",
-                    timeout_seconds=900, volume_blockers=None):
+                    timeout_seconds=900, volume_blockers=None, waves=None):
     """``eviction_preflight`` with what :func:`restart_plan` decided for the pods of Deployments.
 
     ``restarts`` maps pod keys to :func:`restart_plan` results. A pod whose entry has ``restart`` True appears
@@ -319,9 +334,9 @@ def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owne
     ``single_replica`` finding (and its budget's ``pdb_zero``/``pdb_insufficient``, if any) names the Deployment,
     its maxUnavailable/maxSurge and the budget that decides. Each node also gets ``outcome``, one sentence
     predicting the end of its drain under ``timeout_action``. ``volume_blockers``: :func:`volume_findings`, added to
-    each node's blockers.
+    each node's blockers. ``waves``: as :func:`eviction_preflight`.
     """
-    report = eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner)
+    report = eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, waves)
     for node, blockers in (volume_blockers or {}).items():
         if node in report:
             report[node]["blockers"].extend(blockers)

@@ -11,7 +11,13 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_desired_healthy, pdb_selects, pdb_status
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import (
+    BudgetIndex,
+    pdb_desired_healthy,
+    pdb_selects,
+    pdb_status,
+    pdbs_selecting,
+)
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import assert_plan_error, pdb, pod
 
 
@@ -54,6 +60,34 @@ def test_pdb_selects_by_namespace_and_selector():
     assert_plan_error(lambda: pdb_selects(expr("Like", ["f"]), web),
                       "PodDisruptionBudget default/p: spec.selector.matchExpressions[0].operator",
                       "'Like'", "In, NotIn, Exists, DoesNotExist")
+
+
+LABELS = st.dictionaries(st.sampled_from(["app", "tier", "zone"]), st.sampled_from(["web", "db", "a"]), max_size=3)
+SELECTORS = st.one_of(
+    st.none(),
+    st.builds(lambda labels: {"matchLabels": labels}, LABELS),
+    st.builds(lambda labels, key, values: {"matchLabels": labels,
+                                           "matchExpressions": [{"key": key, "operator": "In", "values": values}]},
+              LABELS, st.sampled_from(["app", "tier", "zone"]), st.lists(st.sampled_from(["web", "db", "a"]), max_size=2)),
+    st.builds(lambda key: {"matchExpressions": [{"key": key, "operator": "DoesNotExist"}]}, st.sampled_from(["app", "zone"])))
+
+
+@given(st.lists(st.tuples(SELECTORS, st.sampled_from(["default", "shop"])), max_size=8),
+       st.lists(st.tuples(LABELS, st.sampled_from(["default", "shop"])), max_size=8))
+def test_the_budget_index_finds_exactly_the_budgets_a_scan_of_every_budget_finds(budgets, pods):
+    pdbs = [pdb("b-%d" % n, selector=selector, null_selector=selector is None, namespace=namespace)
+            for n, (selector, namespace) in enumerate(budgets)]
+    pods = [pod("p-%d" % n, labels=labels, namespace=namespace) for n, (labels, namespace) in enumerate(pods)]
+    index = BudgetIndex(pdbs)
+    for one in pods:
+        assert pdbs_selecting(one, index) == pdbs_selecting(one, pdbs)
+    assert index.pods_selected(pods) == [[one for one in pods if pdb_selects(budget, one)] for budget in pdbs]
+
+
+def test_the_budget_index_still_refuses_a_bad_selector_naming_the_budget():
+    bad = pdb("p", selector={"matchExpressions": [{"key": "tier", "operator": "Like"}]})
+    assert_plan_error(lambda: BudgetIndex([pdb("ok"), bad]).selecting(pod("web-1")),
+                      "PodDisruptionBudget default/p: spec.selector.matchExpressions[0].operator", "'Like'")
 
 
 def test_pdb_min_available_two_of_three_healthy_allows_one():

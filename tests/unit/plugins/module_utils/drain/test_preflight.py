@@ -60,6 +60,23 @@ def test_preflight_pdb_insufficient_counts_the_whole_batch():
     assert alone["node-2"]["blockers"] == []
 
 
+def test_preflight_with_waves_counts_a_budgets_pods_wave_by_wave():
+    pods = [pod("web-0", node="node-1"), pod("web-1", node="node-1"), pod("web-2", node="node-2"), pod("web-3", node="node-3")]
+    budget = pdb("web", max_unavailable=2)
+    nodes = {"node-1": pods[:2], "node-2": pods[2:3], "node-3": pods[3:]}
+    # drained together, 4 of its pods against 2 disruptions; in the waves the rollout drains, at most 2 in one wave
+    assert kinds(eviction_preflight(nodes, pods, [budget]), "node-3") == ["pdb_insufficient"]
+    apart = eviction_preflight(nodes, pods, [budget], waves=[["node-1"], ["node-2", "node-3"]])
+    assert all(entry["blockers"] == [] for entry in apart.values()), apart
+    # a wave that holds more than the budget allows is named as one wave; a node in no wave counts with the others
+    crowded = eviction_preflight(nodes, pods, [pdb("web", max_unavailable=1)], waves=[["node-1"], ["node-2"]])
+    assert kinds(crowded, "node-1") == ["pdb_insufficient", "pdb_insufficient"] and kinds(crowded, "node-2") == []
+    assert "1 disruption(s) but 2 of its pods are on the nodes of one wave" in crowded["node-1"]["blockers"][0]["reason"]
+    assert kinds(crowded, "node-3") == []
+    assert_plan_error(lambda: eviction_preflight(nodes, pods, [budget], waves=[["node-1"], "node-2"]),
+                      "waves", "a list of lists of node names")
+
+
 def test_preflight_multiple_pdbs():
     web = pod("web-0")
     others = [pod("web-1", node="node-2"), pod("web-2", node="node-3")]
