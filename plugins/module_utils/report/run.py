@@ -134,7 +134,7 @@ def _setup(record, group, target, preflight=None):
     # what the report shows of the plan beside what happened, and the model the progress lines correct
     record["plan"] = dict({key: group["plan"].get(key) for key in PLAN_KEYS},
                           outdated=[entry["instance_id"] for entry in group.get("outdated") or []], resumed=resumed,
-                          **_findings(preflight))
+                          **_findings(preflight, blocking_only=True))
 
 
 def _load_balancers(record, group):
@@ -152,9 +152,17 @@ def target_label(target):
     return "launch template %s version %s%s" % (target.get("launch_template_id") or "?", target["version"], image)
 
 
-def _findings(preflight):
-    """node_drain's pre-flight (its ``nodes``) and what it found, split into blockers and warnings."""
+def _findings(preflight, blocking_only=False):
+    """node_drain's pre-flight (its ``nodes``) and what it found, split into blockers and warnings.
+
+    ``blocking_only`` (a rollout's record): the pre-flight alone, and of it only the nodes with a finding and only their
+    findings (the report's table). The record is carried from task to task, and Ansible walks all of it each time: the
+    pods each node would move are in its steps' drains, and a whole pre-flight of 1 000 nodes would add 21 000 pod names
+    to every task."""
     preflight = preflight if isinstance(preflight, dict) else {}
+    if blocking_only:
+        return {"preflight": {name: {"blocking": node["blocking"]} for name, node in preflight.items()
+                              if isinstance(node, dict) and node.get("blocking")}}
     found = [blocker for node in preflight.values() if isinstance(node, dict) for blocker in node.get("blocking") or []]
     return {"preflight": preflight, "blockers": [entry for entry in found if entry.get("severity") == "error"],
             "warnings": [entry for entry in found if entry.get("severity") != "error"]}

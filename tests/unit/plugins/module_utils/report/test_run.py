@@ -222,3 +222,14 @@ def test_the_record_carries_what_a_drained_node_waits_for_from_the_read_of_its_l
     unseen = dict(read, state={"rollout_id": "r1"}, load_balancers=settled)
     record = apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group=unseen, action="cancel")
     assert record["load_balancers"] == {"target_groups": [], "post_drain_delay": 60}
+
+
+def test_a_rollouts_record_keeps_of_the_preflight_only_the_nodes_with_a_finding_and_their_findings():
+    found = [{"pod": "shop/web-1", "kind": "pdb_insufficient", "severity": "warning"}]
+    preflight = {"n-0": {"blocking": found, "evicted": ["shop/web-1", "shop/web-2"], "predicted": "ok"},
+                 "n-1": {"blocking": [], "evicted": ["shop/web-3"], "predicted": "ok"}}
+    record = apply(apply(None, "start", now=T0, name="ng"), "setup", now=at(1), group=group(), target={"version": "2"},
+                   preflight=preflight)
+    # the report's table of findings is all the record carries: no pod a node would move, no node without a finding
+    assert record["plan"]["preflight"] == {"n-0": {"blocking": found}}
+    assert "warnings" not in record["plan"] and "blockers" not in record["plan"]
