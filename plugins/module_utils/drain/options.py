@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.choices import TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import drain_options
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import wave_lists
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
 
 
@@ -37,27 +38,12 @@ class DrainOptions:
         if zones is not None and (not isinstance(zones, (list, tuple)) or not all(isinstance(z, str) and z.strip() for z in zones)):
             raise PlanError("new_node_zones: %r is not allowed; use a list of Availability Zone names" % (zones,))
         self.new_node_zones = [zone.strip() for zone in zones] if zones is not None else None
-        self.waves = self._waves(params.get("waves"))
+        self.waves = wave_lists(params.get("waves"))
         self.max_concurrent_evictions = self._positive(params, "max_concurrent_evictions", 10)
         self.poll_interval = self._seconds(params, "poll_interval", 2.0)
         self.retry_max_delay = self._seconds(params, "retry_max_delay", 16.0)
         self.classify = drain_options({"force": self.force, "delete_emptydir_data": self.delete_emptydir_data,
                                        "disable_eviction": self.disable_eviction})
-
-    @staticmethod
-    def _waves(waves):
-        """Lists of node names, from lists of them or node_group_info's plan batches (their ``nodes``; an instance
-        that is no node yet has none)."""
-        if waves is None:
-            return None
-        named = []
-        for wave in waves if isinstance(waves, list) else [None]:
-            nodes = wave.get("nodes") if isinstance(wave, dict) else wave
-            if not isinstance(nodes, list) or not all(node is None or isinstance(node, str) for node in nodes):
-                raise PlanError("waves: %r is not allowed; use a list of lists of node names, or node_group_info's "
-                                "plan.batches" % (waves,))
-            named.append([node for node in nodes if node])
-        return named
 
     @staticmethod
     def _positive(params, name, default):

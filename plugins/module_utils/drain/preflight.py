@@ -217,14 +217,24 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
     return report
 
 
-def _wave_of(waves):
-    """{node: wave index} of ``waves``, lists of node names (PlanError naming the field otherwise)."""
+def wave_lists(waves):
+    """``waves`` as lists of node names, from lists of them or node_group_info's plan batches (their ``nodes``; an
+    instance that is no node yet has none); None stays None. PlanError naming the field otherwise."""
     if waves is None:
-        return {}
-    if not isinstance(waves, (list, tuple)) or not all(
-            isinstance(wave, (list, tuple)) and all(isinstance(node, str) for node in wave) for wave in waves):
-        raise PlanError("waves: %r is not allowed; use a list of lists of node names" % (waves,))
-    return {node: index for index, wave in enumerate(waves) for node in wave}
+        return None
+    named = []
+    for wave in waves if isinstance(waves, (list, tuple)) else [None]:
+        nodes = wave.get("nodes") if isinstance(wave, dict) else wave
+        if not isinstance(nodes, (list, tuple)) or not all(node is None or isinstance(node, str) for node in nodes):
+            raise PlanError("waves: %r is not allowed; use a list of lists of node names, or node_group_info's "
+                            "plan.batches" % (waves,))
+        named.append([node for node in nodes if node])
+    return named
+
+
+def _wave_of(waves):
+    """{node: wave index} of ``waves`` (:func:`wave_lists`)."""
+    return {node: index for index, wave in enumerate(wave_lists(waves) or []) for node in wave}
 
 
 def static_blockers(pod, decision, pdbs, disable_eviction=False, restarted=False):
