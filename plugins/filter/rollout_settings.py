@@ -34,6 +34,14 @@ options:
         are let be.
     type: list
     elements: str
+  check_mode:
+    description: Whether the play runs in check mode (C(ansible_check_mode)); then, as with C(rolling_update_plan), the run only plans.
+    type: bool
+    default: false
+  action:
+    description: What the run does with the node groups - V(rollout), V(rollback) or V(cancel); only a rollout is held by C(controls).
+    type: str
+    default: rollout
 """
 
 EXAMPLES = r"""
@@ -46,6 +54,10 @@ RETURN = r"""
 _value:
   description:
     - C(error) the message naming the first value not allowed, or V(None).
+    - C(plan_only) whether the run plans and changes nothing (check mode, or C(rolling_update_plan)).
+    - C(controls) what holds each step of a rollout - C(bake_seconds), C(checkpoints), C(abort_alarms), C(windows) and
+      C(respect_pause) - and none of it for a rollback or a cancel.
+    - C(connection) the options every module of the collection is given, C(rolling_update_aws) and C(rolling_update_k8s) in one dict.
     - C(seconds) every duration in whole seconds (V(None) for an empty grace period or lock duration).
     - C(lock_duration) the lock's duration in seconds (the default computed when empty).
     - C(report_file) the path of the JSON result, C(~) expanded (V("") for none); C(report_html) the HTML report's beside it;
@@ -79,13 +91,13 @@ def role_options(path=ARGUMENT_SPECS):
     return sorted(set(name for entry in specs.values() for name in entry.get("options") or {}))
 
 
-def rollout_settings(values, base_dir=None, names=None):
+def rollout_settings(values, base_dir=None, names=None, check_mode=False, action="rollout"):
     """check_variable_names(names, role's options) then check_role_settings(values, base_dir), with the error in
     ``error`` instead of raised, for a clean ``fail`` task."""
     try:
         if names is not None:
             check_variable_names(names, role_options())
-        return dict(check_role_settings(dict(values), base_dir), error=None)
+        return dict(check_role_settings(dict(values), base_dir, check_mode, action), error=None)
     except PlanError as exc:
         return {"error": str(exc)}
 

@@ -8,7 +8,7 @@ survey sends them, strings included), each error naming the role variable the us
 The role's argument spec (``meta/argument_specs.yml``) refuses wrong types and unknown keys first; this is the one
 check of the values, and the one place that settles them: a group's own ``max_unavailable``/``max_surge`` over the
 role's, durations in seconds, the lock's duration. ``role_error`` then names the role variable behind a module's
-error of the read-only pre-pass (``tasks/check_group.yml``).
+error of the read-only pre-pass (``tasks/prepare.yml``, the filter group_checks).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     parse_duration,
     parse_hold,
     parse_int_or_percent,
+    truthy,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import parse_windows
 
@@ -239,14 +240,18 @@ def check_hooks(value, field, base_dir=None):
     return hooks
 
 
-def check_role_settings(values, base_dir=None):
+def check_role_settings(values, base_dir=None, check_mode=False, action="rollout"):
     """Every value of the role's variables (``{"rolling_update_max_unavailable": ..., ...}``), settled.
 
     Returns ``{"seconds": {duration: int or None}, "lock_duration": int, "node_groups": [...], "report_file" (``~``
     expanded), "report_html", "windows", "bake_seconds",
     "checkpoints", "abort_alarms", "hooks", "step_seconds", ...}``, each node group with its own ``max_unavailable`` and
     ``max_surge`` (None: the default surge) and at most one target; raises SettingsError naming the first variable
-    that is not allowed. ``base_dir`` is where relative hook paths are found (the playbook's directory)."""
+    that is not allowed. ``base_dir`` is where relative hook paths are found (the playbook's directory); ``plan_only``
+    (check mode, or ``rolling_update_plan``) says that the run plans and changes nothing, and ``connection`` is what every
+    module of the collection is given to reach AWS and the cluster (``rolling_update_aws`` and ``rolling_update_k8s``);
+    ``controls`` what holds the run's steps (``action`` rollout: the bake time, checkpoints, abort alarms, maintenance
+    windows and pause requests; a rollback or a cancel is the operator's own act, which none of them holds)."""
     def var(name):
         return values.get(VARIABLE_PREFIX + name)
 
@@ -309,7 +314,8 @@ def check_role_settings(values, base_dir=None):
                 "validate_seconds": (int(passes) - 1) * seconds["validate_interval"], "task_seconds": seconds["estimate_task"]}
     # unset, a step's post-drain delay is none unless a load balancer cannot be read: a window counts the longer one
     delay = BLIND_DELAY_SECONDS if seconds["post_drain_delay"] is None else seconds["post_drain_delay"]
-    return {"seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
+    return {"plan_only": bool(check_mode) or truthy(var("plan")), "connection": dict(var("aws") or {}, **(var("k8s") or {})),
+            "seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             "estimate": estimate, "report_file": report, "report_html": report_html_file(report), "report_sections": sections,
             # what write_result.yml writes and reads, each a plain flag or list
             "write_report": bool(report), "report_section_urls": [section for section in sections if "url" in section],
@@ -320,7 +326,14 @@ def check_role_settings(values, base_dir=None):
             "bake_seconds": bake, "checkpoints": [{"percent": item["percent"], "wait": item["wait_seconds"]} for item in checkpoints],
             "abort_alarms": alarms, "hooks": hooks,
             # what a maintenance window must still hold to start a step: its drain, post-drain delay, replacements, validation
-            "step_seconds": plan_step_seconds(post_drain_delay=delay, **estimate)}
+            "step_seconds": plan_step_seconds(post_drain_delay=delay, **estimate),
+            "controls": rollout_controls(bake, checkpoints, alarms, windows, True) if action == "rollout" else rollout_controls()}
+
+
+def rollout_controls(bake=0, checkpoints=(), alarms=(), windows=(), respect_pause=False):
+    """What rollout_step asks before every step (none of it for a rollback or a cancel)."""
+    return {"bake_seconds": bake, "checkpoints": [{"percent": item["percent"], "wait": item["wait_seconds"]} for item in checkpoints],
+            "abort_alarms": list(alarms), "windows": [window["text"] for window in windows], "respect_pause": respect_pause}
 
 
 def report_html_file(report_file):
@@ -376,3 +389,29 @@ def role_error(message, index, group):
     if sep and option in ("name", "asg_name"):
         return "%s (%s): %s" % (field, group, rest)
     return "%s (%s): %s" % (field, group, message)
+
+
+def group_checks(targets, groups, action="rollout", plan_only=False):
+    """What the read-only pre-pass found: ``targets`` and ``groups`` are the results of resolving each node group's
+    target and of reading the group (one per node group of the run, in order; a group whose target failed is not read).
+
+    Returns ``{"error": the first error, led by the role variable behind it, or None; "group": the node group it is
+    about; "permission": the permission refused to that read, or None; "queued": the outdated nodes of every group after
+    the first (a rollout that changes the groups soft-taints them so that the pods of the first groups go to new nodes);
+    "taint_queued": whether there are any}``."""
+    queued = []
+    for index, (target, group) in enumerate(zip(targets, groups)):
+        name = (target.get(target.get("ansible_loop_var") or "item") or {}).get("name")
+        found = (group.get("node_groups") or [None])[0]
+        if "target" not in target:
+            message, refused = target.get("msg", "(no message)"), target.get("permission")
+        elif found is None:
+            message, refused = group.get("msg", "(no message)"), group.get("permission")
+        elif found.get("mismatch") or found.get("refusals"):
+            message, refused = "; ".join([found["mismatch"]] * bool(found.get("mismatch")) + list(found.get("refusals") or [])), None
+        else:
+            if index > 0 and action == "rollout" and not plan_only:
+                queued.extend(node for node in found.get("outdated_nodes") or [] if node not in queued)
+            continue
+        return {"error": role_error(message, index, name), "group": name, "permission": refused, "queued": [], "taint_queued": False}
+    return {"error": None, "group": None, "permission": None, "queued": queued, "taint_queued": bool(queued)}

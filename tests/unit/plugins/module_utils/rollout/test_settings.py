@@ -3,7 +3,8 @@ settled (a group's own counts over the role's, durations in seconds, the lock's 
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_role_settings, check_variable_names, role_error
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import (
+    SettingsError, check_role_settings, check_variable_names, group_checks, role_error)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import TASKS_PER_STEP
 
 DEFAULTS = {
@@ -170,6 +171,50 @@ def test_without_controls_nothing_is_added():
     settings = settle()
     assert (settings["on_failure"], settings["windows"], settings["bake_seconds"], settings["checkpoints"],
             settings["abort_alarms"], settings["hooks"]) == ("hold", [], 0, [], [], {})
+
+
+def test_only_a_rollout_is_held_by_the_operator_s_controls_and_a_plan_or_check_mode_changes_nothing():
+    values = dict(DEFAULTS, rolling_update_bake_time="10m", rolling_update_abort_alarms=["api-5xx"], rolling_update_plan="false",
+                  rolling_update_aws={"region": "eu-west-1"}, rolling_update_k8s={"context": "prod"})
+    rollout = check_role_settings(values)
+    assert rollout["controls"] == {"bake_seconds": 600, "checkpoints": [], "abort_alarms": ["api-5xx"], "windows": [], "respect_pause": True}
+    assert rollout["connection"] == {"region": "eu-west-1", "context": "prod"} and rollout["plan_only"] is False
+    for action in ("rollback", "cancel"):
+        assert check_role_settings(values, action=action)["controls"] == {
+            "bake_seconds": 0, "checkpoints": [], "abort_alarms": [], "windows": [], "respect_pause": False}
+    assert check_role_settings(values, check_mode=True)["plan_only"] is True
+    assert check_role_settings(dict(values, rolling_update_plan=True))["plan_only"] is True
+
+
+def _target(name, **found):
+    return dict(found, rolling_update__group_spec={"name": name}, ansible_loop_var="rolling_update__group_spec")
+
+
+def _group(outdated=(), mismatch=None, refusals=()):
+    return {"node_groups": [{"outdated_nodes": list(outdated), "mismatch": mismatch, "refusals": list(refusals)}]}
+
+
+def test_the_checks_of_every_group_give_the_outdated_nodes_of_the_groups_rolled_later():
+    targets = [_target("a", target={}), _target("b", target={}), _target("c", target={})]
+    groups = [_group(["a1"]), _group(["b1", "b2"]), _group(["b2", "c1"])]
+    found = group_checks(targets, groups)
+    assert found == {"error": None, "group": None, "permission": None, "queued": ["b1", "b2", "c1"], "taint_queued": True}
+    # a plan, a rollback or a cancel taints nothing
+    assert group_checks(targets, groups, plan_only=True)["taint_queued"] is False
+    assert group_checks(targets, groups, action="cancel")["queued"] == []
+
+
+def test_the_first_error_of_the_checks_names_the_role_variable_and_the_permission_refused():
+    targets = [_target("a", target={}), _target("b", msg="image_id: AMI ami-1 not found"), _target("c", target={})]
+    groups = [_group(), {"skipped": True}, _group(mismatch="no node of this cluster is an instance")]
+    found = group_checks(targets, groups)
+    assert found["error"] == "rolling_update_node_groups[1].image_id (b): AMI ami-1 not found" and found["group"] == "b"
+    denied = {"msg": "name: DescribeAutoScalingGroups: AccessDenied", "permission": "autoscaling:DescribeAutoScalingGroups"}
+    refused = group_checks([_target("a", target={})], [denied])
+    assert refused["permission"] == "autoscaling:DescribeAutoScalingGroups" and refused["group"] == "a"
+    mismatch = group_checks([_target("a", target={})], [_group(mismatch="no node of this cluster is an instance", refusals=["x: y"])])
+    assert mismatch["error"] == "rolling_update_node_groups[0] (a): no node of this cluster is an instance; x: y"
+    assert mismatch["permission"] is None and mismatch["taint_queued"] is False
 
 
 def test_a_missing_alarm_in_the_pre_pass_is_named_by_the_role_variable():
