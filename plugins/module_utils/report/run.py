@@ -463,11 +463,15 @@ def group_result(record, plan_only=False, now=None):
 
 
 def with_group(result, record, plan_only=False, now=None):
-    """``rolling_update_result`` with the group's entry added (and changed, when the run changed the group)."""
+    """``rolling_update_result`` with the group's entry (and changed, when the run changed the group): added, or in the
+    place of the group's entry already there (the serial playbook records a group that failed in a batch at once, and
+    again at its end)."""
     if not isinstance(result, dict) or not isinstance(result.get("node_groups"), list):
         raise PlanError("into: %r is not allowed; use rolling_update_result" % (result,))
-    return dict(result, changed=bool(result.get("changed")) or record["changed"],
-                node_groups=result["node_groups"] + [group_result(record, plan_only, now)])
+    entry = group_result(record, plan_only, now)
+    others = [group for group in result["node_groups"] if group.get("name") != entry["name"]]
+    place = next((index for index, group in enumerate(result["node_groups"]) if group.get("name") == entry["name"]), len(others))
+    return dict(result, changed=bool(result.get("changed")) or record["changed"], node_groups=others[:place] + [entry] + others[place:])
 
 
 # The hook events of a step: their task files get the step's number, nodes, instance ids and terminations.

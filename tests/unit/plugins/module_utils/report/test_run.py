@@ -137,6 +137,15 @@ def test_the_result_gets_the_group_and_changed_only_when_the_run_changed_it():
     assert not result["changed"] and result["node_groups"][0]["status"] == "up to date"
 
 
+def test_a_group_recorded_again_takes_the_place_of_its_entry():
+    first = with_group({"node_groups": [], "changed": False}, apply(apply(None, "start", now=T0, name="a"), "finish", now=at(1)), now=at(1))
+    both = with_group(first, apply(apply(None, "start", now=T0, name="b"), "finish", now=at(1)), now=at(2))
+    failed = apply(apply(None, "start", now=T0, name="a"), "failed", now=at(3), reason="drain", failed_task="t", message="m", action="rollout")
+    again = with_group(both, failed, now=at(4))
+    assert [(group["name"], group["status"]) for group in again["node_groups"]] == [("a", "failed"), ("b", "up to date")]
+    assert again["changed"]
+
+
 @pytest.mark.parametrize("event, data, field", [
     ("dance", {}, "event"), ("steps", {"count": "some", "total": 1}, "count"), ("close", {}, "close"),
     ("step", {"step": None}, "step"),
