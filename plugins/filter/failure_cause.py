@@ -27,6 +27,17 @@ options:
   hook:
     description: What a failed hook recorded, C(event), C(file) and C(message), or an empty dict.
     type: dict
+  run_action:
+    description: What the run does with the group - V(rollout), V(rollback) or V(cancel); given, the cause also says what to do now.
+    type: str
+  on_failure:
+    description: The role's C(rolling_update_on_failure), V(hold) or V(rollback).
+    type: str
+    default: hold
+  lock_kept:
+    description: Whether the run held the group's lock to the end (not refused, not lost).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -40,6 +51,8 @@ _value:
   description:
     - C(kind) (V(alarm), V(hook), V(node creation), V(validation) or V(other)), C(rollback) (whether rolling back is the
       remedy) and C(reason) (a sentence).
+    - With O(run_action), C(kept) (the group was the run's to the end, O(lock_kept)) and C(roll_back) (roll it back now -
+      a rollout's own failure of the new nodes, with O(on_failure) V(rollback), on a group the run kept).
   type: dict
 """
 
@@ -50,4 +63,4 @@ class FilterModule:
     """nodeops.rollout.failure_cause"""
 
     def filters(self):
-        return {"failure_cause": lambda result, action=None, hook=None: failure_cause(action, result, hook)}
+        return {"failure_cause": lambda result, action=None, hook=None, **decide: failure_cause(action, result, hook, **decide)}

@@ -33,6 +33,10 @@ options:
     description: Whether the run only plans (then nothing is tainted).
     type: bool
     default: false
+  queue:
+    description: Whether the run soft-taints the groups rolled later (not the serial playbook, whose batches mix the groups).
+    type: bool
+    default: true
 """
 
 EXAMPLES = r"""

@@ -57,7 +57,6 @@ _value:
     - C(plan_only) whether the run plans and changes nothing (check mode, or C(rolling_update_plan)).
     - C(controls) what holds each step of a rollout - C(bake_seconds), C(checkpoints), C(abort_alarms), C(windows) and
       C(respect_pause) - and none of it for a rollback or a cancel.
-    - C(connection) the options every module of the collection is given, C(rolling_update_aws) and C(rolling_update_k8s) in one dict.
     - C(seconds) every duration in whole seconds (V(None) for an empty grace period or lock duration).
     - C(lock_duration) the lock's duration in seconds (the default computed when empty).
     - C(report_file) the path of the JSON result, C(~) expanded (V("") for none); C(report_html) the HTML report's beside it;

@@ -30,10 +30,12 @@ options:
         C(drain), what node_drain returned) and C(step_end) (with C(step) and C(drain)) keep one step; C(stop) (with
         C(status), C(reason), C(message) and more fields of the stop) or C(status) end the group; C(rollback) begins a
         rollback's phases; C(hook_failure) (with C(failure)) and C(restored) (with C(restore), what asg_surge
-        returned) keep those.
+        returned) keep those; C(left) (with C(outdated), the outdated nodes left, and C(stopped), whether a group of
+        the run failed) says at the end of the serial playbook whether the group is held (C(holding), and C(hold) with its
+        C(reason) and C(message)).
     type: str
     required: true
-    choices: [start, open, close, target, steps, step, drained, step_end, stop, status, rollback, hook_failure, restored]
+    choices: [start, open, close, target, steps, step, drained, step_end, stop, status, rollback, hook_failure, restored, left]
 """
 
 EXAMPLES = r"""

@@ -173,6 +173,26 @@ def batch_instances(batch, hostvars):
     return found
 
 
+# The parts of the serial playbook (the role's rolling_update__serial_part); 'none' is every other run.
+SERIAL_PARTS = ("none", "start", "batch", "finish")
+
+
+def run_groups(groups, part, hosts, batch, hostvars):
+    """The node groups one include of the role goes through, in the order of ``groups`` (the run's, as the settings
+    check gave them): every one for a run that is not the serial playbook's (``part`` none); for its start and finish,
+    those with a node among ``hosts`` (``ansible_play_hosts_all``: a group --limit leaves out is not touched); for a
+    batch, ``{"name", "instances"}`` for each group with a node among ``batch`` (``ansible_play_batch``), its instances
+    those of the batch (:func:`batch_instances`)."""
+    if part not in SERIAL_PARTS:
+        raise RolloutError("part: %r is not allowed; use one of %s" % (part, ", ".join(SERIAL_PARTS)))
+    if part == "none":
+        return list(groups or [])
+    if part == "batch":
+        return [{"name": name, "instances": ids} for name, ids in batch_instances(batch, hostvars).items()]
+    in_run = batch_instances(hosts, hostvars)
+    return [group for group in groups or [] if group.get("name") in in_run]
+
+
 def read_node_hosts(params, node_groups, client_name="nodes"):
     """Every node group's hosts (``host_entries``), read with the connection options ``params`` (the modules'
     AWS and Kubernetes options, falling back to the same environment variables); requests say ``client_name`` in their

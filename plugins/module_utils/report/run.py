@@ -47,6 +47,8 @@ def start(name, now):
         "recorded": False, "refusal": None,
         # what the play stops with once the group failed
         "failure_message": None,
+        # the serial playbook's end of a group whose outdated nodes it did not all replace: why the group is held
+        "hold": None,
     }
 
 
@@ -316,7 +318,7 @@ def _stop(record, status, reason=None, message=None, **more):
 
 EVENTS = ("start", "open", "close", "setup", "recorded", "planned", "cancel_planned", "target", "finish", "failed",
           "steps", "step", "terminated", "drained", "step_end", "stop", "status", "rollback", "hook_failure",
-          "restored")
+          "restored", "left")
 
 
 def apply(record, event, now=None, **data):
@@ -383,11 +385,27 @@ def apply(record, event, now=None, **data):
         record["phase_prefix"] = "rollback_"
         record["skipped_nodes"] = []
         record["held"] = []
+        record["hold"] = None
     elif event == "hook_failure":
         record["hook_failure"] = data.get("failure") or {}
     elif event == "restored":
         record["autoscaler_delta"] = int((data.get("restore") or {}).get("autoscaler_delta") or 0)
+    elif event == "left":
+        record["hold"] = _left(record, data["outdated"], data.get("stopped"))
     return _flags(record)
+
+
+def _left(record, outdated, stopped):
+    """At the end of the serial playbook, ``outdated`` nodes of the group are left (it replaced only its hosts' nodes):
+    why the group is held as a pause holds it, or None - none are left, or a drain gave up on some (the scale down then
+    stops, naming them). ``stopped``: a group of the run failed, which stops the batches of every group."""
+    outdated = int(outdated or 0)
+    if not record["scale_down"] or outdated <= 0 or record["skipped_nodes"]:
+        return None
+    why = ("a node group of this run failed, which stops the batches of every group" if truthy(stopped)
+           else "they were outside this run (the play was limited)")
+    return {"reason": "stopped" if truthy(stopped) else "limited",
+            "message": "%d outdated node(s) were not replaced: %s; run again to go on" % (outdated, why)}
 
 
 def _failure_message(record, action, rollback_error, kept, resumed):
@@ -419,6 +437,8 @@ def _flags(record):
     record["changed"] = record["needed"] or record["status"] in ("cancelled", "rolled back", "failed")
     # the group's run came to an end without a failure: the after_rollout hooks run
     record["ended"] = record["status"] in ("replaced", "paused", "rolled back", "cancelled")
+    # the serial playbook holds the group with the outdated nodes it left (record 'left')
+    record["holding"] = bool(record.get("hold"))
     record["has"] = {"skipped_nodes": bool(record["skipped_nodes"]), "end_marked": bool(record["end_marked"]),
                      "refusal": bool(record["refusal"]), "ran_out": bool(record["loop"]["ran_out"])}
     return record
@@ -472,6 +492,25 @@ def with_group(result, record, plan_only=False, now=None):
     others = [group for group in result["node_groups"] if group.get("name") != entry["name"]]
     place = next((index for index, group in enumerate(result["node_groups"]) if group.get("name") == entry["name"]), len(others))
     return dict(result, changed=bool(result.get("changed")) or record["changed"], node_groups=others[:place] + [entry] + others[place:])
+
+
+def serial_outcome(state, host=None, group=None, instance_id=None):
+    """What the serial playbook's groups came to, from the run records its keeper keeps (``state``: ``{group: {fact:
+    value}}``, each group's ``rolling_update__run``): ``failures``, the words of each group that failed (rolled back
+    after its failure or held), and ``stopped``, whether any did - a failure stops the batches of every group and ends
+    the run. With ``instance_id``, of the host ``host`` of node group ``group``: ``node_replaced``, ``node_ok`` (replaced,
+    or its group paused: a clean stop) and ``node_line``, what the host says of itself."""
+    runs = {name: (facts or {}).get("rolling_update__run") or {} for name, facts in (state or {}).items()}
+    failures = [run["failure_message"] for run in runs.values() if run.get("failure_message")]
+    outcome = {"failures": failures, "stopped": bool(failures)}
+    if instance_id:
+        run = runs.get(group) or {}
+        status = run.get("status") or "not started"
+        replaced = instance_id in (run.get("terminated_ids") or []) and status != "rolled back"
+        line = "%s (%s) %s" % (host, instance_id, "replaced" if replaced else "not replaced: node group %s %s: %s" % (
+            group, status, (run.get("stop") or {}).get("message") or ""))
+        outcome.update(node_replaced=replaced, node_ok=replaced or status == "paused", node_line=line)
+    return outcome
 
 
 # The hook events of a step: their task files get the step's number, nodes, instance ids and terminations.

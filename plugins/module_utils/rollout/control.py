@@ -103,7 +103,7 @@ def refused_in_drain(result):
     return None
 
 
-def failure_cause(action, result, hook=None):
+def failure_cause(action, result, hook=None, run_action=None, on_failure="hold", lock_kept=False):
     """Why a rollout failed, and whether rolling it back is the remedy: ``{"kind", "rollback", "reason"}``.
 
     ``action`` is the failed task's module, ``result`` its result, ``hook`` what a failed hook recorded (``{"event",
@@ -113,8 +113,19 @@ def failure_cause(action, result, hook=None):
     operator's own check), new instances that never became Ready nodes (``NodeCreationFailure``), the validation of new
     nodes; anything else (a drain a budget holds, an API outage, the lock) would fail again on the way back, so the
     group is held for a rerun whatever ``rolling_update_on_failure`` says.
+
+    With ``run_action`` (what the run does with the group: rollout, rollback or cancel) the cause also says what the
+    role does now: ``kept`` whether the group was the run's to the end (``lock_kept``: its lock held, not refused or
+    lost), and ``roll_back`` whether it is rolled back - a rollout's own failure of the new nodes, with ``on_failure``
+    rollback, on a group the run kept. A group that is not kept is another run's to hold.
     """
-    result = result or {}
+    cause = _cause(action, result or {}, hook)
+    if run_action is not None:
+        cause.update(kept=bool(lock_kept), roll_back=bool(cause["rollback"] and run_action == "rollout" and on_failure == "rollback" and lock_kept))
+    return cause
+
+
+def _cause(action, result, hook):
     message = str(result.get("msg") or "").strip()
     if hook:
         return {"kind": "hook", "rollback": True,

@@ -248,10 +248,9 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     "checkpoints", "abort_alarms", "hooks", "step_seconds", ...}``, each node group with its own ``max_unavailable`` and
     ``max_surge`` (None: the default surge) and at most one target; raises SettingsError naming the first variable
     that is not allowed. ``base_dir`` is where relative hook paths are found (the playbook's directory); ``plan_only``
-    (check mode, or ``rolling_update_plan``) says that the run plans and changes nothing, and ``connection`` is what every
-    module of the collection is given to reach AWS and the cluster (``rolling_update_aws`` and ``rolling_update_k8s``);
-    ``controls`` what holds the run's steps (``action`` rollout: the bake time, checkpoints, abort alarms, maintenance
-    windows and pause requests; a rollback or a cancel is the operator's own act, which none of them holds)."""
+    (check mode, or ``rolling_update_plan``) says that the run plans and changes nothing; ``controls`` what holds the
+    run's steps (``action`` rollout: the bake time, checkpoints, abort alarms, maintenance windows and pause requests;
+    a rollback or a cancel is the operator's own act, which none of them holds)."""
     def var(name):
         return values.get(VARIABLE_PREFIX + name)
 
@@ -314,7 +313,7 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
                 "validate_seconds": (int(passes) - 1) * seconds["validate_interval"], "task_seconds": seconds["estimate_task"]}
     # unset, a step's post-drain delay is none unless a load balancer cannot be read: a window counts the longer one
     delay = BLIND_DELAY_SECONDS if seconds["post_drain_delay"] is None else seconds["post_drain_delay"]
-    return {"plan_only": bool(check_mode) or truthy(var("plan")), "connection": dict(var("aws") or {}, **(var("k8s") or {})),
+    return {"plan_only": bool(check_mode) or truthy(var("plan")),
             "seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             "estimate": estimate, "report_file": report, "report_html": report_html_file(report), "report_sections": sections,
             # what write_result.yml writes and reads, each a plain flag or list
@@ -391,14 +390,14 @@ def role_error(message, index, group):
     return "%s (%s): %s" % (field, group, message)
 
 
-def group_checks(targets, groups, action="rollout", plan_only=False):
+def group_checks(targets, groups, action="rollout", plan_only=False, queue=True):
     """What the read-only pre-pass found: ``targets`` and ``groups`` are the results of resolving each node group's
     target and of reading the group (one per node group of the run, in order; a group whose target failed is not read).
 
     Returns ``{"error": the first error, led by the role variable behind it, or None; "group": the node group it is
     about; "permission": the permission refused to that read, or None; "queued": the outdated nodes of every group after
-    the first (a rollout that changes the groups soft-taints them so that the pods of the first groups go to new nodes);
-    "taint_queued": whether there are any}``."""
+    the first (a rollout that changes the groups soft-taints them so that the pods of the first groups go to new nodes;
+    not the serial playbook's, ``queue`` false, whose batches mix the groups); "taint_queued": whether there are any}``."""
     queued = []
     for index, (target, group) in enumerate(zip(targets, groups)):
         name = (target.get(target.get("ansible_loop_var") or "item") or {}).get("name")
@@ -410,7 +409,7 @@ def group_checks(targets, groups, action="rollout", plan_only=False):
         elif found.get("mismatch") or found.get("refusals"):
             message, refused = "; ".join([found["mismatch"]] * bool(found.get("mismatch")) + list(found.get("refusals") or [])), None
         else:
-            if index > 0 and action == "rollout" and not plan_only:
+            if index > 0 and action == "rollout" and not plan_only and queue:
                 queued.extend(node for node in found.get("outdated_nodes") or [] if node not in queued)
             continue
         return {"error": role_error(message, index, name), "group": name, "permission": refused, "queued": [], "taint_queued": False}

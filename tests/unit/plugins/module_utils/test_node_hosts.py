@@ -11,13 +11,14 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodeops.rollout.plugins.inventory.nodes import InventoryModule
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.filter.batch_instances import FilterModule
+from ansible_collections.nodeops.rollout.plugins.filter.run_groups import FilterModule
 from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import (
     batch_instances,
     check_host_filters,
     check_node_groups,
     filter_hosts,
     group_name,
+    run_groups,
     host_entries,
 )
 
@@ -81,14 +82,22 @@ def test_a_batch_names_its_own_instances_per_node_group_and_nothing_outside_it()
     hostvars.update({entry["host"]: entry["vars"] for entry in host_entries({"name": "batch"}, [instance(7, "a", 1)], TARGET)})
     # a host without a node (i-3) is named by its instance; the outdated hosts outside the batch (node-2, node-4) are not
     assert batch_instances(["node-1", "i-3", "node-7"], hostvars) == {"workers": ["i-1", "i-3"], "batch": ["i-7"]}
-    assert FilterModule().filters()["batch_instances"](["node-2"], hostvars) == {"workers": ["i-2"]}
+    groups = [{"name": "batch", "max_unavailable": 1}, {"name": "workers", "max_unavailable": 2}, {"name": "idle"}]
+    by_part = FilterModule().filters()["run_groups"]
+    assert by_part(groups, "batch", ["node-1", "i-3", "node-7"], ["node-2"], hostvars) == [{"name": "workers", "instances": ["i-2"]}]
+    # the start and the finish go through the groups with a host in the run, in the run's order; any other run all
+    assert run_groups(groups, "start", ["node-1", "node-7"], [], hostvars) == groups[:2]
+    assert run_groups(groups, "finish", ["node-1"], [], hostvars) == [groups[1]]
+    assert run_groups(groups, "none", [], [], {}) == groups
+    with pytest.raises(AnsibleFilterError, match="part: 'middle' is not allowed; use one of none, start, batch, finish"):
+        by_part(groups, "middle", [], [], {})
 
 
 def test_a_batch_of_hosts_from_another_inventory_is_refused_naming_the_host():
     with pytest.raises(RolloutError, match="host cluster-1 has no node_group and instance_id"):
         batch_instances(["cluster-1"], {"cluster-1": {"kubeconfig": "x"}})
     with pytest.raises(AnsibleFilterError, match="batch: 'node-1' is not allowed"):
-        FilterModule().filters()["batch_instances"]("node-1", {})
+        FilterModule().filters()["run_groups"]([], "batch", [], "node-1", {})
 
 
 def _hosts():

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.report import run
-from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import apply, group_result, with_group
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import apply, group_result, serial_outcome, with_group
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 T0 = datetime(2026, 11, 28, 9, 0, 0, tzinfo=timezone.utc)
@@ -135,6 +135,33 @@ def test_the_result_gets_the_group_and_changed_only_when_the_run_changed_it():
     up_to_date = apply(apply(None, "start", now=T0, name="a"), "setup", now=at(1), group=group(outdated=0), target={})
     result = with_group({"node_groups": [], "changed": False}, apply(up_to_date, "finish", now=at(2)), now=at(3))
     assert not result["changed"] and result["node_groups"][0]["status"] == "up to date"
+
+
+def test_the_serial_playbook_holds_a_group_with_outdated_nodes_left_and_says_why():
+    rolling = apply(apply(None, "start", now=T0, name="a"), "setup", now=at(1), group=group(outdated=3), target={})
+    assert rolling["scale_down"] and not rolling["holding"]
+    limited = apply(rolling, "left", outdated=2, stopped=False)
+    assert limited["holding"] and limited["hold"] == {
+        "reason": "limited", "message": "2 outdated node(s) were not replaced: they were outside this run (the play was limited); run again to go on"}
+    assert apply(rolling, "left", outdated=1, stopped=True)["hold"]["reason"] == "stopped"
+    # none left: the scale down; a rollback's phases are not held
+    assert not apply(rolling, "left", outdated=0)["holding"]
+    assert not apply(limited, "rollback")["holding"]
+
+
+def test_the_serial_playbook_ends_with_the_failures_its_groups_recorded_and_each_node_says_what_it_came_to():
+    replaced = dict(apply(apply(None, "start", now=T0, name="a"), "finish", now=at(1)), terminated_ids=["i-1"])
+    failed = apply(apply(None, "start", now=T0, name="b"), "failed", now=at(2), reason="drain", failed_task="t", message="m",
+                   action="rollout", kept=True)
+    paused = apply(apply(None, "start", now=T0, name="c"), "stop", status="paused", reason="limited", message="1 left")
+    state = {name: {"rolling_update__run": run} for name, run in (("a", replaced), ("b", failed), ("c", paused))}
+    outcome = serial_outcome(state)
+    assert outcome["stopped"] and outcome["failures"] == [failed["failure_message"]] and "node_ok" not in outcome
+    assert serial_outcome(state, "node-1", "a", "i-1")["node_line"] == "node-1 (i-1) replaced"
+    held = serial_outcome(state, "node-9", "c", "i-9")
+    assert held["node_ok"] and not held["node_replaced"] and held["node_line"] == "node-9 (i-9) not replaced: node group c paused: 1 left"
+    assert not serial_outcome(state, "node-5", "b", "i-5")["node_ok"]
+    assert serial_outcome({}) == {"failures": [], "stopped": False}
 
 
 def test_a_group_recorded_again_takes_the_place_of_its_entry():
