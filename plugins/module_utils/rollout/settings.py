@@ -313,6 +313,8 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
                 "validate_seconds": (int(passes) - 1) * seconds["validate_interval"], "task_seconds": seconds["estimate_task"]}
     # unset, a step's post-drain delay is none unless a load balancer cannot be read: a window counts the longer one
     delay = BLIND_DELAY_SECONDS if seconds["post_drain_delay"] is None else seconds["post_drain_delay"]
+    # in the modules' own forms: the windows as their canonical texts, the checkpoints' waits in seconds
+    rollout = rollout_controls(bake, checkpoints, alarms, windows, True)
     return {"plan_only": bool(check_mode) or truthy(var("plan")),
             "seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             "estimate": estimate, "report_file": report, "report_html": report_html_file(report), "report_sections": sections,
@@ -320,13 +322,11 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
             "write_report": bool(report), "report_section_urls": [section for section in sections if "url" in section],
             "report_section_files": [section for section in sections if "file" in section],
             "on_failure": var("on_failure"),
-            # the windows as their canonical texts, which the modules read again
-            "windows": [window["text"] for window in windows],
-            "bake_seconds": bake, "checkpoints": [{"percent": item["percent"], "wait": item["wait_seconds"]} for item in checkpoints],
+            "windows": rollout["windows"], "bake_seconds": bake, "checkpoints": rollout["checkpoints"],
             "abort_alarms": alarms, "hooks": hooks,
             # what a maintenance window must still hold to start a step: its drain, post-drain delay, replacements, validation
             "step_seconds": plan_step_seconds(post_drain_delay=delay, **estimate),
-            "controls": rollout_controls(bake, checkpoints, alarms, windows, True) if action == "rollout" else rollout_controls()}
+            "controls": rollout if action == "rollout" else rollout_controls()}
 
 
 def rollout_controls(bake=0, checkpoints=(), alarms=(), windows=(), respect_pause=False):
