@@ -42,7 +42,7 @@ options:
         C(error) (why it could not be read, instead of C(data)).
       - Also the loop results of M(ansible.builtin.uri) or M(ansible.builtin.slurp) over items with C(title) and
         C(url) or C(file), as the role registers them - a JSON answer or file is the section's data, a failed read its
-        error, a skipped read no section.
+        error, a skipped read no section. A registered loop (with its C(results)) stands for each of its results.
     type: list
     elements: dict
 """
@@ -66,7 +66,11 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.version import COL
 
 
 def report_html_filter(result, cluster=None, sections=None):
-    return report_html(result, cluster, sections, version=COLLECTION_VERSION)
+    flat = []
+    for section in sections or []:
+        registered_loop = isinstance(section, dict) and isinstance(section.get("results"), list)
+        flat.extend(section["results"] if registered_loop else [section])
+    return report_html(result, cluster, flat, version=COLLECTION_VERSION)
 
 
 class FilterModule:

@@ -253,6 +253,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "up_to_date": plan["up_to_date"],
         "nodes_joined": nodes is not None,
         "mismatch": cluster_mismatch(name, records, raw_nodes) if raw_nodes is not None else None,
+        "surge_method": params.get("surge_method") or "scale",
         "refusals": group_refusals(group, records, plan["outdated"], target, params.get("surge_method") or "scale",
                                    _stranded(plan["outdated"], volumes, raw_nodes, group)) + (versions or {}).get("refusals", []),
         "versions": versions,
@@ -304,6 +305,9 @@ def group_flags(view):
         # the surge of the rollout: recorded in the state tags once surged, else the plan's
         "surge_count": int(surge or 0),
         "surge_each_az": surge_each_az,
+        # a surge by detaching takes out the instances replaced first, as many as the surge
+        "surge_detach": ([instance_id for batch in view["plan"].get("batches") or [] for instance_id in batch.get("instance_ids") or []][:int(surge or 0)]
+                         if view.get("surge_method") == "detach" else None),
         "new_node_azs": [zone for zone in outdated_azs if zone in new_azs],
         "unplaced_azs": unplaced,
         "has": {

@@ -197,7 +197,8 @@ options:
   surge_method:
     description:
       - How the rollout will surge (see M(nodeops.rollout.asg_surge)); with V(detach), RV(node_groups[].refusals) names the
-        outdated instances without room for the two tags of an instance detached for surge.
+        outdated instances without room for the two tags of an instance detached for surge, and
+        RV(node_groups[].surge_detach) the instances to detach.
     type: str
     choices: [scale, detach]
     default: scale
@@ -576,6 +577,12 @@ node_groups:
     surge_each_az:
       description: Whether RV(node_groups[].surge_count) covers every AZ of the group, so that a new node is awaited in each.
       type: bool
+    surge_detach:
+      description:
+        - With O(surge_method=detach), the instances a surge detaches - the first RV(node_groups[].surge_count) of the
+          plan's batches, in the order they are replaced; null with O(surge_method=scale).
+      type: list
+      elements: str
     new_node_azs:
       description: The AZs of the outdated nodes where the group has an up-to-date instance.
       type: list

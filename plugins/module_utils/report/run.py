@@ -212,6 +212,9 @@ def _planned(record, group, ltv, preflight, controls):
     record["needed"] = count > 0
     record["status"] = "planned" if count > 0 else "up to date"
     record["target"] = (ltv or {}).get("target") or {}
+    # what a rollback of it would go back to: for a rollback's plan, the version it goes back to
+    controls = dict(controls or {})
+    controls["previous_version"] = record["target"].get("version") if truthy(controls.get("rollback")) else (ltv or {}).get("previous_version")
     record["plan"] = {
         "launch_template_version_created": bool((ltv or {}).get("created")),
         "outdated": [entry["instance_id"] for entry in outdated],
@@ -219,7 +222,7 @@ def _planned(record, group, ltv, preflight, controls):
         "surge": plan.get("surge"), "batch_size": plan.get("batch_size"), "canary": plan.get("canary"),
         "batches": plan.get("batches"), "eta_seconds": plan.get("eta_seconds"), "target_groups": plan.get("target_groups"),
         "standby": plan.get("standby"), "protected": plan.get("protected"), "surge_choices": plan.get("surge_choices"),
-        "post_drain_delay": plan.get("post_drain_delay"), "timings": plan.get("timings"), "controls": controls or {},
+        "post_drain_delay": plan.get("post_drain_delay"), "timings": plan.get("timings"), "controls": controls,
     }
     record["plan"].update(_findings(preflight))
 
@@ -244,6 +247,9 @@ def _step(record, step, now):
     if not isinstance(step, dict):
         raise PlanError("step: %r is not allowed; use the step rollout_step returned" % (step,))
     record["finished"] = step.get("action") in ("done", "pause")
+    if step.get("action") == "pause":
+        # the role holds the group once the steps are over (a pause request, the maintenance window closing)
+        record["hold"] = dict(step.get("stop") or {})
     record["held"] = list(step.get("held") or [])
     record["new_nodes"] = list(step.get("new_nodes") or [])
     record["end_marked"] = list(step.get("marked") or [])
@@ -312,6 +318,9 @@ def _step_end(record, step, drain, now):
 
 def _stop(record, status, reason=None, message=None, **more):
     record["status"] = status
+    if status == "paused":
+        # held now: the hold asked for is done
+        record["hold"] = None
     if reason is not None:
         record["stop"] = dict({"reason": reason, "message": message}, **more)
 
@@ -437,8 +446,15 @@ def _flags(record):
     record["changed"] = record["needed"] or record["status"] in ("cancelled", "rolled back", "failed")
     # the group's run came to an end without a failure: the after_rollout hooks run
     record["ended"] = record["status"] in ("replaced", "paused", "rolled back", "cancelled")
-    # the serial playbook holds the group with the outdated nodes it left (record 'left')
+    # the group is to be held as a pause holds it: its step said pause, or the serial playbook left outdated nodes
+    # (record 'left')
     record["holding"] = bool(record.get("hold"))
+    # the maintenance window closed on the group (it is held or to be held for it): the run starts no later group
+    record["window_closed"] = "window closed" in ((record.get("hold") or {}).get("reason"),
+                                                  record["stop"].get("reason") if record["status"] == "paused" else None)
+    # the pods that kept the drains of its finished steps from ending, each named once
+    record["blocking_pods"] = list(dict.fromkeys((entry.get("pod") if isinstance(entry, dict) else entry) or "?"
+                                                 for batch in record["batches_done"] for entry in batch.get("blocking") or []))
     record["has"] = {"skipped_nodes": bool(record["skipped_nodes"]), "end_marked": bool(record["end_marked"]),
                      "refusal": bool(record["refusal"]), "ran_out": bool(record["loop"]["ran_out"])}
     return record
@@ -492,6 +508,14 @@ def with_group(result, record, plan_only=False, now=None):
     others = [group for group in result["node_groups"] if group.get("name") != entry["name"]]
     place = next((index for index, group in enumerate(result["node_groups"]) if group.get("name") == entry["name"]), len(others))
     return dict(result, changed=bool(result.get("changed")) or record["changed"], node_groups=others[:place] + [entry] + others[place:])
+
+
+def serial_keep(state, group, facts):
+    """The serial playbook's ``state`` (``{group: {fact: value}}``) with ``group``'s facts ``facts`` (``{fact: value}``,
+    those unset as an empty dict) in the place of what it kept of the group before."""
+    if not isinstance(facts, dict) or not group:
+        raise PlanError("facts: %r is not allowed; use the group's facts by name, and name the group" % (facts,))
+    return dict(state or {}, **{group: dict(facts)})
 
 
 def serial_outcome(state, host=None, group=None, instance_id=None):

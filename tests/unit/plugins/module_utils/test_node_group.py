@@ -336,6 +336,14 @@ def test_the_flags_say_where_the_scale_up_waits_for_a_new_node(state, plan_surge
     assert flags["new_node_azs"] == ["us-east-1a", "us-east-1b"] and flags["has"]["unplaced_azs"] == bool(unplaced)
 
 
+@pytest.mark.parametrize("method, surge, detached", [("detach", 3, ["i-1", "i-2", "i-3"]), ("detach", 1, ["i-1"]), ("scale", 3, None)])
+def test_a_surge_by_detaching_takes_out_the_instances_replaced_first(method, surge, detached):
+    view = {"outdated": [], "plan": {"surge": surge, "batches": [{"instance_ids": ["i-1", "i-2"]}, {"instance_ids": ["i-3", "i-4"]}]},
+            "surge_method": method, "mismatch": None, "refusals": [], "up_to_date": [], "marked": [], "marked_outdated": [],
+            "failed_to_join": [], "leftovers": [], "payback": [], "state": None, "versions": None}
+    assert node_group_utils.group_flags(view)["surge_detach"] == detached
+
+
 # ---- check_access -------------------------------------------------------------------------------------------------------
 def _reviews(monkeypatch, refused=(), answer=None, nodes_error=None):
     """node_group_info's Kubernetes client answers each access review allowed unless ``(verb, resource)`` is in ``refused``

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.report import run
-from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import apply, group_result, serial_outcome, with_group
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import apply, group_result, serial_keep, serial_outcome, with_group
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 T0 = datetime(2026, 11, 28, 9, 0, 0, tzinfo=timezone.utc)
@@ -89,6 +89,18 @@ def test_a_failed_drain_is_kept_with_the_step_that_failed_and_the_group_reads_fa
     assert result["nodes_replaced"] == 0 and record["changed"] and not record["ended"]
 
 
+def test_the_pods_that_blocked_the_drains_are_named_once_each():
+    record = apply(None, "start", now=T0, name="ng")
+    record = apply(record, "steps", now=at(1), total=2, phase="upgrade")
+    for moment, node in ((2, "n-0"), (8, "n-1")):
+        this = step(drain=[node], decided=moment)
+        record = apply(record, "step", now=at(moment), step=this)
+        skipped = drain([node], skipped=[node])
+        record = apply(record, "drained", now=at(moment + 3), step=this, drain=skipped)
+        record = apply(record, "step_end", now=at(moment + 4), step=this, drain=skipped)
+    assert record["has"]["skipped_nodes"] and record["blocking_pods"] == ["stuck"]
+
+
 def test_a_pay_back_counts_its_terminations_apart_from_the_nodes_replaced():
     record = upgrade(apply(None, "start", now=T0, name="ng"))
     record = apply(record, "steps", now=at(30), count="apart", total=1, bound=4)
@@ -149,6 +161,22 @@ def test_the_serial_playbook_holds_a_group_with_outdated_nodes_left_and_says_why
     assert not apply(limited, "rollback")["holding"]
 
 
+def test_a_step_that_says_pause_ends_the_steps_and_the_group_is_held_once_then_paused():
+    rolling = apply(apply(None, "start", now=T0, name="a"), "setup", now=at(1), group=group(outdated=3), target={})
+    rolling = apply(rolling, "steps", now=at(2), total=3, phase="upgrade")
+    stop = {"reason": "window closed", "message": "the maintenance window closes before the next step could finish"}
+    pause = dict(step("pause", decided=3), stop=stop)
+    paused_step = apply(apply(rolling, "step", now=at(3), step=pause), "step_end", now=at(4), step=pause)
+    # the steps are over and the hold is asked for; the scale down is not run on a held group
+    assert paused_step["holding"] and paused_step["hold"] == stop and not paused_step["loop"]["more"]
+    assert paused_step["window_closed"] and not rolling["window_closed"]
+    held = apply(paused_step, "stop", status="paused", reason=stop["reason"], message=stop["message"] + ". The group is held")
+    # held once: a later part of the serial playbook does not hold it again; the run starts no later group
+    assert not held["holding"] and not held["scale_down"] and held["window_closed"]
+    requested = apply(paused_step, "stop", status="paused", reason="requested", message="tagged")
+    assert not requested["window_closed"]
+
+
 def test_the_serial_playbook_ends_with_the_failures_its_groups_recorded_and_each_node_says_what_it_came_to():
     replaced = dict(apply(apply(None, "start", now=T0, name="a"), "finish", now=at(1)), terminated_ids=["i-1"])
     failed = apply(apply(None, "start", now=T0, name="b"), "failed", now=at(2), reason="drain", failed_task="t", message="m",
@@ -162,6 +190,15 @@ def test_the_serial_playbook_ends_with_the_failures_its_groups_recorded_and_each
     assert held["node_ok"] and not held["node_replaced"] and held["node_line"] == "node-9 (i-9) not replaced: node group c paused: 1 left"
     assert not serial_outcome(state, "node-5", "b", "i-5")["node_ok"]
     assert serial_outcome({}) == {"failures": [], "stopped": False}
+
+
+def test_the_serial_playbook_keeps_each_group_s_facts_in_the_place_of_what_it_kept_before():
+    kept = serial_keep(None, "a", {"rolling_update__run": {"status": "started"}, "rolling_update__lock": {}})
+    kept = serial_keep(kept, "b", {"rolling_update__run": {"status": "started"}})
+    kept = serial_keep(kept, "a", {"rolling_update__run": {"status": "paused"}})
+    assert kept == {"a": {"rolling_update__run": {"status": "paused"}}, "b": {"rolling_update__run": {"status": "started"}}}
+    with pytest.raises(PlanError, match="facts"):
+        serial_keep(kept, "", {})
 
 
 def test_a_group_recorded_again_takes_the_place_of_its_entry():
