@@ -7,8 +7,8 @@ survey sends them, strings included), each error naming the role variable the us
 
 The role's argument spec (``meta/argument_specs.yml``) refuses wrong types and unknown keys first; this is the one
 check of the values, and the one place that settles them: a group's own ``max_unavailable``/``max_surge`` over the
-role's, durations in seconds, the lock's duration. ``role_error`` then names the role variable behind a module's
-error of the read-only pre-pass (``tasks/prepare.yml``, the filter group_checks).
+role's, durations in seconds, the lock's duration. The filter group_checks then names the role variable behind a module's
+error of the read-only pre-pass (``tasks/main.yml``, the filter group_checks).
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def test_the_quick_start_shows_what_the_second_run_prints_for_each_node(runs):
     """The docs' sample of the serial playbook's end is this run's: each host's line and the recap (whose counts depend
     on how many steps the batches took)."""
     _rc, out, _group = runs["rest"]
-    shown = excerpt(out, [r"Serial \| whether this node was replaced\]"])
+    shown = excerpt(out, [r"TASK \[Whether this node was replaced\]"])
     assert shown.count(" replaced") >= len(runs["outdated"]) - 1, shown
     check_or_refresh("docs/quick-start.md", "serial", fenced(shown), loose=((r"(ok|changed|skipped)=\d+", r"\1=N"),))
 
