@@ -440,6 +440,8 @@ def _failure_message(record, action, rollback_error, kept, resumed):
 def _flags(record):
     """What the role's tasks ask of the record, each a plain flag."""
     record["started"] = record["status"] == "started"
+    # the group's run stopped without finishing (a plan, planned or up to date, has not stopped)
+    record["stopped"] = record["status"] in STOPPED
     # the group's scale down runs: the run changes it and it neither paused nor stopped
     record["scale_down"] = record["needed"] and record["started"]
     # the run changed the group (what rolling_update_result's changed says)

@@ -124,6 +124,8 @@ def test_a_rollback_after_a_failure_says_so_and_from_which_target():
 def test_a_cancel_with_no_rollout_recorded_is_not_started_and_says_there_is_nothing_to_cancel():
     record = apply(apply(None, "start", now=T0, name="ng"), "recorded", now=at(1), group={"state": None}, action="cancel")
     assert not record["started"] and not record["recorded"] and record["status"] == "no rollout"
+    # nothing to plan either: the plan's tasks ask this flag, which a plan's own status leaves alone
+    assert record["stopped"]
     assert record["stop"]["message"].endswith("there is nothing to cancel")
 
 
@@ -132,6 +134,7 @@ def test_the_plan_of_a_cancel_releases_the_marked_nodes_it_does_not_pay_back():
                 "marked_outdated": [{"node": "a"}, {"node": "b"}], "marked": [{"node": "c"}]}
     record = apply(apply(None, "start", now=T0, name="ng"), "cancel_planned", now=at(1), group=recorded)
     assert record["plan"]["release"] == [{"node": "b"}, {"node": "c"}] and record["status"] == "planned"
+    assert not record["stopped"] and not record["started"]
 
 
 def test_a_plan_splits_what_the_preflight_found_into_blockers_and_warnings():
