@@ -81,6 +81,53 @@ def node_ready(node):
     return False, "no Ready condition reported yet"
 
 
+# The effects that keep a pod that does not tolerate the taint off a node (PreferNoSchedule only makes it a last choice).
+KEEPING_OFF_EFFECTS = ("NoSchedule", "NoExecute")
+# The rollout's own taints (``rollout.marks``: the outdated and queued taints) are the rollout at work, not a node that
+# cannot take pods: what they take out of service the floor counts by the drains (a cordon), never by the taint.
+ROLLOUT_TAINT_PREFIX = "nodeops.rollout/"
+
+
+def _taint_text(taint):
+    return "%s%s:%s" % (taint.get("key"), "=%s" % taint["value"] if taint.get("value") else "", taint.get("effect"))
+
+
+def _taint_id(taint):
+    return (taint.get("key"), taint.get("value") or None, taint.get("effect"))
+
+
+def group_taints(nodes):
+    """The NoSchedule/NoExecute taints every one of ``nodes`` (summaries with ``taints``) carries, ``[{"key", "value",
+    "effect"}]``: the taints of the group itself (a launch template's ``--register-with-taints`` of a dedicated or GPU
+    pool), which the pods that run there tolerate. A taint only some nodes carry - a startup taint still on the new
+    nodes (a CNI's or CSI driver's ``agent-not-ready``), an operator's ``dedicated=...`` on one old node - is not: it keeps
+    those nodes from counting as capacity (:func:`keeping_pods_off`). None of the node controller's or the rollout's."""
+    shared = None
+    for node in nodes:
+        if not isinstance(node, dict):
+            continue
+        ids = set(_taint_id(taint) for taint in node.get("taints") or [] if isinstance(taint, dict)
+                  and taint.get("effect") in KEEPING_OFF_EFFECTS and not _not_capacity_taint_exempt(taint))
+        shared = ids if shared is None else shared & ids
+    return [{"key": key, "value": value, "effect": effect} for key, value, effect in sorted(shared or (), key=str)]
+
+
+def _not_capacity_taint_exempt(taint, own_keys=()):
+    key = str(taint.get("key") or "")
+    return key.startswith(_CONDITION_TAINT_PREFIX) or key.startswith(ROLLOUT_TAINT_PREFIX) or key in own_keys
+
+
+def keeping_pods_off(taints, tolerated=(), own_keys=()):
+    """The taints of a node (``[{"key", "value", "effect"}]``) that keep the pods a rollout moves off it, as text
+    (``key=value:Effect``): every NoSchedule or NoExecute taint but the node controller's (read as not Ready by
+    :func:`node_ready`), the rollout's own (``nodeops.rollout/*`` and ``own_keys``, a custom taint key) and those in
+    ``tolerated`` (:func:`group_taints`: the group's own, which its pods tolerate). A node with any is no capacity: Ready
+    and not cordoned, it still takes none of the pods to move."""
+    allowed = set(_taint_id(taint) for taint in tolerated or () if isinstance(taint, dict))
+    return [_taint_text(taint) for taint in taints or () if isinstance(taint, dict) and taint.get("effect") in KEEPING_OFF_EFFECTS
+            and not _not_capacity_taint_exempt(taint, own_keys) and _taint_id(taint) not in allowed]
+
+
 def ready_since(node):
     """When the node's Ready condition last turned True (its ``lastTransitionTime``, as the API writes it), or None while
     the node is not Ready."""
@@ -233,7 +280,7 @@ def healthy_since(good, critical_pods, node_names):
 
 
 def evaluate(nodes, instance_ids=None, expected_count=None, label_selector=None, each_az=False, azs=None,
-             schedulable=True, critical_pods=None):
+             schedulable=True, critical_pods=None, tolerated_taints=None):
     """One validation pass.
 
     ``nodes``: the nodes to look at (with ``instance_ids``, every node of the cluster; with a label selector, the
@@ -241,13 +288,24 @@ def evaluate(nodes, instance_ids=None, expected_count=None, label_selector=None,
     Ready, and schedulable when ``schedulable``. With ``expected_count`` at least that many of ``nodes`` must be
     Ready (and schedulable when ``schedulable``). ``each_az``: every AZ in ``azs`` (default: the AZs of the
     expected nodes found) has at least one such node. ``critical_pods``: pods to check with
-    :func:`critical_pods_not_ready`, or None to skip the check.
+    :func:`critical_pods_not_ready`, or None to skip the check. When ``schedulable``, a node counts only once it can take
+    pods: a Ready node that carries a NoSchedule or NoExecute taint (:func:`keeping_pods_off`: neither the rollout's own
+    nor one of ``tolerated_taints``, the group's own taints) is not Ready for the validation, its reason naming the taint -
+    a startup taint (a CNI's or CSI driver's ``agent-not-ready``) that its agent has not lifted yet.
 
     Returns ``{"ok", "nodes", "missing", "not_ready", "unschedulable", "azs_without_ready_node",
     "critical_pods_not_ready", "ready_count", "expected_count", "message", "healthy_since"}``; ``healthy_since``
     (:func:`healthy_since`) only when ``ok``.
     """
-    summaries = [node_summary(node) for node in nodes]
+    summaries = []
+    for node in nodes:
+        summary = node_summary(node)
+        kept_off = keeping_pods_off((node.get("spec") or {}).get("taints"), tolerated_taints) if schedulable else []
+        if summary["ready"] and summary["schedulable"] and kept_off:
+            summary["ready"] = False
+            summary["not_ready_reason"] = "Ready, but tainted %s, which keeps the pods to move off it" % ", ".join(kept_off)
+            summary["ready_since"] = None
+        summaries.append(summary)
     if instance_ids is not None:
         by_instance = {}
         for summary in summaries:

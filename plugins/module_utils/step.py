@@ -308,18 +308,21 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         if cancel:
             decide = functools.partial(cancel_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
                                        now, post_drain_delay=self.delay,
-                                       skip=[name.strip() for name in self.params.get("skip") or []], holds=holds, pinned=pinned)
+                                       skip=[name.strip() for name in self.params.get("skip") or []],
+                                       taint_key=self.params.get("taint_key"), holds=holds, pinned=pinned)
         elif relaunch:
             # the upgrade's own rule, for the instances that hold no serving node: no surge is paid back by them (the
             # group launches their replacements), no canary, bake or checkpoint, and the group's limit does not apply
             decide = functools.partial(next_step, records, outdated, original, unavailable, 0, sizes["desired_capacity"],
                                        now, post_drain_delay=0, canary=False,
                                        skip=[name.strip() for name in self.params.get("skip") or []],
+                                       taint_key=self.params.get("taint_key"),
                                        holds=holds, pinned=pinned, standby=standby)
         else:
             decide = functools.partial(next_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
                                        now, post_drain_delay=self.delay, canary=self.params["canary"],
                                        skip=[name.strip() for name in self.params.get("skip") or []],
+                                       taint_key=self.params.get("taint_key"),
                                        limit=None if self.params.get("limit") is None else [iid.strip() for iid in self.params["limit"]],
                                        holds=holds, pinned=pinned, standby=standby,
                                        bake_seconds=self.params.get("bake_time") or 0,

@@ -41,6 +41,7 @@ class ValidateOptions:
         self.critical_pods = bool(params.get("critical_pods"))
         self.critical_namespaces = list(params.get("critical_namespaces") or ["kube-system"])
         self.schedulable = params.get("schedulable", True) is not False
+        self.tolerated_taints = list(params.get("tolerated_taints") or [])
         self.passes = params.get("passes") if params.get("passes") is not None else 1
         if isinstance(self.passes, bool) or not isinstance(self.passes, int) or self.passes < 1:
             raise node_health.HealthError("passes: %r is not allowed; use an integer >= 1" % (self.passes,))
@@ -75,7 +76,8 @@ class Validation:
                 pods.extend(self.api.list_pods(namespace=namespace))
         return node_health.evaluate(nodes, instance_ids=opts.instance_ids, expected_count=opts.expected_count,
                                     label_selector=opts.label_selector, each_az=opts.each_az, azs=opts.azs,
-                                    schedulable=opts.schedulable, critical_pods=pods)
+                                    schedulable=opts.schedulable, critical_pods=pods,
+                                    tolerated_taints=opts.tolerated_taints)
 
     def held_for(self, result):
         """How long the healthy state of ``result`` has held by the API's record, or None when it records no time."""

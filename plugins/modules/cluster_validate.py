@@ -56,6 +56,32 @@ options:
       - Useful with O(instance_ids) when an instance has no node yet, so its zone is not known from the cluster.
     type: list
     elements: str
+  tolerated_taints:
+    description:
+      - Taints a node may carry and still count, for example the taint every node of a dedicated or GPU pool registers
+        with, which the pods that run there tolerate (the role passes the group's own taints, those every node of the
+        group carries).
+      - With O(schedulable=true), a Ready node that carries any other taint of effect C(NoSchedule) or C(NoExecute)
+        does not count until the taint is gone - a startup taint of a CNI, a CSI driver or a GPU operator
+        (C(node.cilium.io/agent-not-ready), C(ebs.csi.aws.com/agent-not-ready)) that its agent lifts once it runs;
+        C(not_ready_reason) names the taint. The node controller's taints (C(node.kubernetes.io/*)) count as not Ready,
+        and the rollout's own (C(nodeops.rollout/*)) never keep a node from counting.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      key:
+        description: The taint's key.
+        type: str
+        required: true
+      value:
+        description: The taint's value (none for a taint without one).
+        type: str
+      effect:
+        description: The taint's effect.
+        type: str
+        required: true
+        choices: [NoSchedule, NoExecute]
   schedulable:
     description:
       - Whether the expected nodes must be schedulable (not cordoned).
@@ -230,6 +256,9 @@ def argument_spec():
         expected_count=dict(type="int"),
         each_az=dict(type="bool", default=False),
         azs=dict(type="list", elements="str"),
+        tolerated_taints=dict(type="list", elements="dict", default=[], options=dict(
+            key=dict(type="str", required=True, no_log=False), value=dict(type="str"),
+            effect=dict(type="str", required=True, choices=["NoSchedule", "NoExecute"]))),
         schedulable=dict(type="bool", default=True),
         critical_pods=dict(type="bool", default=False),
         critical_namespaces=dict(type="list", elements="str", default=["kube-system"]),

@@ -545,6 +545,20 @@ node_groups:
           C(nodeops.rollout/scale-down-disabled) beside it).
       type: list
       elements: dict
+    tolerated_taints:
+      description:
+        - The group's own taints, those every node of the group carries (C(key), C(value), C(effect)): a dedicated or GPU
+          pool's taint that its pods tolerate. Any other C(NoSchedule) or C(NoExecute) taint but the rollout's own (a startup
+          taint of a CNI or CSI driver not lifted yet, an operator's C(dedicated) taint) keeps a node from counting as
+          capacity. Empty with O(include_nodes=false).
+      type: list
+      elements: dict
+    taking_pods:
+      description:
+        - The group's nodes that can take pods now (Ready, not cordoned, no taint that keeps the pods to move off them, see
+          RV(node_groups[].tolerated_taints)), sorted. Empty with O(include_nodes=false).
+      type: list
+      elements: str
     unprotected:
       description:
         - The nodes of the up-to-date instances that carry no C(cluster-autoscaler.kubernetes.io/scale-down-disabled)

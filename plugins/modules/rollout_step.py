@@ -301,6 +301,13 @@ step:
       description: The up-to-date instances with Ready nodes, to validate before the drain.
       type: list
       elements: str
+    tolerated_taints:
+      description:
+        - The group's own taints (C(key), C(value), C(effect)), those every node of the group carries: a node with any
+          other C(NoSchedule) or C(NoExecute) taint but the rollout's own (a startup taint not lifted yet, an operator's
+          C(dedicated) taint) is no capacity. The role hands them to M(nodeops.rollout.cluster_validate).
+      type: list
+      elements: dict
     outdated_left:
       description: Outdated instances still in the group, those in RV(step.terminate) included.
       type: int

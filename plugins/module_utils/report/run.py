@@ -359,6 +359,8 @@ def apply(record, event, now=None, **data):
             record["stop"]["permission"] = data["permission"]
         if rolled_back:
             record["stop"]["rolled_back_from"] = data.get("rolled_back_from")
+        # the group's nodes that can take pods once the failure gave back the nodes not drained, as read (None: unread)
+        record["stop"]["taking_pods"] = data.get("taking_pods")
         record["failure_message"] = _failure_message(record, data.get("action"), data.get("rollback_error"),
                                                      truthy(data.get("kept")), bool(data.get("resumed")))
     elif event == "planned":
@@ -417,6 +419,16 @@ def _left(record, outdated, stopped):
             "message": "%d outdated node(s) were not replaced: %s; run again to go on" % (outdated, why)}
 
 
+def serving_line(taking_pods):
+    """What a stopped run says of the group's capacity, from the nodes it read as able to take pods (None: not read)."""
+    if taking_pods is None:
+        return "The group's nodes could not be read after the failure: check that they take pods."
+    if not taking_pods:
+        return ("No node of the group can take pods now (none is Ready, uncordoned and free of a taint that keeps pods off): "
+                "pods that need to be scheduled wait Pending.")
+    return "%d node(s) of the group can take pods now: %s." % (len(taking_pods), ", ".join(taking_pods))
+
+
 def _failure_message(record, action, rollback_error, kept, resumed):
     """What the play stops with after a group failed: where and why, what the rollback did (or that it failed too), and,
     for a group this run still held (``kept``: its lock was ours to the end), that the cluster keeps serving and what to
@@ -430,10 +442,12 @@ def _failure_message(record, action, rollback_error, kept, resumed):
                      "were drained and terminated, its sizes restored and its state cleared." % (record["target"].get("version") or "?"))
     parts.append(rollback_error or "")
     if not rolled_back and kept:
-        parts.append("The cluster keeps serving: untouched old nodes still run their pods, the group keeps its surge and its "
-                     "nodeops.rollout/* state tags%s. Fix the cause and run the same playbook again: it resumes from the group's "
-                     "tags%s." % (", and the processes this rollout suspended were resumed" if resumed else "",
-                                  ", or roll the group back with the playbook nodeops.rollout.rollback" if action == "rollout" else ""))
+        parts.append("%s The group keeps its surge and its nodeops.rollout/* state tags%s, and the old nodes it did not drain "
+                     "take pods again (the rollout's taint and cordon are off them). Fix the cause and run the same playbook "
+                     "again: it resumes from the group's tags%s." % (
+                         serving_line(stop.get("taking_pods")),
+                         ", and the processes this rollout suspended were resumed" if resumed else "",
+                         ", or roll the group back with the playbook nodeops.rollout.rollback" if action == "rollout" else ""))
     return " ".join(part.strip() for part in parts if part and part.strip())
 
 

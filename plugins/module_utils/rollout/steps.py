@@ -44,6 +44,7 @@ Instances are in ``clients.aws.instance_record``'s shape with ``node`` joined (`
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import group_taints, keeping_pods_off
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import (
@@ -86,9 +87,28 @@ def _leaving(instance):
     return (instance.get("lifecycle_state") or "").startswith("Terminat") or instance.get("ec2_state") in ("shutting-down", "terminated")
 
 
-def _serving(node):
-    """A node that takes pods: Ready (the node controller's not-ready taints count as not Ready) and not cordoned."""
-    return node is not None and bool(node.get("ready")) and bool(node.get("schedulable"))
+def _serving(node, tolerated=(), own_keys=()):
+    """A node that takes pods: Ready (the node controller's not-ready taints count as not Ready), not cordoned, and
+    without a NoSchedule or NoExecute taint that keeps the pods to move off it (``node_health.keeping_pods_off``: a
+    startup taint not lifted yet, an operator's ``dedicated`` taint; not the rollout's own, nor one of ``tolerated``,
+    the group's own taints)."""
+    return (node is not None and bool(node.get("ready")) and bool(node.get("schedulable"))
+            and not keeping_pods_off(node.get("taints"), tolerated, own_keys))
+
+
+def taking_pods(instances, taint_key=None):
+    """The nodes of ``instances`` (the group's, leaving ones aside) that can take pods now, by :func:`_serving`'s rule,
+    sorted: what a message that says the group keeps serving counts."""
+    tolerated = tolerated_taints(instances)
+    own_keys = (taint_key,) if taint_key else ()
+    return sorted(_node(instance)["name"] for instance in instances
+                  if not _leaving(instance) and _serving(_node(instance), tolerated, own_keys))
+
+
+def tolerated_taints(instances):
+    """The group's own taints (``node_health.group_taints`` over the nodes of ``instances``): those every node of the
+    group carries, which its pods tolerate; any other NoSchedule/NoExecute taint keeps a node from counting."""
+    return group_taints([_node(instance) for instance in instances if _node(instance) is not None])
 
 
 def drained_at(node):
@@ -122,7 +142,7 @@ def _newest(instances, up_to_date_ids):
         node = _node(instance)
         if node is None:
             continue
-        if instance["instance_id"] in wanted and _serving(node):
+        if instance["instance_id"] in wanted and node.get("ready") and node.get("schedulable"):
             moments.append(_moment(node.get("ready_since"), "Ready condition of node %s" % node.get("name")))
         moments.append(drained_at(node))
     moments = [moment for moment in moments if moment is not None]
@@ -162,7 +182,8 @@ def _entry(instance, member=True):
             "launch_time": instance.get("launch_time"), "member": member}
 
 
-def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None, limit=None, standby="ignore"):
+def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None, limit=None, standby="ignore",
+             taint_key=None):
     """Sort the group's instances by where they are in the rollout.
 
     Returns ``{"serving", "out", "drained", "delayed", "held", "no_node", "skipped", "outside", "standby"}``
@@ -182,6 +203,11 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
 
     An outdated instance in Standby is in ``outdated_ids`` only when the policy replaces it (``terminate``: drained
     and terminated like a detached instance, without costing capacity; ``wait``: waited for until it is back in service).
+
+    **Capacity is what can take the pods** (:func:`_serving`): a node with a startup taint its agent has not lifted is
+    still booting (a new node) or out of service (an outdated one, drained without costing the floor); the group's own
+    taints (``"tolerated"``, :func:`tolerated_taints`) do not count against a node; ``taint_key``: the rollout's own
+    taint when not the default (it never does).
     """
     wanted = set(outdated_ids)
     skip = set(skip or ())
@@ -194,6 +220,12 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
     up_to_date_ready, booting = [], []
     outdated_left = member_outdated_left = 0
     hooked = []
+    tolerated = tolerated_taints(instances)
+    own_keys = (taint_key,) if taint_key else ()
+
+    def serving(node):
+        return _serving(node, tolerated, own_keys)
+
     for instance in instances:
         if _leaving(instance):
             if instance.get("lifecycle_state") == HELD_STATE:
@@ -209,12 +241,13 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
         outside = detached or in_standby
         if not outside:
             members += 1
-        if _serving(node) and not in_standby:
+        if serving(node) and not in_standby:
             capacity += 1
         if instance["instance_id"] not in wanted:
-            if _serving(node):
+            if serving(node):
                 up_to_date_ready.append(instance["instance_id"])
-            elif node is None or not node.get("ready"):
+            elif node is None or not node.get("ready") or node.get("schedulable"):
+                # not Ready yet, or Ready with a taint that keeps the pods off it (a startup taint not lifted yet)
                 booting.append(instance["instance_id"])
             continue
         outdated_left += 1
@@ -246,12 +279,13 @@ def classify(instances, outdated_ids, now, post_drain_delay, skip=(), holds=None
                 sorted_["drained" if entry["timed_out"] else "held"].append(entry)
             else:
                 sorted_["drained"].append(entry)
-        elif _serving(node) and not in_standby:
+        elif serving(node) and not in_standby:
             sorted_["serving"].append(entry)
         else:
             sorted_["out"].append(entry)
     sorted_.update({"outdated_left": outdated_left, "member_outdated_left": member_outdated_left, "capacity": capacity,
                     "members": members, "up_to_date_ready": up_to_date_ready, "booting": booting, "hooked": hooked,
+                    "tolerated": tolerated,
                     "ready_zones": sorted(set(instance.get("az") for instance in instances
                                               if instance["instance_id"] in set(up_to_date_ready)))})
     return sorted_
@@ -340,7 +374,7 @@ def _waits(step, state, held=0):
 
 def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
               post_drain_delay=0, canary=True, skip=(), holds=None, pinned=None, room=None, limit=None, standby="ignore",
-              bake_seconds=0, checkpoints=()):
+              bake_seconds=0, checkpoints=(), taint_key=None):
     """What the rollout of one group does next.
 
     ``instances``: the group's instances with their nodes; ``outdated_ids``: the ones to replace;
@@ -362,7 +396,7 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     goes anyway, so a full cluster is rolled one node at a time instead of never. A step that would drain serving
     nodes but was given no ``room`` says so with ``needs_room``: read the pods and decide again.
 
-    Returns ``{"action", "terminate", "decrement", "drain", "validate", "wait_seconds", "waiting_for", "message",
+    Returns ``{"action", "terminate", "decrement", "drain", "validate", "tolerated_taints", "wait_seconds", "waiting_for", "message",
     "outdated_left", "capacity", "floor", "budget", "booting", "booting_ids", "delayed", "held", "hold_timed_out",
     "deferred", "drained_without_zone", "skipped", "outside", "needs_room", "held_for_room", "standby", "hooked",
     "taken", "hold"}``; ``outside``: the outdated instances ``limit`` leaves out; ``held_for_room``: outdated nodes the
@@ -388,7 +422,7 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
     bake = int_at_least(bake_seconds, "bake_seconds", 0)
     counts = checkpoint_counts(checkpoints, original_size)
-    state = classify(instances, outdated_ids, now, delay, skip, holds, limit, standby)
+    state = classify(instances, outdated_ids, now, delay, skip, holds, limit, standby, taint_key)
     state["original_size"] = original_size
     floor = max(0, original_size - max_unavailable)
     budget = state["capacity"] - floor
@@ -441,6 +475,7 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
 
     step = {"terminate": terminate, "decrement": decrement, "drain": drain,
             "validate": list(state["up_to_date_ready"]) if drain else [],
+            "tolerated_taints": state["tolerated"],
             "wait_seconds": None, "waiting_for": [], "message": "",
             "outdated_left": state["outdated_left"], "capacity": state["capacity"], "floor": floor,
             "budget": budget, "booting": len(state["booting"]) + pending_launches,
@@ -533,7 +568,7 @@ def cancel_payback(instances, outdated_ids, owed, now):
 
 
 def cancel_step(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now,
-                post_drain_delay=0, skip=(), holds=None, pinned=None, room=None):
+                post_drain_delay=0, skip=(), holds=None, pinned=None, room=None, taint_key=None):
     """What cancelling the rollout of one group does next: give back the surge its state tags record (``surge_owed``
     members, each termination decrementing desired) and every instance detached for surge, and leave the outdated
     nodes in place (the role then takes the rollout's marks off every node left).
@@ -564,7 +599,7 @@ def cancel_step(instances, outdated_ids, original_size, max_unavailable, surge_o
     desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
     delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
     live = [instance["instance_id"] for instance in instances if not instance_in_standby(instance)]
-    state = classify(instances, live, now, delay, skip, holds)
+    state = classify(instances, live, now, delay, skip, holds, taint_key=taint_key)
     floor = max(0, original_size - max_unavailable)
     budget = state["capacity"] - floor
     pending_launches = max(0, desired_capacity - state["members"])
@@ -589,7 +624,7 @@ def cancel_step(instances, outdated_ids, original_size, max_unavailable, surge_o
 
     step = {"terminate": terminate, "decrement": decrement,
             "drain": [{key: entry[key] for key in ("instance_id", "az", "node")} for entry in drain],
-            "validate": [], "wait_seconds": None, "waiting_for": [], "message": "",
+            "validate": [], "tolerated_taints": state["tolerated"], "wait_seconds": None, "waiting_for": [], "message": "",
             "outdated_left": len(chosen), "capacity": state["capacity"], "floor": floor, "budget": budget,
             "booting": pending_launches if left else 0, "booting_ids": [],
             "delayed": [entry["node"] for entry in state["delayed"] if entry["instance_id"] in waiting],

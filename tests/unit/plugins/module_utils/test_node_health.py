@@ -205,3 +205,30 @@ def test_instance_id_of(provider_id, expected):
 ])
 def test_instance_id_of_more_provider_id_forms(provider_id, expected):
     assert node_health.instance_id_of(provider_id) == expected
+
+
+def test_a_startup_taint_keeps_a_ready_node_from_validating_and_is_named():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import evaluate, keeping_pods_off
+    node = {"metadata": {"name": "ip-1"}, "spec": {"providerID": "aws:///us-east-1a/i-0001",
+                                                   "taints": [{"key": "node.cilium.io/agent-not-ready", "effect": "NoSchedule"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-25T07:00:00Z"}]}}
+    result = evaluate([node], instance_ids=["i-0001"])
+    assert not result["ok"] and result["not_ready"] == ["ip-1"]
+    assert "tainted node.cilium.io/agent-not-ready:NoSchedule" in result["message"]
+    # the group's own taint is tolerated, and the rollout's own never counts against a node
+    tolerated = [{"key": "node.cilium.io/agent-not-ready", "value": None, "effect": "NoSchedule"}]
+    assert evaluate([node], instance_ids=["i-0001"], tolerated_taints=tolerated)["ok"]
+    assert keeping_pods_off([{"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"},
+                             {"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoExecute"},
+                             {"key": "soft", "effect": "PreferNoSchedule"}]) == ["ebs.csi.aws.com/agent-not-ready:NoExecute"]
+    # not checked when the validation does not ask for schedulable nodes
+    assert evaluate([node], instance_ids=["i-0001"], schedulable=False)["ok"]
+
+
+def test_group_taints_are_those_every_node_carries():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import group_taints
+    gpu = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    startup = {"key": "node.cilium.io/agent-not-ready", "value": None, "effect": "NoSchedule"}
+    assert group_taints([{"taints": [gpu]}, {"taints": [gpu, startup]}]) == [gpu]
+    assert group_taints([{"taints": [startup]}, {"taints": []}]) == []
+    assert group_taints([]) == []

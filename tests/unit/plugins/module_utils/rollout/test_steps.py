@@ -620,3 +620,63 @@ def test_a_cancel_keeps_giving_back_the_not_ready_node_it_drained_rather_than_an
         inst("u1", az="a", ready=False, cordoned=True, drained=70)]
     third = cancel(later, outdated, size=4, unavailable=1, owed=1, delay=60)
     assert third["action"] == "run" and third["terminate"] == ["u1"] and third["decrement"] == 1
+
+
+# Capacity is what can take the pods: a NoSchedule/NoExecute taint of another owner keeps a node from counting.
+STARTUP = {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoSchedule"}
+DEDICATED = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+OURS = {"key": "nodeops.rollout/outdated", "value": "true", "effect": "NoSchedule"}
+
+
+def tainted(instances, *taints):
+    for instance in instances:
+        instance["node"]["taints"] = list(instance["node"]["taints"]) + list(taints)
+    return instances
+
+
+def test_new_nodes_with_a_startup_taint_are_waited_for_not_counted():
+    # 4 old nodes tainted by the rollout, 4 surge nodes whose CNI has not lifted its startup taint yet
+    group = tainted(old(4), OURS) + tainted(new(4), STARTUP)
+    result = step(group, ids_of(group[:4]), 4, unavailable=1, owed=4)
+    # only the 4 old nodes can take pods: the floor of 3 lets one drain, and nothing of the surge counts
+    assert result["capacity"] == 4 and result["budget"] == 1
+    # nothing up to date takes pods yet: the step waits for the surge, it drains nothing beside it
+    assert result["booting"] == 4 and result["drain"] == [] and result["action"] == "wait"
+    # once the taint is lifted the surge serves: 8 nodes over a floor of 3
+    for instance in group[4:]:
+        instance["node"]["taints"] = []
+    lifted = step(group, ids_of(group[:4]), 4, unavailable=1, owed=4)
+    assert lifted["capacity"] == 8 and lifted["booting"] == 0 and len(lifted["drain"]) == 4
+
+
+def test_without_room_read_a_startup_tainted_surge_is_no_canary_pass():
+    # nothing up to date can take pods: the canary waits for the new nodes instead of draining beside them
+    group = old(3) + tainted(new(1), STARTUP)
+    result = step(group, ids_of(group[:3]), 3, unavailable=1, owed=1)
+    assert result["drain"] == [] and result["action"] == "wait"
+    assert "1 new instance(s) to become Ready nodes" in " ".join(result["waiting_for"])
+
+
+def test_an_operator_taint_on_an_old_node_takes_it_out_of_the_capacity():
+    # surge 0: 4 old nodes, one dedicated to infra pods; 3 can take the pods to move, against a floor of 3
+    group = old(4)
+    tainted(group[:1], DEDICATED)
+    result = step(group, ids_of(group), 4, unavailable=1, canary=False)
+    assert result["capacity"] == 3 and result["budget"] == 0
+    # the dedicated node costs the floor nothing: it alone is drained; no node that takes pods is
+    assert [entry["node"] for entry in result["drain"]] == ["n-o0"]
+
+
+def test_the_groups_own_taint_is_tolerated():
+    # a GPU pool: every node registers with the pool's taint, which its pods tolerate
+    gpu = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    group = tainted(old(3) + new(3), gpu)
+    result = step(group, ids_of(group[:3]), 3, unavailable=1, owed=3)
+    assert result["capacity"] == 6 and result["tolerated_taints"] == [gpu]
+    assert len(result["drain"]) == 3
+
+
+def test_a_prefer_no_schedule_taint_keeps_a_node_in_the_capacity():
+    group = old(3) + tainted(new(1), dict(STARTUP, effect="PreferNoSchedule"))
+    result = step(group, ids_of(group[:3]), 3, unavailable=1, owed=1)
+    assert result["capacity"] == 4 and result["booting"] == 0
