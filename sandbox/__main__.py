@@ -2,6 +2,7 @@
 
     python -m sandbox up --state-dir DIR [--nodes 6] [--azs 3] [--groups 1] [--speed F] [--detach]
                          [--kube embedded|reference [--rbac [--rbac-file FILE]]] [--workload FILE ...]
+                         [--startup-taint KEY[=VALUE]:EFFECT[@SECONDS|@never] ...]
     python -m sandbox down --state-dir DIR
     python -m sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
     python -m sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
@@ -95,6 +96,16 @@ def _check_up_args(args):
             sys.exit("--rbac-file: no such file: %s" % args.rbac_file)
     if args.rbac and args.kube != "reference":
         sys.exit("--rbac needs --kube reference: the embedded API server has no authorizer")
+    from .startup_taints import parse_cli_taint  # pylint: disable=import-outside-toplevel
+    args.startup_taints = []
+    for text in args.startup_taint or []:
+        try:
+            taint = parse_cli_taint(text)
+        except ValueError as exc:
+            sys.exit("%s (KEY[=VALUE]:EFFECT[@SECONDS|@never], such as node.cilium.io/agent-not-ready:NoSchedule@30)" % exc)
+        if any((t["key"], t["effect"]) == (taint["key"], taint["effect"]) for t in args.startup_taints):
+            sys.exit("--startup-taint: %s:%s is given twice" % (taint["key"], taint["effect"]))
+        args.startup_taints.append(taint)
 
 
 def cmd_up(args):
@@ -114,7 +125,7 @@ def cmd_up(args):
         return _up_detached(args, state_dir)
     from .cluster import Sandbox  # pylint: disable=import-outside-toplevel
     sandbox = Sandbox(state_dir, nodes=args.nodes, azs=args.azs, groups=args.groups, speed=args.speed, kube=args.kube,
-                      rbac=args.rbac, rbac_file=args.rbac_file, iam=args.iam)
+                      rbac=args.rbac, rbac_file=args.rbac_file, iam=args.iam, startup_taints=args.startup_taints)
 
     def _stop(*_):
         sandbox.stop()
@@ -150,6 +161,8 @@ def _up_detached(args, state_dir):
         cmd.append("--iam")
     for w in args.workload or []:
         cmd += ["--workload", os.path.abspath(w)]
+    for t in args.startup_taint or []:
+        cmd += ["--startup-taint", t]
     log_path = os.path.join(state_dir, "sandbox.log")
     # from the repository root, where python -m finds the sandbox package, whatever directory up was run from
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -370,6 +383,10 @@ def main(argv=None):
                     help="with --rbac (implied), apply this file's RBAC objects instead of docs/rbac.yaml; it must "
                          "define the ServiceAccount nodeops-rollout/nodeops-rollout")
     up.add_argument("--workload", action="append", help="YAML created through the Kubernetes API once nodes are Ready")
+    up.add_argument("--startup-taint", action="append", metavar="KEY[=VALUE]:EFFECT[@SECONDS|@never]",
+                    help="a taint every node that joins after the start registers with, lifted by its agent SECONDS "
+                         "simulated seconds after the node turned Ready (default 10), or never; repeatable "
+                         "(sandbox/startup_taints.py)")
     up.add_argument("--detach", action="store_true", help="run in the background; 'down' stops it")
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for a detached start")
     up.set_defaults(func=cmd_up)

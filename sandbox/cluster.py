@@ -13,6 +13,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import report as report_mod
+from . import startup_taints as startup_taints_mod
 from .aws import AwsSandbox
 from .clock import Clock
 from .events import EventLog
@@ -40,7 +41,7 @@ class Sandbox:
                  boot_seconds=40.0, node_register_seconds=5.0, node_ready_seconds=10.0,
                  pod_start_seconds=3.0, pod_ready_seconds=2.0, pod_shutdown_seconds=2.0,
                  instance_type="m5.large", allocatable=None, kube="embedded", rbac=False, rbac_file=None,
-                 iam=False):
+                 iam=False, startup_taints=()):
         if nodes < 1:
             raise SandboxError("nodes must be at least 1, got %r" % (nodes,))
         if not 1 <= azs <= 6:
@@ -53,6 +54,9 @@ class Sandbox:
             raise SandboxError("rbac needs the reference backend (kube='reference'): the embedded API server has no "
                                "authorizer")
         self.kube = kube
+        # startup taints every group's nodes register with once the sandbox is up (the nodes of its start have none)
+        self.initial_startup_taints = startup_taints_mod.check_taints(list(startup_taints or ()), "startup_taints")
+        self.startup_taints = None
         # RBAC enforced for the collection: the API server authorizes with Node,RBAC, the RBAC objects of rbac_file
         # (docs/rbac.yaml by default) are applied, and the collection's kubeconfig (collection_kubeconfig_path)
         # authenticates as their ServiceAccount; the sandbox's own clients keep system:masters
@@ -95,10 +99,11 @@ class Sandbox:
             iam_mod.install()
             self.collection_keys = iam_mod.create_user(self.aws_client("iam"), iam_mod.docs_policy())
         self.hold = self.aws.hold = Hold(self.events)
+        self.startup_taints = startup_taints_mod.StartupTaints(self.clock, self.events, lambda: list(self.aws.groups()))
         if self.kube == "reference":
             from .reference import ReferenceKube  # pylint: disable=import-outside-toplevel
             self.reference = ReferenceKube(self.state_dir, self.clock, self.events, self.aws.instances, self.cfg,
-                                           rbac=self.rbac).start()
+                                           rbac=self.rbac, startup_taints=self.startup_taints).start()
             if self.rbac:
                 self.reference.apply_rbac(self.rbac_file)
                 self.reference.service_account_kubeconfig(self.collection_kubeconfig_path)
@@ -106,7 +111,8 @@ class Sandbox:
             self.store = Store(self.clock, self.events)
             for ns in SYSTEM_NAMESPACES:
                 self.store.create("namespaces", {"metadata": {"name": ns}}, client=SETUP_CLIENT)
-            self.controllers = Controllers(self.store, self.clock, self.events, self.aws.instances, self.cfg)
+            self.controllers = Controllers(self.store, self.clock, self.events, self.aws.instances, self.cfg,
+                                           startup_taints=self.startup_taints)
             self.controllers.start()
             self.api = KubeApiServer(self.store, self.clock, self.events)
             self.api.start()
@@ -118,12 +124,15 @@ class Sandbox:
         self.load_balancers = LoadBalancerController(self.clock, self.aws, self.node_objects, services=self.service_objects,
                                                      set_status=self.set_service_status, network=self.info).start()
         self._write_client_files()
+        self._start_startup_agent()
         self.apply_file(SYSTEM_WORKLOAD)
         self.wait_ready(ready_timeout)
         for path in workloads:
             self.apply_file(path)
         if workloads:
             self.wait_pods_ready(ready_timeout)
+        if self.initial_startup_taints:   # for the nodes that join from now on
+            self.startup_taints.configure({"group": startup_taints_mod.EVERY_GROUP, "taints": self.initial_startup_taints})
         # the report's window starts here when no rollout client made a request: start-up is not a rollout
         self.events.emit("sandbox.ready", nodes=self.expected_nodes(), groups=[g["name"] for g in self.info.get("groups") or []])
         self._start_control()
@@ -131,7 +140,8 @@ class Sandbox:
         return self
 
     def stop(self):
-        for part in (self._control, self.load_balancers, self.api, self.controllers, self.reference, self.aws):
+        for part in (self._control, self.startup_taints, self.load_balancers, self.api, self.controllers, self.reference,
+                     self.aws):
             if part is None:
                 continue
             try:
@@ -178,6 +188,29 @@ class Sandbox:
             utils.create_from_yaml(api_client, path)
         finally:
             api_client.close()
+
+    def _start_startup_agent(self):
+        """The node agents that lift startup taints (``startup_taints.py``), through the backend's API server."""
+        from .reference.rest import Rest  # pylint: disable=import-outside-toplevel
+        if self.reference:
+            with open(self.kubeconfig_path, encoding="utf-8") as fh:
+                config = json.load(fh)
+            cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+            rest = Rest(cluster["server"], user["token"], cluster.get("certificate-authority"), startup_taints_mod.AGENT_CLIENT)
+
+            def get_node(name):
+                with self.reference.observer.lock:
+                    return self.reference.observer.cache["nodes"].get(name)
+        else:
+            rest = Rest(self.api.url, "sandbox-token", None, startup_taints_mod.AGENT_CLIENT)
+
+            def get_node(name):
+                return self.store.try_get("nodes", None, name)
+        self.startup_taints.start(get_node, rest)
+
+    def set_startup_taints(self, body):
+        """``POST /startup-taints`` (``startup_taints.StartupTaints.configure``)."""
+        return self.startup_taints.configure(body)
 
     # ---- waiting -----------------------------------------------------------------------------
     def expected_nodes(self):
@@ -372,6 +405,8 @@ class Sandbox:
                     self._send(200, sandbox.report(prefix))
                 elif self.path == "/hold":
                     self._send(200, sandbox.hold.status())
+                elif self.path == "/startup-taints":
+                    self._send(200, sandbox.startup_taints.status())
                 elif self.path == "/health":
                     self._send(200, {"ok": True})
                 else:
@@ -401,6 +436,13 @@ class Sandbox:
                         self._send(400, {"error": str(exc)})
                         return
                     self._send(200, {"ok": True})
+                elif self.path == "/startup-taints":
+                    try:
+                        answer = sandbox.set_startup_taints(body)
+                    except (TypeError, ValueError) as exc:
+                        self._send(400, {"error": str(exc)})
+                        return
+                    self._send(200, dict(answer, ok=True))
                 elif self.path in ("/hold", "/hold/release"):
                     try:
                         if sandbox.reference and self.path == "/hold" and (body.get("match") or {}).get("api") != "aws":

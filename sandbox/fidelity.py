@@ -185,6 +185,9 @@ def scenario(handle):
                               content_type="application/merge-patch+json")
     out["a taint with an unknown effect"] = status_of(code, patched)
 
+    # a pod whose readiness takes sandbox.nodeops.io/ready-seconds: 20 simulated seconds after it started
+    out["a pod with ready-seconds 20"] = _ready_seconds(handle, rest, nodes[1 % len(nodes)])
+
     # watch: a change is seen at a newer resourceVersion; a version long gone is answered 410
     listing = rest.get(PODS)
     since = listing["metadata"]["resourceVersion"]
@@ -217,6 +220,22 @@ def scenario(handle):
     out["invariant report: the pods"] = {
         k: sorted(d["pod"] for d in report[k + "_details"]) for k in ("pdb_violation", "killed_without_eviction", "deleted_without_eviction")}
     return out
+
+
+def _ready_seconds(handle, rest, node, seconds=20):
+    """A pod annotated ``sandbox.nodeops.io/ready-seconds`` beside one that is not, both started at once on ``node``:
+    the annotated one is not Ready before ``seconds`` simulated seconds from its creation (a bound the machine's pace
+    cannot break: a slower machine only makes it later), and after the other one."""
+    rest.call("POST", PODS, _pod("slow", {"app": "slow"}, annotations={"sandbox.nodeops.io/ready-seconds": str(seconds)},
+                                 node=node, grace=0))
+    rest.call("POST", PODS, _pod("quick", {"app": "quick"}, node=node, grace=0))
+    wait_until("the slow pod to be Ready", lambda: _ready(rest, "slow") and _ready(rest, "quick"))
+    events = handle.events()
+
+    def at(kind, name):
+        return min(e["t"] for e in events if e["kind"] == kind and e.get("pod") == "%s/%s" % (NS, name))
+    return {"not Ready before %d simulated s" % seconds: at("pod.ready", "slow") - at("pod.created", "slow") >= seconds,
+            "Ready after the pod without the annotation": at("pod.ready", "slow") > at("pod.ready", "quick")}
 
 
 def _watch_expired(rest):

@@ -10,13 +10,16 @@ itself up (the ``sandbox.ready`` event: nodes Ready, start-up workloads Ready), 
 in a log without one.
 Pods that existed when the window opened (DaemonSet pods aside: they never move) are *pre-existing*.
 
-A node is *Ready schedulable* (``min_ready_schedulable_nodes``, ``ready_schedulable_nodes_at_start``) while it is
-Ready, not cordoned (``spec.unschedulable``) and carries no taint with effect ``NoSchedule`` or ``NoExecute``, of
-any key: the scheduler places no new pod on it then, whether the taint is the rollout's
-``nodeops.rollout/outdated``, the node controller's ``node.kubernetes.io/not-ready`` or another owner's. A
+A node is *Ready schedulable* (``min_ready_schedulable_nodes``, ``ready_schedulable_nodes_at_start``): a node counts
+when it is Ready, not cordoned, and has no NoSchedule/NoExecute taint (``spec.unschedulable`` is the cordon; a taint
+of any key counts: the scheduler places no new pod on the node then, whether the taint is the rollout's
+``nodeops.rollout/outdated``, the node controller's ``node.kubernetes.io/not-ready``, a startup taint a node joined
+with until its agent lifts it, such as Cilium's ``node.cilium.io/agent-not-ready``, or an operator's). A
 ``PreferNoSchedule`` taint leaves the node schedulable (the scheduler only avoids it). Taints are read from the
-``node.taints`` events (each taint a ``key=value:Effect`` string; the event carries the node's whole list).
-A deleted node counts for nothing.
+``node.taints`` events (each taint a ``key=value:Effect`` string; the event carries the node's whole list), written
+when a node registers with taints and whenever they change. A deleted node counts for nothing.
+``ready_schedulable_nodes_at_start`` is, per group, N, the nodes that could take pods when the window started;
+``min_ready_schedulable_nodes`` the fewest within the window.
 """
 
 import collections

@@ -217,6 +217,17 @@ def state_name(instance, now):
 # EC2
 # --------------------------------------------------------------------------------------------------
 
+def _user_data_text(instance):
+    """An instance's user data as text (moto keeps it base64), or None."""
+    data = getattr(instance, "user_data", None)
+    if data is None:
+        return None
+    try:
+        return data.decode() if hasattr(data, "decode") else str(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
 def _patch_run_instances():
     original = ec2_instances.InstanceBackend.run_instances
 
@@ -258,6 +269,9 @@ def _patch_run_instances():
                 "launch_time": round(now, 3) if now is not None else None,
                 "group": group,
                 "launch_template": {"id": lt_record["id"], "version": lt_record["version"]} if lt_record else {"id": None, "version": None},
+                # what its kubelet is started with (the launch template version's, when it launched from one): the
+                # startup taints of --register-with-taints (sandbox/startup_taints.py)
+                "user_data": _user_data_text(instance),
             }
             instance._sb_info = info  # pylint: disable=protected-access
             if ctx is not None:

@@ -87,6 +87,14 @@ def _read_env_file(path):
 KUBE_ENV = "NODEOPS_SANDBOX_KUBE"
 
 
+def startup_taint_flag(taint):
+    """``{"key", "value"?, "effect", "lift_after"}`` as ``up --startup-taint`` takes it: ``KEY[=VALUE]:EFFECT@SECONDS``
+    or ``@never``."""
+    lift = taint.get("lift_after", 10.0)
+    return "%s%s:%s@%s" % (taint["key"], "=" + taint["value"] if taint.get("value") else "", taint["effect"],
+                           "never" if lift is None else "%g" % lift)
+
+
 class SandboxHandle:
     def __init__(self, state_dir):
         self.state_dir = state_dir
@@ -100,10 +108,12 @@ class SandboxHandle:
     # ---- life cycle ----------------------------------------------------------------------------
     @classmethod
     def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180, kube=None, rbac=False,
-              rbac_file=None, iam=False):
+              rbac_file=None, iam=False, startup_taints=None):
         """Start a sandbox; ``kube`` defaults to $NODEOPS_SANDBOX_KUBE (the test command's reference stage sets it to
         ``reference``), else ``embedded``. ``rbac`` (reference backend only) enforces docs/rbac.yaml, or ``rbac_file``,
-        on the collection (``up --rbac``)."""
+        on the collection (``up --rbac``). ``startup_taints`` (``[{"key", "value"?, "effect", "lift_after": simulated
+        seconds or None for never}]``): every node that joins any group after the start registers with them (the nodes
+        of the start do not), ``up --startup-taint``."""
         kube = kube or os.environ.get(KUBE_ENV) or "embedded"
         cmd = [sys.executable, "-m", "sandbox", "up", "--state-dir", state_dir, "--detach",
                "--nodes", str(nodes), "--azs", str(azs), "--groups", str(groups), "--speed", str(speed),
@@ -116,6 +126,8 @@ class SandboxHandle:
             cmd.append("--iam")
         for w in workloads:
             cmd += ["--workload", w]
+        for taint in startup_taints or ():
+            cmd += ["--startup-taint", startup_taint_flag(taint)]
         subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout + 30)
         return cls(state_dir)
 
@@ -225,6 +237,25 @@ class SandboxHandle:
     def publish_parameter(self, name, value):
         """Publish an SSM parameter under ``/aws/service/`` as AWS does (EKS's recommended AMI of a Kubernetes version)."""
         return self._control("/ssm/publish", {"name": name, "value": value})
+
+    def startup_taints(self, group, taints, version=None):
+        """Nodes of ``group`` (``"*"``: every group) that register from now on, of its launch template version
+        ``version`` only when given, join with ``taints``: ``[{"key", "value" (optional), "effect", "lift_after":
+        simulated seconds after the node turned Ready, or None for never}]``; their agent lifts each when due. An empty
+        list removes the rule. ``POST /startup-taints``; returns the sandbox's rules and pending lifts."""
+        body = {"group": group, "taints": list(taints)}
+        if version is not None:
+            body["version"] = version
+        return self._control("/startup-taints", body)
+
+    def user_data_taint_lifts(self, lifts):
+        """When the agents lift the taints nodes register with from their user data (``--register-with-taints``), by
+        key: ``{key: simulated seconds after Ready, or None for never}`` (the default: 10 s)."""
+        return self._control("/startup-taints", {"user_data_lift_after": dict(lifts)})
+
+    def startup_taint_status(self):
+        """The rules, the user-data lift delays and the lifts still pending per node (``GET /startup-taints``)."""
+        return self._control("/startup-taints")
 
     def hold(self, **spec):
         """Arm the sandbox's hold (``sandbox/hold.py``): the matching request of the collection is stopped before

@@ -16,8 +16,9 @@ KUBE_FAULTS = ("k8s_429", "k8s_5xx", "k8s_down", "eviction_latency", "unreachabl
 
 
 class ReferenceKube:
-    def __init__(self, state_dir, clock, events, instances_fn, cfg, rbac=False):
+    def __init__(self, state_dir, clock, events, instances_fn, cfg, rbac=False, startup_taints=None):
         self.state_dir = state_dir
+        self.startup_taints = startup_taints
         self.rbac = rbac
         self.clock = clock
         self.events = events
@@ -50,7 +51,7 @@ class ReferenceKube:
         self.observer = Observer(self.plane.rest(CLIENT), self.plane.audit_log, self.events).start()
         self.bridge = Bridge(self.plane.rest("sandbox-bridge"), self.clock, self.instances_fn,
                              self.cfg.node_register_seconds, self.cfg.node_allocatable, self.kubelet_version,
-                             self.events).start()
+                             self.events, startup_taints=self.startup_taints).start()
         self._wait_default_namespace()
         return self
 

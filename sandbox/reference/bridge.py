@@ -19,8 +19,10 @@ CLIENT = "sandbox-bridge"
 
 
 class Bridge:
-    def __init__(self, rest, clock, instances_fn, register_seconds, allocatable, kubelet_version, events):
+    def __init__(self, rest, clock, instances_fn, register_seconds, allocatable, kubelet_version, events,
+                 startup_taints=None):
         self.rest = rest
+        self.startup_taints = startup_taints   # sandbox.startup_taints.StartupTaints: what nodes register with
         self.clock = clock
         self.instances_fn = instances_fn
         self.register_seconds = register_seconds
@@ -81,7 +83,11 @@ class Bridge:
 
     def _register(self, inst):
         name = inst["private_dns_name"]
-        node = node_object(inst, name, self.clock.timestamp(), self.allocatable, self.kubelet_version)
+        startup = self.startup_taints
+        taints = startup.for_instance(inst) if startup is not None else []
+        if taints is None:
+            return False   # its kubelet does not start (a --register-with-taints it cannot read): no Node, ever
+        node = node_object(inst, name, self.clock.timestamp(), self.allocatable, self.kubelet_version, taints)
         if self._never_ready(inst):
             node["metadata"]["annotations"][NEVER_READY_NODE] = "true"
         try:
@@ -89,7 +95,11 @@ class Bridge:
         except RestError as exc:
             if exc.code != 409:   # already there: registered before this bridge looked
                 raise
+            taints = []
         self.registered[inst["instance_id"]] = name
+        if startup is not None:
+            startup.registered(name, inst, taints)
+        return True
 
     def _remove(self, iid):
         name = self.registered.pop(iid, None)

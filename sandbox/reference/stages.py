@@ -5,8 +5,10 @@ the same proportions.
 - Node: Ready ``node_ready_seconds`` after it registered, unless annotated ``sandbox.nodeops.io/never-ready``
   (the ``nodes_never_ready`` fault); liveness through node Leases (``--node-lease-duration-seconds``).
 - Pod bound to a node: Running (pod IP, containers started, not Ready) ``pod_start_seconds`` later, Ready
-  ``pod_ready_seconds`` after that unless annotated ``sandbox.nodeops.io/ready-seconds: never`` (a readiness
-  probe that never passes); a pod being deleted goes ``pod_shutdown_seconds`` after its deletion started.
+  ``pod_ready_seconds`` after that, or the simulated seconds its annotation ``sandbox.nodeops.io/ready-seconds``
+  says (as the embedded kubelet reads it; kwok's ``delay.durationFrom`` turns it into wall milliseconds through the
+  speed, and falls back to ``pod_ready_seconds`` for a value that is not a number), unless annotated ``never`` (a
+  readiness probe that never passes); a pod being deleted goes ``pod_shutdown_seconds`` after its deletion started.
 """
 
 NEVER_READY_NODE = "sandbox.nodeops.io/never-ready"
@@ -128,7 +130,10 @@ spec:
     - key: '.metadata.annotations["%(ready_annotation)s"]'
       operator: NotIn
       values: [never]
-  delay: {durationMilliseconds: %(pod_ready_ms)d}
+  delay:
+    durationMilliseconds: %(pod_ready_ms)d
+    durationFrom:
+      jq: {expression: '%(ready_delay_jq)s'}
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -162,11 +167,19 @@ spec:
 """
 
 
+def ready_delay_jq(speed):
+    """kwok's ``durationFrom`` of the pod-ready stage: the pod's ``sandbox.nodeops.io/ready-seconds`` (simulated
+    seconds, at least 0) as a Go duration of wall milliseconds at ``speed``; no output (kwok then takes the stage's
+    ``durationMilliseconds``) when the annotation is missing or not a number, as ``tonumber`` fails on it."""
+    return ('.metadata.annotations["%s"] | ([tonumber, 0] | max) * 1000 / %r | round | tostring + "ms"'
+            % (READY_ANNOTATION, float(speed)))
+
+
 def kwok_config(speed, node_ready_seconds, pod_start_seconds, pod_ready_seconds, pod_shutdown_seconds):
     """The YAML kwok reads with ``--config``: the Stages above, delays in wall milliseconds."""
     def wall_ms(sim_seconds):
         return int(round(1000.0 * float(sim_seconds) / float(speed)))
-    values = {"never_ready": NEVER_READY_NODE, "ready_annotation": READY_ANNOTATION,
+    values = {"never_ready": NEVER_READY_NODE, "ready_annotation": READY_ANNOTATION, "ready_delay_jq": ready_delay_jq(speed),
               "node_ready_ms": wall_ms(node_ready_seconds),
               "node_conditions": "".join(_CONDITION % condition for condition in NODE_CONDITIONS), "pod_start_ms": wall_ms(pod_start_seconds),
               "pod_ready_ms": wall_ms(pod_ready_seconds), "pod_shutdown_ms": wall_ms(pod_shutdown_seconds)}

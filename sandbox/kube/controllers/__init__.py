@@ -38,9 +38,10 @@ __all__ = ["Controllers", "ControllerConfig", "Faults"]
 class Controllers(Runtime):
     """Every controller on one loop thread (see :mod:`.runtime`)."""
 
-    def __init__(self, store, clock, events, instances_fn, cfg=None):
+    def __init__(self, store, clock, events, instances_fn, cfg=None, startup_taints=None):
         super().__init__(store, clock, events, cfg or ControllerConfig())
         self.instances_fn = instances_fn
+        self.startup_taints = startup_taints   # sandbox.startup_taints.StartupTaints: what nodes register with
         self.faults = Faults()
         self.recorder = EventRecorder(self)
         # order matters within a pass: ReplicaSets refresh their status before Deployments read it

@@ -70,9 +70,10 @@ def kubelet_version(inst, default):
     return "v%s.%s.0-eks-sandbox" % wanted
 
 
-def node_object(inst, name, ts, allocatable, version):
-    """The Node a kubelet registers for EC2 instance ``inst`` (NotReady, with the not-ready taint), as EKS labels it;
-    its kubelet is at ``version`` unless its AMI's name says another (:func:`kubelet_version`)."""
+def node_object(inst, name, ts, allocatable, version, startup_taints=()):
+    """The Node a kubelet registers for EC2 instance ``inst`` (NotReady, with the not-ready taint and the
+    ``startup_taints`` of ``--register-with-taints``: ``[{key, value?, effect}]``), as EKS labels it; its kubelet is at
+    ``version`` unless its AMI's name says another (:func:`kubelet_version`)."""
     version = kubelet_version(inst, version)
     az = inst.get("az") or ""
     region = region_of(az)
@@ -112,7 +113,8 @@ def node_object(inst, name, ts, allocatable, version):
                                      "node.alpha.kubernetes.io/ttl": "0",
                                      "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
         "spec": {"providerID": "aws:///%s/%s" % (az, iid),
-                 "taints": [{"key": NOT_READY, "effect": "NoSchedule"}]},
+                 "taints": [{"key": NOT_READY, "effect": "NoSchedule"}]
+                 + [{k: t[k] for k in ("key", "value", "effect") if k in t} for t in startup_taints]},
         "status": {
             "capacity": resources, "allocatable": dict(resources), "conditions": conditions,
             "addresses": [{"type": "InternalIP", "address": ip}, {"type": "InternalDNS", "address": name},
@@ -257,10 +259,17 @@ class NodeLifecycle(Controller):
             self.node_of[iid] = name
             self.instance_of[name] = iid
             return False
-        node = node_object(inst, name, self.clock.timestamp(), self.cfg.node_allocatable, self.cfg.kubelet_version)
+        startup = self.ctl.startup_taints
+        taints = startup.for_instance(inst) if startup is not None else []
+        if taints is None:
+            return False   # its kubelet does not start (a --register-with-taints it cannot read): no Node, ever
+        node = node_object(inst, name, self.clock.timestamp(), self.cfg.node_allocatable, self.cfg.kubelet_version,
+                           taints)
         created = self.store.create("nodes", node, client="sandbox-kubelet")
         self.node_of[iid] = name
         self.instance_of[name] = iid
+        if startup is not None:
+            startup.registered(name, inst, taints)
         if self.ctl.faults.node_never_ready(inst):
             self.never_ready.add(name)
         else:
