@@ -52,7 +52,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_events, skew
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback, taking_pods, tolerated_taints
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback, taking_pods
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import (
     binding_target_groups,
@@ -262,7 +262,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
         "marked": marked,
         # the group's own taints (every node carries them), and the nodes that can take pods now: any other NoSchedule
         # or NoExecute taint but the rollout's keeps a node from counting (rollout.steps._serving)
-        "tolerated_taints": tolerated_taints(records) if nodes is not None else [],
+        "tolerated_taints": plan["capacity"]["tolerated_taints"] if nodes is not None else [],
         "taking_pods": taking_pods(records, params.get("taint_key")) if nodes is not None else [],
         "unprotected": autoscaler_unprotected(records, plan["up_to_date"]) if nodes is not None else [],
         "marked_outdated": marked_old,

@@ -707,6 +707,11 @@ node_groups:
           C(instances) (each C(instance_id), C(az), C(node), C(lifecycle_state), C(outdated), C(reasons)) and C(outdated), the
           ids of the warm instances built from another version than the target; the group would launch them as they are, so
           the rollout terminates them before the surge.
+        - C(capacity) - the group's nodes as the capacity floor counts them - C(taking_pods) (node names: Ready, not
+          cordoned, no C(NoSchedule) or C(NoExecute) taint but the rollout's own and the group's own), C(not_counted)
+          (each C(node) and C(why) - C(not Ready), C(cordoned), or C(tainted) with the taints that keep pods off it, a
+          startup taint not lifted yet or an operator's C(dedicated) taint) and C(tolerated_taints) (the group's own
+          taints, which every node carries).
       type: dict
       sample:
         batch_size: 1

@@ -442,9 +442,9 @@ def _failure_message(record, action, rollback_error, kept, resumed):
                      "were drained and terminated, its sizes restored and its state cleared." % (record["target"].get("version") or "?"))
     parts.append(rollback_error or "")
     if not rolled_back and kept:
-        parts.append("%s The group keeps its surge and its nodeops.rollout/* state tags%s, and the old nodes it did not drain "
-                     "take pods again (the rollout's taint and cordon are off them). Fix the cause and run the same playbook "
-                     "again: it resumes from the group's tags%s." % (
+        parts.append("%s The group keeps its surge and its nodeops.rollout/* state tags, the rollout's taint and cordon are "
+                     "off the old nodes it did not drain%s. Fix the cause and run the same playbook again: it resumes from the "
+                     "group's tags%s." % (
                          serving_line(stop.get("taking_pods")),
                          ", and the processes this rollout suspended were resumed" if resumed else "",
                          ", or roll the group back with the playbook nodeops.rollout.rollback" if action == "rollout" else ""))

@@ -24,7 +24,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
     warm_instances,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import checkpoint_counts, decrement_for, wave_sizes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import capacity_view, checkpoint_counts, decrement_for, wave_sizes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import instance_target_groups, plan_target_groups
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, ceil_percent, int_at_least, is_int, parse_duration
 
@@ -205,7 +205,8 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node", "outdated",
     "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks", "warm_pool": None
     or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance ids]},
-    "bake_seconds", "checkpoints"}`` (``taint_effect``: :func:`outdated_taint_effect` of the requested one;
+    "bake_seconds", "checkpoints", "capacity": {"taking_pods", "not_counted", "tolerated_taints"}}`` (``capacity``:
+    :func:`rollout.steps.capacity_view`; ``taint_effect``: :func:`outdated_taint_effect` of the requested one;
     ``target_groups``: :func:`rollout.targets.plan_target_groups`; each batch also says the ``hold_seconds`` after it,
     its bake time or checkpoint wait). ``surge_choices`` prices the surge the plan uses, EKS's default and 100 %, each
     by the waves the rollout would drain at it (:func:`surge_costs`).
@@ -289,12 +290,17 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         "bake_seconds": bake_seconds,
         "checkpoints": [dict(checkpoint, count=max(1, ceil_percent(checkpoint["percent"], group_size)))
                         for checkpoint in checkpoints or ()],
-        "taint_effect": outdated_taint_effect(taint_effect, surge, len(entries)),
+        # once new instances exist (the read after the surge), they are what takes the pods of a hard taint: a surge the
+        # group could not place in full (no capacity in an AZ) leaves the taint soft
+        "taint_effect": outdated_taint_effect(taint_effect, len(up_to_date) if up_to_date else surge, len(entries)),
         "target_groups": plan_target_groups(target_groups),
         "standby": {"policy": standby, "instances": standby_instances(instances, target)},
         "protected": [instance["instance_id"] for instance in outdated if instance.get("protected_from_scale_in")],
         "termination_hooks": [dict(hook) for hook in termination_hooks or ()],
         "warm_pool": _warm_pool(warm_pool, target),
+        # the nodes that can take pods now, and those that cannot (not Ready, cordoned, a taint the pods do not tolerate):
+        # the floor keeps group_size - batch_size of the first
+        "capacity": capacity_view(instances),
     }
 
 

@@ -169,10 +169,23 @@ _STANDBY_FATE = {
 }
 
 
+def capacity_line(plan):
+    """The nodes that cannot take pods now, when there are any (the floor counts only those that can), or None."""
+    capacity = plan.get("capacity") or {}
+    not_counted = capacity.get("not_counted") or []
+    if not not_counted:
+        return None
+    able = len(capacity.get("taking_pods") or [])
+    floor = max(0, int(plan.get("group_size") or 0) - int(plan.get("batch_size") or plan.get("max_unavailable") or 0))
+    return ("%d of %d node(s) can take pods now, the floor keeps at least %d of them; not counted: %s"
+            % (able, able + len(not_counted), floor,
+               "; ".join("%s (%s)" % (entry["node"], entry["why"]) for entry in not_counted)))
+
+
 def group_state_lines(plan):
-    """The group's states a rollout treats apart, one line each: instances in Standby, termination lifecycle hooks, the warm
-    pool, instances protected from scale in."""
-    lines = []
+    """The group's states a rollout treats apart, one line each: nodes that cannot take pods, instances in Standby,
+    termination lifecycle hooks, the warm pool, instances protected from scale in."""
+    lines = [line for line in [capacity_line(plan)] if line]
     standby = plan.get("standby") or {}
     instances = standby.get("instances") or []
     if instances:

@@ -99,10 +99,31 @@ def _serving(node, tolerated=(), own_keys=()):
 def taking_pods(instances, taint_key=None):
     """The nodes of ``instances`` (the group's, leaving ones aside) that can take pods now, by :func:`_serving`'s rule,
     sorted: what a message that says the group keeps serving counts."""
+    return capacity_view(instances, taint_key)["taking_pods"]
+
+
+def capacity_view(instances, taint_key=None):
+    """The group's capacity as the floor counts it: ``{"taking_pods": [node names], "not_counted": [{"node", "why"}],
+    "tolerated_taints"}``; ``why`` is ``not Ready``, ``cordoned`` or ``tainted <key=value:Effect, ...>`` (a taint that
+    keeps the pods to move off the node, :func:`_serving`). Instances leaving the group, or with no node, are neither."""
     tolerated = tolerated_taints(instances)
     own_keys = (taint_key,) if taint_key else ()
-    return sorted(_node(instance)["name"] for instance in instances
-                  if not _leaving(instance) and _serving(_node(instance), tolerated, own_keys))
+    able, not_counted = [], []
+    for instance in instances:
+        node = _node(instance)
+        if node is None or _leaving(instance):
+            continue
+        if _serving(node, tolerated, own_keys):
+            able.append(node["name"])
+        elif not node.get("ready"):
+            not_counted.append({"node": node["name"], "why": "not Ready"})
+        elif not node.get("schedulable"):
+            not_counted.append({"node": node["name"], "why": "cordoned"})
+        else:
+            not_counted.append({"node": node["name"], "why": "tainted %s" % ", ".join(
+                keeping_pods_off(node.get("taints"), tolerated, own_keys))})
+    return {"taking_pods": sorted(able), "not_counted": sorted(not_counted, key=lambda entry: entry["node"]),
+            "tolerated_taints": tolerated}
 
 
 def tolerated_taints(instances):

@@ -258,7 +258,20 @@ def test_a_failed_group_s_words_say_where_it_stopped_what_is_kept_and_what_to_do
     rolled = apply(dict(apply(record, "target", target={"version": 4}), status="rolled back"), "failed", now=at(5),
                    failed_task="hook", message="bad.", action="rollout", kept=True)
     assert rolled["status"] == "rolled back" and "rolled back at 'hook': bad. The group was rolled back to launch template version 4" in \
-        rolled["failure_message"] and "keeps serving" not in rolled["failure_message"]
+        rolled["failure_message"] and "can take pods" not in rolled["failure_message"]
+
+
+def test_a_failed_group_says_how_many_of_its_nodes_can_take_pods_as_read_never_assumed():
+    record = apply(None, "start", now=T0, name="ng")
+    kwargs = dict(now=at(5), reason="drain", failed_task="drain", message="stuck.", action="rollout", kept=True)
+    serving = apply(record, "failed", taking_pods=["n1", "n2"], **kwargs)["failure_message"]
+    assert "2 node(s) of the group can take pods now: n1, n2." in serving
+    assert "the rollout's taint and cordon are off the old nodes it did not drain" in serving
+    # none can: said plainly, with what it means for the pods
+    assert "No node of the group can take pods now" in apply(record, "failed", taking_pods=[], **kwargs)["failure_message"]
+    # not read: nothing is claimed
+    unread = apply(record, "failed", **kwargs)["failure_message"]
+    assert "could not be read after the failure" in unread and "can take pods now" not in unread
 
 
 @pytest.mark.parametrize("goal, phase, words", [

@@ -680,3 +680,12 @@ def test_a_prefer_no_schedule_taint_keeps_a_node_in_the_capacity():
     group = old(3) + tainted(new(1), dict(STARTUP, effect="PreferNoSchedule"))
     result = step(group, ids_of(group[:3]), 3, unavailable=1, owed=1)
     assert result["capacity"] == 4 and result["booting"] == 0
+
+
+def test_the_capacity_view_names_every_node_the_floor_does_not_count_and_why():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import capacity_view
+    group = old(2) + [inst("x", ready=False), inst("y", cordoned=True)] + tainted(new(1), STARTUP) + tainted(new(1, prefix="v"), OURS)
+    view = capacity_view(group)
+    assert view["taking_pods"] == ["n-o0", "n-o1", "n-v0"]
+    assert view["not_counted"] == [{"node": "n-u0", "why": "tainted node.cilium.io/agent-not-ready=true:NoSchedule"},
+                                   {"node": "n-x", "why": "not Ready"}, {"node": "n-y", "why": "cordoned"}]
