@@ -10,6 +10,8 @@
                             [--k8s-forbid RESOURCE=VERB[,VERB]]
                             [--nodes-never-ready | --nodes-ready] [--eviction-latency SECONDS] [--unreachable-node NODE]
                             [--seed N] [--clear]
+    python -m sandbox startup-taints --state-dir DIR [--group G [--version N] [--taint KEY[=VALUE]:EFFECT[@SECONDS|@never] ...]]
+                                     [--user-data-lift KEY=SECONDS|never ...]
     python -m sandbox apply --state-dir DIR FILE [FILE ...]
     python -m sandbox show --state-dir DIR
 
@@ -282,6 +284,46 @@ def cmd_fault(args):
     return 0
 
 
+def cmd_startup_taints(args):
+    st = _running_state(os.path.abspath(args.state_dir))
+    if not st:
+        sys.exit("no sandbox running in %s" % os.path.abspath(args.state_dir))
+    from .startup_taints import parse_cli_taint  # pylint: disable=import-outside-toplevel
+    body = {}
+    if args.group is not None:
+        body["group"] = args.group
+        body["taints"] = []
+        for text in args.taint or []:
+            try:
+                body["taints"].append(parse_cli_taint(text, "--taint"))
+            except ValueError as exc:
+                sys.exit("%s (KEY[=VALUE]:EFFECT[@SECONDS|@never])" % exc)
+        if args.version is not None:
+            body["version"] = args.version
+    elif args.taint or args.version is not None:
+        sys.exit("--taint and --version need --group (a group's name, or '*' for every group)")
+    if args.user_data_lift:
+        lifts = {}
+        for item in args.user_data_lift:
+            key, sep, value = item.partition("=")
+            if not sep:
+                sys.exit("--user-data-lift: %r is not KEY=SECONDS or KEY=never" % item)
+            try:
+                lifts[key] = None if value == "never" else float(value)
+            except ValueError:
+                sys.exit("--user-data-lift: %r is not KEY=SECONDS or KEY=never" % item)
+        body["user_data_lift_after"] = lifts
+    answer = _post(st["control_url"] + "/startup-taints", body) if body else _get(st["control_url"] + "/startup-taints")
+    answer.pop("ok", None)
+    print(json.dumps(answer, indent=2, sort_keys=True))
+    return 0
+
+
+def _get(url, timeout=30):
+    with urllib.request.urlopen(url, timeout=timeout) as resp:  # nosec - loopback control endpoint
+        return json.loads(resp.read() or b"{}")
+
+
 def cmd_apply(args):
     st = _running_state(os.path.abspath(args.state_dir))
     if not st:
@@ -424,6 +466,19 @@ def main(argv=None):
     fault.add_argument("--seed", type=int)
     fault.add_argument("--clear", action="store_true", help="clear every fault first")
     fault.set_defaults(func=cmd_fault)
+
+    startup = sub.add_parser("startup-taints", help="set the taints nodes that join from now on register with, or "
+                                                   "print the rules and the lifts still pending (no option)")
+    startup.add_argument("--state-dir", required=True)
+    startup.add_argument("--group", help="an Auto Scaling group's name, or '*' for every group; with no --taint, its "
+                                         "rule is removed")
+    startup.add_argument("--version", type=int, help="only the nodes of this launch template version of the group")
+    startup.add_argument("--taint", action="append", metavar="KEY[=VALUE]:EFFECT[@SECONDS|@never]",
+                         help="a taint of the rule (repeatable), lifted SECONDS simulated seconds after the node turned "
+                              "Ready (default 10), or never")
+    startup.add_argument("--user-data-lift", action="append", metavar="KEY=SECONDS|never",
+                         help="when the taints of this key from user data's --register-with-taints are lifted (repeatable)")
+    startup.set_defaults(func=cmd_startup_taints)
 
     apply_ = sub.add_parser("apply", help="create the objects of YAML files through the Kubernetes API")
     apply_.add_argument("--state-dir", required=True)

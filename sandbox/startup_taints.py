@@ -144,21 +144,20 @@ def check_taints(taints, field="taints"):
     return out
 
 
-def parse_cli_taint(text):
-    """``KEY[=VALUE]:EFFECT[@SECONDS|@never]`` (``up --startup-taint``) as ``{key, value?, effect, lift_after}``; no
-    ``@``: lifted after ``DEFAULT_LIFT_AFTER``."""
+def parse_cli_taint(text, field="--startup-taint"):
+    """``KEY[=VALUE]:EFFECT[@SECONDS|@never]`` (``up --startup-taint``, ``startup-taints --taint``) as ``{key, value?,
+    effect, lift_after}``; no ``@``: lifted after ``DEFAULT_LIFT_AFTER``."""
     spec, at, lift = text.partition("@")
-    taint = parse_taint(spec, "--startup-taint")
+    taint = parse_taint(spec, field)
     if not at:
         taint["lift_after"] = DEFAULT_LIFT_AFTER
     elif lift == "never":
         taint["lift_after"] = None
     else:
         try:
-            taint["lift_after"] = check_lift(float(lift), "--startup-taint")
+            taint["lift_after"] = check_lift(float(lift), field)
         except ValueError:
-            raise ValueError("--startup-taint: after @ comes simulated seconds (a number >= 0) or never, got %r"
-                             % (lift,)) from None
+            raise ValueError("%s: after @ comes simulated seconds (a number >= 0) or never, got %r" % (field, lift)) from None
     return taint
 
 

@@ -160,6 +160,19 @@ def schedulable_at(events, t):
     return build_report([e for e in events if e["t"] < t] + [probe], client_prefix="probe")["ready_schedulable_nodes_at_start"]
 
 
+def logged(box, check):
+    """The event log once ``check(events)`` holds of it."""
+    found = []
+    wait_until("the event log to show it", lambda: check(found.append(box.events()) or found[-1]), timeout=WAIT)
+    return found[-1]
+
+
+def untainted(events, node):
+    """The node's last ``node.taints`` event has no NoSchedule/NoExecute taint."""
+    last = [e for e in events if e["kind"] == "node.taints" and e["node"] == node][-1:]
+    return bool(last) and not [t for t in last[0]["taints"] if not t.endswith(":PreferNoSchedule")]
+
+
 def pinned_pod(box, name, node):
     box.core().create_namespaced_pod("default", {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
@@ -197,7 +210,10 @@ def test_a_joining_node_keeps_pods_off_until_its_agent_lifts_the_taint(box):
     wait_until("the pod scheduled once the taint is lifted", lambda: pod_node(box, "waits-for-cilium")[0] == name,
                timeout=WAIT)
     assert CILIUM not in [key for key, _, _ in node_taints(box, name)]
-    events = box.events()
+    # the reference backend's log follows the API through watches and the audit log: wait until it has caught up
+    events = logged(box, lambda events: first(events, "pod.scheduled", pod="default/waits-for-cilium")
+                    and untainted(events, name)
+                    and any(e["kind"] == "k8s.request" and e.get("client") == "sandbox-startup-agent" for e in events))
     joined = first(events, "node.startup_taints", node=name)
     assert joined["group"] == GROUP_2 and joined["taints"] == ["%s=:NoSchedule" % CILIUM]
     assert joined["lift_after"] == {"%s=:NoSchedule" % CILIUM: 60.0}
@@ -251,7 +267,8 @@ def test_user_data_taints_and_a_versions_rule_apply_to_that_version_only_and_one
     assert startup_taints_of(box, on_new) == [(EBS, None, "NoExecute")]
     assert box.startup_taint_status()["pending"][on_new] == ["%s=:NoExecute" % EBS]
     pinned_pod(box, "waits-for-ebs", on_new)
-    events = box.events()
+    events = logged(box, lambda events: untainted(events, on_one) and [
+        e["taints"] for e in events if e["kind"] == "node.taints" and e["node"] == on_new][-1] == ["%s=:NoExecute" % EBS])
     assert first(events, "node.startup_taint_lifted", node=on_new, taint="%s=:NoExecute" % EBS) is None
     assert first(events, "node.startup_taints", node=on_new)["launch_template_version"] == str(number)
     assert schedulable_at(events, box.now() + 0.01)[GROUP] == 3   # two of the start and the one of version 1
@@ -262,7 +279,7 @@ def test_user_data_taints_and_a_versions_rule_apply_to_that_version_only_and_one
 @pytest.mark.reference
 def test_an_operators_taint_through_the_api_keeps_pods_off_and_counts_the_node_out(box):
     name = sorted(nodes_of(box, GROUP_2))[0]
-    before = schedulable_at(box.events(), box.now() + 0.01)[GROUP_2]
+    before = schedulable_at(logged(box, lambda events: untainted(events, name)), box.now() + 0.01)[GROUP_2]
     box.core().patch_node(name, {"spec": {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]}})
     pinned_pod(box, "not-infra", name)
     wait_until("the taint's event", lambda: first(box.events(), "node.taints", node=name,
@@ -297,3 +314,28 @@ def test_up_refuses_a_startup_taint_it_cannot_read_before_it_starts_anything(tmp
     assert "--startup-taint: effect must be one of NoSchedule, PreferNoSchedule, NoExecute, got 'Soon'" in proc.stdout
     assert "KEY[=VALUE]:EFFECT[@SECONDS|@never]" in proc.stdout
     assert not (tmp_path / "sandbox.json").exists()
+
+
+@pytest.mark.reference
+def test_the_startup_taints_command_sets_a_rule_and_prints_them(box):
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+    from sandbox.drive.handle import ROOT  # pylint: disable=import-outside-toplevel
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "sandbox", "startup-taints", "--state-dir", box.state_dir] + list(args),
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
+    done = cli("--group", GROUP_2, "--version", "1", "--taint", "example.com/agent=down:NoExecute@never",
+               "--user-data-lift", "example.com/other=5")
+    assert done.returncode == 0, done.stdout
+    printed = json.loads(done.stdout)
+    assert {"group": GROUP_2, "version": 1, "taints": [{"key": "example.com/agent", "value": "down", "effect": "NoExecute",
+                                                        "lift_after": None}]} in printed["rules"]
+    assert printed["user_data_lift_after"]["example.com/other"] == 5.0
+    assert json.loads(cli().stdout)["rules"] == printed["rules"]
+    assert cli("--group", GROUP_2, "--version", "1").returncode == 0   # no --taint: the rule is removed
+    assert not [r for r in json.loads(cli().stdout)["rules"] if r["group"] == GROUP_2]
+    refused = cli("--group", GROUP_2, "--taint", "example.com/agent:Later")
+    assert refused.returncode != 0 and "--taint: effect must be one of NoSchedule, PreferNoSchedule, NoExecute" in refused.stdout
+    refused = cli("--group", "nope", "--taint", "example.com/agent:NoSchedule")
+    assert refused.returncode != 0 and "group: 'nope' is not an Auto Scaling group of this sandbox" in refused.stdout
