@@ -26,13 +26,13 @@ description:
     counts as rolling), C(skip) (done in an earlier run, or not started because the run stopped, with the reason) or
     C(gate) (this worker runs the gate after the wave before, then records it with O(action=gate) and claims again).
     A start records O(holder), the identity the cluster's rollout holds its locks with. A cluster still rolling in run
-    O(run) had a worker that stopped before it finished (killed, or its execution node lost): it starts again at once,
+    O(run) had a worker that stopped before it finished (killed, or its execution node lost); it starts again at once,
     and RV(stopped_holder) names the holder of that attempt, whose locks free themselves when their duration runs out.
     The first claim of a run name never seen starts a new run, with its own failure budget; a worker of an older run is
     turned away.
   - O(action=finish) records the cluster's outcome from its O(result) (C(rolling_update_result)); a failure beyond a
     wave's or the run's budget stops the run (no worker starts another cluster; those rolling finish). With O(busy)
-    the cluster is recorded C(busy), not failed (another run held a lock of it): a busy cluster does not count against
+    the cluster is recorded C(busy), not failed (another run held a lock of it); a busy cluster does not count against
     any failure budget, and the next run takes it up.
   - O(action=gate) records the gate decision O(passed) after wave O(wave); O(action=report) reads the ledger.
 options:
