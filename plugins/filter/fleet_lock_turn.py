@@ -21,7 +21,9 @@ description:
   - V(failed) - a lock could not be read.
 options:
   _input:
-    description: The results of M(nodeops.rollout.rollout_lock) (check mode, O(nodeops.rollout.rollout_lock#module:state=acquired)) in a loop over the node groups.
+    description:
+      - The results of M(nodeops.rollout.rollout_lock) in check mode, with
+        O(nodeops.rollout.rollout_lock#module:state=acquired), in a loop over the node groups.
     type: list
     elements: dict
     required: true
@@ -30,7 +32,9 @@ options:
     type: str
     required: true
   stopped_holder:
-    description: The lock holder of this run's earlier attempt on the cluster (C(stopped_holder) of M(nodeops.rollout.fleet_state)'s claim), or null.
+    description:
+      - The lock holder of this run's earlier attempt on the cluster (C(stopped_holder) of
+        M(nodeops.rollout.fleet_state)'s claim), or null.
     type: str
   seen:
     description: The C(seen) of this filter's previous answer in the same wait, V({}) at first.

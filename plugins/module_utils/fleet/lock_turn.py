@@ -33,9 +33,9 @@ def lock_turn(reads, cluster, stopped_holder=None, seen=None, now=None):
     """``{"decision": free | wait | busy | failed, "message", "seen", "wait_seconds"}`` for ``cluster`` from ``reads``,
     the results of ``rollout_lock`` (check mode, state acquired, its failure ignored) for each of its node groups (a
     loop's results, each with its ``item``: the node group). A refusal is ``action`` refuse with the ``holder``; a result
-    with neither a taking action nor a refusal is a lock that could not be read. ``seen``: ``{group: expires_at}`` of the stopped attempt's locks as an earlier read
-    of this wait found them; a later expiry means that attempt renewed its lock since, so it is alive. ``now``: an aware
-    datetime (the wait's length is counted from it)."""
+    with neither a taking action nor a refusal is a lock that could not be read. ``seen``: ``{group: expires_at}`` of
+    the stopped attempt's locks as an earlier read of this wait found them; a later expiry means that attempt renewed its
+    lock since, so it is alive. ``now``: an aware datetime (the wait's length is counted from it)."""
     if not isinstance(reads, list):
         raise lease_lock.LockError("reads: %r is not allowed; use the results of rollout_lock for each node group" % (reads,))
     seen = dict(seen or {})
