@@ -28,8 +28,9 @@ CLUSTERS = ("c-2", "c-3")
 KILLED = "c-2"
 WAVES = [{"name": "first", "clusters": ["c-2"]}, {"name": "second", "clusters": ["c-3"]}]
 NODES, AZS, MAX_UNAVAILABLE = 4, 2, 2
-# the lock's duration: how long the relaunched worker waits at most for the killed run's lock
-LOCK = 30
+# the lock's duration: how long the relaunched worker waits at most for the killed run's lock; long enough that the
+# relaunch reads the lock before it expires however slow the machine starts it
+LOCK = 60
 RUN = "fleet-run-7"
 DEMO = os.path.join(ROOT, "sandbox", "workloads", "demo.yaml")
 LOCK_NAMESPACE = "kube-system"
