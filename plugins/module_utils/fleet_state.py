@@ -82,12 +82,13 @@ def _claim(params, store, sleep, clock):
     def decide(document):
         if document is None or not document["pinned_at"]:
             raise RolloutError("fleet %s has no pinned plan: its workers join it first (action=join)" % params["fleet"])
-        return ledger.claim(document, params["cluster"], params["run"], utc_now(), gate_timeout), document
+        return ledger.claim(document, params["cluster"], params["run"], utc_now(), gate_timeout, holder=params["holder"]), document
 
     (decision, why), document = _waited(store, decide, lambda answer: answer[0] != ledger.WAIT, params, sleep, clock,
                                         "the turn of cluster %s" % params["cluster"])
     entry = document["clusters"].get(params["cluster"]) or {}
     result = {"changed": store.writes > 0, "decision": decision, "reason": why, "node_groups": entry.get("node_groups"),
+              "stopped_holder": entry.get("stopped_holder") if decision == ledger.START else None,
               "fleet": ledger.summary(document)}
     if decision == ledger.GATE:
         wave = entry["wave"] - 1
@@ -99,7 +100,7 @@ def _claim(params, store, sleep, clock):
 
 def _finish(params, store, sleep, clock):  # pylint: disable=unused-argument
     _need(params, "cluster", "run")
-    outcome, reason, after = ledger.outcome_of(params["result"], params["failure"])
+    outcome, reason, after = ledger.outcome_of(params["result"], params["failure"], params["busy"])
     page = report_html_file(params["report_file"]) or None
 
     def decide(document):

@@ -25,10 +25,15 @@ description:
     passed) and fewer than the wave's C(max_concurrency) of its clusters rolling. It answers C(start) (the cluster now
     counts as rolling), C(skip) (done in an earlier run, or not started because the run stopped, with the reason) or
     C(gate) (this worker runs the gate after the wave before, then records it with O(action=gate) and claims again).
+    A start records O(holder), the identity the cluster's rollout holds its locks with. A cluster still rolling in run
+    O(run) had a worker that stopped before it finished (killed, or its execution node lost); it starts again at once,
+    and RV(stopped_holder) names the holder of that attempt, whose locks free themselves when their duration runs out.
     The first claim of a run name never seen starts a new run, with its own failure budget; a worker of an older run is
     turned away.
   - O(action=finish) records the cluster's outcome from its O(result) (C(rolling_update_result)); a failure beyond a
-    wave's or the run's budget stops the run (no worker starts another cluster; those rolling finish).
+    wave's or the run's budget stops the run (no worker starts another cluster; those rolling finish). With O(busy)
+    the cluster is recorded C(busy), not failed (another run held a lock of it); a busy cluster does not count against
+    any failure budget, and the next run takes it up.
   - O(action=gate) records the gate decision O(passed) after wave O(wave); O(action=report) reads the ledger.
 options:
   table:
@@ -89,6 +94,16 @@ options:
     default: []
   run:
     description: The run's name, the same on every worker of one run (the role uses the AWX workflow job's id).
+    type: str
+  holder:
+    description:
+      - With O(action=claim), the identity the cluster's rollout holds its node groups' locks with (the role draws one
+        per attempt with C(nodeops.rollout.run_id)), recorded in the ledger when the cluster starts.
+    type: str
+  busy:
+    description:
+      - With O(action=finish), why the cluster was not rolled - another run holds the lock of one of its node groups. The
+        cluster is then C(busy), not C(failed).
     type: str
   result:
     description: The cluster's C(rolling_update_result), with O(action=finish).
@@ -172,12 +187,20 @@ node_groups:
   returned: action is claim
   type: list
   elements: dict
+stopped_holder:
+  description:
+    - When RV(decision) is C(start) and the cluster was already rolling in this run (its worker stopped before it
+      finished), the lock holder of that attempt, else null.
+  returned: action is claim
+  type: str
 gate:
   description: The gate to run (C(wave), C(name), C(file)) when RV(decision) is C(gate).
   returned: decision is gate
   type: dict
 outcome:
-  description: With O(action=finish), C(succeeded), C(failed) or C(pending) (paused, for a later run).
+  description:
+    - With O(action=finish), C(succeeded), C(failed), C(pending) (paused, for a later run) or C(busy) (another run held
+      its lock, for a later run).
   returned: action is finish
   type: str
 in_plan:
@@ -223,6 +246,8 @@ def argument_spec():
         node_groups=dict(type="list", elements="dict", default=[]),
         targets=dict(type="list", elements="dict", default=[]),
         run=dict(type="str"),
+        holder=dict(type="str"),
+        busy=dict(type="str"),
         result=dict(type="dict"),
         failure=dict(type="str"),
         report_file=dict(type="str"),

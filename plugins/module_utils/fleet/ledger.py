@@ -11,8 +11,10 @@ on a conflict the worker reads again and decides again. So the order of waves, t
 budget hold across every worker, wherever it runs.
 
 A cluster's state is one of :data:`STATES`. ``succeeded`` and ``skipped`` are final; ``failed``, ``pending`` (the
-rollout paused, its maintenance window closed) and ``not started`` (the run stopped before its turn) end the cluster's
-part in the run that set them, and the next run retries it with the same pinned targets. A run is named by its workers
+rollout paused, its maintenance window closed), ``busy`` (another run holds the lock of one of its node groups: the
+rollout did not start, and that is no failure) and ``not started`` (the run stopped before its turn) end the cluster's
+part in the run that set them, and the next run retries it with the same pinned targets. Only ``failed`` counts
+against a failure budget. A run is named by its workers
 (every slice of one AWX job gives the same name); the first claim of a new name starts a new run and its budget, and a
 worker of an older run is turned away.
 """
@@ -24,9 +26,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.report.records imp
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
-STATES = ("waiting", "running", "succeeded", "failed", "pending", "not started", "skipped")
+STATES = ("waiting", "running", "succeeded", "failed", "pending", "busy", "not started", "skipped")
 FINAL = ("succeeded", "skipped")
-ENDED_IN_RUN = ("failed", "pending", "not started")
+ENDED_IN_RUN = ("failed", "pending", "busy", "not started")
+OUTCOMES = ("succeeded", "failed", "pending", "busy")
 START, WAIT, SKIP, GATE = "start", "wait", "skip", "gate"
 # what a group's status in rolling_update_result makes of its cluster
 FAILED_STATUSES = ("failed", "rolled back", "cancelled")
@@ -58,7 +61,8 @@ def join(doc, settings, cluster, wave, worker, worker_hosts, node_groups, before
     doc["clusters"][cluster] = {
         "wave": wave, "node_groups": node_groups, "before": before, "after": [],
         "state": "skipped" if left_out else "waiting", "reason": left_out,
-        "run": None, "attempts": 0, "started_at": None, "finished_at": None, "page": None}
+        "run": None, "attempts": 0, "started_at": None, "finished_at": None, "page": None, "holder": None,
+        "stopped_holder": None}
     complete = [name for name, item in doc["joined"].items() if set(item["hosts"]) <= set(item["joined"])]
     if len(complete) >= settings["workers"]:
         _pin(doc, now)
@@ -161,9 +165,14 @@ def _wave_open(doc, wave, cluster, run, now, gate_timeout):
     return SKIP, "the gate after wave %s failed: %s" % (before["name"], gate["message"])
 
 
-def claim(doc, cluster, run, now, gate_timeout):
+def claim(doc, cluster, run, now, gate_timeout, holder=None):
     """What ``cluster``'s worker does now in run ``run``: ``(START | WAIT | SKIP | GATE, why)``, the document changed
-    to say so (a start counts the cluster running in its wave, a skip says why it was not started)."""
+    to say so (a start counts the cluster running in its wave, a skip says why it was not started).
+
+    A start records ``holder``, the identity this attempt's rollout holds the cluster's locks with. A cluster already
+    running in run ``run`` is one whose worker stopped before it finished (killed, its execution node lost, and now
+    relaunched): it starts again at once, in its place in the wave, and ``stopped_holder`` records the holder of the
+    attempt that stopped, whose locks the new attempt waits for (``fleet.lock_turn``)."""
     entry = doc["clusters"].get(cluster)
     if entry is None:
         return SKIP, "not in the fleet's plan, pinned at %s before this cluster joined" % doc["pinned_at"]
@@ -189,20 +198,23 @@ def claim(doc, cluster, run, now, gate_timeout):
     rolling = [name for name, item in _members(doc, entry["wave"]) if item["state"] == "running" and item["run"] == run]
     if not resumed and len(rolling) >= wave["max_concurrency"]:
         return WAIT, "wave %s rolls %d clusters at once: %s" % (wave["name"], wave["max_concurrency"], ", ".join(rolling))
-    entry.update(state="running", run=run, reason=None, started_at=iso(now), finished_at=None, attempts=entry["attempts"] + 1)
+    stopped = entry.get("holder") if resumed else None
+    entry.update(state="running", run=run, reason=None, started_at=iso(now), finished_at=None, attempts=entry["attempts"] + 1,
+                 holder=holder, stopped_holder=stopped)
     doc["opened"].setdefault(str(entry["wave"]), iso(now))
     return START, None
 
 
 def finish(doc, cluster, run, outcome, reason, after, page, now):
-    """The cluster's rollout ended with ``outcome`` (succeeded, failed or pending); a failure that spends the budget
-    stops the run: no worker starts another cluster, those rolling finish."""
+    """The cluster's rollout ended with ``outcome`` (:data:`OUTCOMES`: succeeded, failed, pending, or busy when another
+    run held a lock of the cluster); a failure that spends the budget stops the run: no worker starts another cluster,
+    those rolling finish. Busy and pending are no failures."""
     entry = doc["clusters"].get(cluster)
     if entry is None or entry["state"] != "running":
         raise PlanError("cluster %s is not rolling in fleet %s (%s): nothing to finish" % (
             cluster, doc["fleet"], entry and entry["state"]))
-    if outcome not in ("succeeded", "failed", "pending"):
-        raise PlanError("outcome: %r is not allowed; use succeeded, failed or pending" % (outcome,))
+    if outcome not in OUTCOMES:
+        raise PlanError("outcome: %r is not allowed; use %s" % (outcome, ", ".join(OUTCOMES)))
     entry.update(state=outcome, reason=reason, finished_at=iso(now), after=after or [], page=page, run=run)
     if doc["run"] and doc["run"]["id"] == run:
         cause = spent(doc)
@@ -220,9 +232,11 @@ def record_gate(doc, wave, run, passed, message, now):
     return doc
 
 
-def outcome_of(result, failure=None):
+def outcome_of(result, failure=None, busy=None):
     """``(outcome, reason, after)`` of a cluster's rollout from its ``rolling_update_result`` (``failure``: the message
-    the role stopped with, when it failed)."""
+    the role stopped with, when it failed; ``busy``: why the cluster was not rolled, another run holding its lock)."""
+    if busy:
+        return "busy", str(busy), []
     groups = [group for group in (result or {}).get("node_groups") or [] if isinstance(group, dict)]
     after = [{"name": group.get("name"), "image_id": (group.get("target") or {}).get("image_id"),
               "version": (group.get("target") or {}).get("version")} for group in groups]

@@ -20,12 +20,14 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text 
 FLEET_CSS = """
 .state{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;color:#fff;background:#5b6673}
 .state.succeeded{background:#2e7d4f}.state.failed{background:#c0392b}.state.running{background:#3b6fb6}
-.state.pending,.state.not-started{background:#b7791f}.state.waiting,.state.skipped{background:#8a94a0}
+.state.pending,.state.busy,.state.not-started{background:#b7791f}.state.waiting,.state.skipped{background:#8a94a0}
 """
-STATE_ORDER = ("succeeded", "failed", "pending", "not started", "running", "waiting", "skipped")
+STATE_ORDER = ("succeeded", "failed", "pending", "busy", "not started", "running", "waiting", "skipped")
 STOPPED_NEXT = ("Fix the cause of each failed cluster (its page says what stopped it), then run the same job again: it skips "
                 "the clusters already rolled, retries the failed and not started ones with the targets pinned in this plan, "
                 "and opens the next waves in order. Clusters that were rolling when the budget was spent finished.")
+BUSY_NEXT = ("Some clusters were busy: another run held the lock of one of their node groups, so they were not rolled (no "
+             "failure). Once that run has ended, run the same job again; it retries them with the pinned targets.")
 PENDING_NEXT = ("Some clusters paused (their maintenance window closed): run the same job again in their next window; it "
                 "retries them with the pinned targets.")
 
@@ -103,6 +105,8 @@ def _banner(fleet):
                 '<p><b>Next:</b> %s</p></div>' % (text(stopped["cause"]), text(_when(stopped["at"])), text(STOPPED_NEXT)))
     if counts.get("pending"):
         return '<div class="banner stopped" id="stop"><h2>Pending clusters</h2><p>%s</p></div>' % text(PENDING_NEXT)
+    if counts.get("busy"):
+        return '<div class="banner stopped" id="stop"><h2>Busy clusters</h2><p>%s</p></div>' % text(BUSY_NEXT)
     left = sum(counts.get(state, 0) for state in ("waiting", "running", "failed", "not started"))
     if left:
         return '<div class="banner" id="stop"><h2>In progress</h2><p>%d clusters not rolled yet.</p></div>' % left

@@ -206,3 +206,45 @@ def test_a_worker_needs_a_fork_for_each_of_its_clusters():
 def test_the_number_of_workers_is_a_whole_number_of_at_least_one(workers):
     with pytest.raises(PlanError, match=r"fleet_workers: .* is not allowed; give how many workers"):
         checked_settings(WAVES, None, workers)
+
+
+def test_a_relaunched_worker_starts_its_cluster_again_knowing_the_stopped_attempts_lock_holder():
+    doc = pinned()
+    run = "run-1"
+    assert ledger.claim(doc, "c-1", run, at(0), GATE_TIMEOUT, holder="awx-job-7@node-1/aaaa") == (ledger.START, None)
+    entry = doc["clusters"]["c-1"]
+    assert (entry["holder"], entry["stopped_holder"]) == ("awx-job-7@node-1/aaaa", None)
+    # its worker was killed while c-1 rolled; the relaunch of the same run starts it again, at once
+    assert ledger.claim(doc, "c-1", run, at(5), GATE_TIMEOUT, holder="awx-job-7@node-2/bbbb") == (ledger.START, None)
+    assert (entry["holder"], entry["stopped_holder"], entry["attempts"]) == ("awx-job-7@node-2/bbbb", "awx-job-7@node-1/aaaa", 2)
+    # a new run's start is no resume: nothing of an earlier run's attempt is waited for
+    ledger.finish(doc, "c-1", run, "failed", "x", [], None, at(6))
+    assert ledger.claim(doc, "c-1", "run-2", at(7), GATE_TIMEOUT, holder="h3") == (ledger.START, None)
+    assert entry["stopped_holder"] is None
+
+
+def test_a_busy_cluster_ends_its_part_in_the_run_without_spending_the_budget():
+    doc = pinned()
+    run = "run-1"
+    ledger.claim(doc, "c-1", run, at(0), GATE_TIMEOUT)
+    ledger.finish(doc, "c-1", run, "succeeded", None, [], None, at(1))
+    ledger.claim(doc, "c-2", run, at(12), GATE_TIMEOUT)
+    outcome, reason, after = ledger.outcome_of({}, "the rollout failed", busy="c-2 is busy, not failed: node group ng is locked by another run")
+    assert (outcome, after) == ("busy", []) and reason.startswith("c-2 is busy")
+    ledger.finish(doc, "c-2", run, outcome, reason, after, None, at(13))
+    # no failure: the run goes on, c-3 takes the wave's other place, and the next wave opens once c-3 ended
+    assert doc["run"]["stopped"] is None and ledger.spent(doc) is None
+    assert ledger.claim(doc, "c-2", run, at(14), GATE_TIMEOUT) == (ledger.SKIP, reason)
+    assert ledger.claim(doc, "c-3", run, at(14), GATE_TIMEOUT)[0] == ledger.START
+    ledger.finish(doc, "c-3", run, "succeeded", None, [], None, at(15))
+    assert ledger.claim(doc, "c-4", run, at(26), GATE_TIMEOUT)[0] == ledger.START
+    assert ledger.summary(doc)["counts"]["busy"] == 1
+    # the next run takes it up
+    assert ledger.claim(doc, "c-2", "run-2", at(40), GATE_TIMEOUT)[0] == ledger.START
+
+
+def test_an_outcome_outside_the_known_ones_is_refused_naming_them():
+    doc = pinned()
+    ledger.claim(doc, "c-1", "run-1", at(0), GATE_TIMEOUT)
+    with pytest.raises(PlanError, match=r"outcome: 'locked' is not allowed; use succeeded, failed, pending, busy"):
+        ledger.finish(doc, "c-1", "run-1", "locked", None, [], None, at(1))

@@ -43,3 +43,18 @@ def test_a_finished_fleet_says_so():
     fleet = stopped_fleet()
     fleet.update(stopped=None, counts={"succeeded": 3})
     assert "Every cluster is on its pinned target" in fleet_html(fleet)
+
+
+def test_a_busy_cluster_is_shown_busy_and_the_page_says_to_run_again_once_the_other_run_ended():
+    conf = {"waves": checked_waves([{"name": "all", "clusters": ["c-*"]}]), "max_failed_clusters": None, "workers": 1}
+    doc = ledger.new("fleet-1", conf, T0)
+    for name in ("c-1", "c-2"):
+        ledger.join(doc, conf, name, 0, "w", ["c-1", "c-2"], [{"name": "ng", "image_id": "ami-new"}], [], T0)
+    ledger.claim(doc, "c-1", "run-1", T0, 3600)
+    ledger.finish(doc, "c-1", "run-1", "busy", "c-1 is busy, not failed: node group ng is locked by another run, alice@laptop/1",
+                  [], None, T0)
+    ledger.claim(doc, "c-2", "run-1", T0, 3600)
+    ledger.finish(doc, "c-2", "run-1", "succeeded", None, [], None, T0)
+    page = fleet_html(ledger.summary(doc))
+    assert 'data-state="busy"' in page and "locked by another run, alice@laptop/1" in page
+    assert "<h2>Busy clusters</h2>" in page and "Stopped:" not in page
