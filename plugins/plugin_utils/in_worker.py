@@ -70,10 +70,14 @@ class InWorkerAction(NormalAction):
     """The action of one module: in the worker when :func:`runs_in_worker`, else the usual way."""
 
     module = None  # the module's Python module (plugins/modules/<name>.py), set by each action plugin
+    # whether the connection options of the other collections' and ansible-core's groups reach the module (every
+    # module in this collection's action groups; not fleet_state, whose ledger is no cluster's connection)
+    group_defaults = True
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        self._task.args = dict(self._foreign_group_defaults(), **self._task.args)
+        if self.group_defaults:
+            self._task.args = dict(self._foreign_group_defaults(), **self._task.args)
         # ansible_python_interpreter, else the interpreter_python setting (ANSIBLE_PYTHON_INTERPRETER, ansible.cfg)
         interpreter = self._templar.template(C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars))
         if not runs_in_worker(self._connection.transport, self._play_context.become, self._task.async_val, interpreter):
