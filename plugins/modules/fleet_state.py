@@ -136,7 +136,9 @@ attributes:
     support: none
   diff_mode:
     description: Returns details on what has changed (or would change in check mode) when run in diff mode.
-    support: none
+    support: full
+    details: Shows the fleet as its ledger had it when the task started and as the action left it (RV(fleet)); diff
+      mode reads the ledger once more, first.
   action_group:
     description: In no action group.
     support: none

@@ -76,4 +76,7 @@ def test_the_upgrade_with_diff_converges_and_shows_each_drain(sandbox, tmp_path)
     lines = diff_lines(out)
     assert lines.count(("+", '"unschedulable": true')) >= NODES, lines
     assert any(sign == "-" and text.startswith('"shop/') for sign, text in lines), lines
+    # each termination's diff: the old instances leave the group
+    for instance_id in old:
+        assert ("-", '"%s"' % instance_id) in lines, (instance_id, lines)
     assert_invariants(sandbox, NODES)
