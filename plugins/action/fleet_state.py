@@ -12,3 +12,6 @@ from ansible_collections.nodeops.rollout.plugins.plugin_utils.in_worker import I
 
 class ActionModule(InWorkerAction):
     module = fleet_state
+    # the fleet's ledger is one account for every cluster: a connection set on group/aws (or amazon.aws's group) for the
+    # clusters must not reach it, as it is in none of this collection's groups
+    group_defaults = False

@@ -77,7 +77,8 @@ requirements:
 notes:
   - The aliases of the options are the names amazon.aws modules take, so that connection options written for amazon.aws
     (in C(module_defaults) too) work unchanged. The connection options set by C(module_defaults) on
-    C(group/amazon.aws.aws) and C(group/kubernetes.core.k8s) reach these modules as well, below the task's own
+    C(group/amazon.aws.aws) and C(group/kubernetes.core.k8s), and on ansible-core's short C(group/aws) and C(group/k8s),
+    reach these modules as well, below the task's own
     arguments (the collection's README, "Setting the options once").
   - Every AWS API call carries the user agent C(nodeops.rollout/<version> <module>), so that CloudTrail and
     request logs show which module made it.

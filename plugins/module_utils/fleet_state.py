@@ -134,4 +134,11 @@ ACTIONS = {"join": _join, "claim": _claim, "finish": _finish, "gate": _gate, "re
 def run_fleet_state(module, sleep=time.sleep, clock=time.monotonic):
     params = module.params
     store = FleetStore(aws_client(module, "dynamodb"), params["table"], params["fleet"], sleep)
-    module.exit_json(**ACTIONS[params["action"]](params, store, sleep, clock))
+    diff = module._diff  # pylint: disable=protected-access
+    before = ledger.summary(store.read()[0]) if diff else None
+    result = ACTIONS[params["action"]](params, store, sleep, clock)
+    if diff and result["changed"]:
+        # the fleet as the ledger had it when the task started, and as the action left it
+        header = "fleet %s (DynamoDB table %s)" % (params["fleet"], params["table"])
+        result["diff"] = {"before_header": header, "after_header": header, "before": before, "after": result["fleet"]}
+    module.exit_json(**result)

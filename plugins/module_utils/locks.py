@@ -191,6 +191,11 @@ def run_rollout_lock(module, make_client, now=utc_now):
         else:
             result = release(api, params["name"], namespace, holder, module.check_mode, now=now, sleep=api.sleep,
                              quiet_for=quiet_for)
+    if module._diff and result["changed"]:  # pylint: disable=protected-access
+        header = "Lease %s/%s of node group %s" % (namespace, name, params["name"])
+        lease = result["lease"]
+        result["diff"] = {"before_header": header, "after_header": header, "before": {"holder": result["previous_holder"]},
+                          "after": {"holder": lease.get("holder"), "expires_at": lease.get("expires_at")}}
     module.exit_json(**result)
 
 

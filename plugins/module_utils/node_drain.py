@@ -256,8 +256,8 @@ class Drain(NodeLoop):
                 self.pacing.watch.stop()
         self.cordoned_nodes = {name: cordoned[name]["node"] for name in self.names}
         self._record_outcomes(results)
-        return drain_result(self.names, results, round(self.clock() - started, 3), started_at, self.survey.nodes,
-                            self.survey.pods_by_node, self.diff)
+        return drain_result(self.names, results, round(self.clock() - started, 3), started_at, self.survey.pods_by_node,
+                            self.diff)
 
 
 @reports_errors

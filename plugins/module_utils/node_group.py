@@ -51,6 +51,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks impo
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_events, skew
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_diff import plan_diff
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback, taking_pods
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
@@ -396,6 +397,9 @@ def run_node_group_info(module):
         result = _read_groups(module, params, connection, autoscaling, ec2, elbv2, api if params["include_nodes"] else None)
     if access is not None:
         result["access"] = access
+    if module._diff and params.get("target"):  # pylint: disable=protected-access
+        # the plan against a target: what the rollout would change (--check --diff)
+        result["diff"] = [entry for group in result["node_groups"] for entry in plan_diff(group, params.get("taint_key"))]
     module.exit_json(**result)
 
 

@@ -287,6 +287,17 @@ def _recorded_target(state):
     return node_events.target_text(template_id, state["target_version"])
 
 
+def termination_diff(name, in_group, result):
+    """instance_terminate's diff: the group's instances (``in_group``, as read, and the detached ones named) and desired
+    capacity before, and after the instances of ``result`` (the module's) are terminated."""
+    gone = set(result["terminated"]) | set(result["terminated_detached"])
+    instances = sorted(set(in_group) | set(result["detached"]))
+    return {"before_header": "Auto Scaling group %s" % name, "after_header": "Auto Scaling group %s" % name,
+            "before": {"desired_capacity": result["desired_capacity"]["before"], "instances": instances},
+            "after": {"desired_capacity": result["desired_capacity"]["after"],
+                      "instances": [instance_id for instance_id in instances if instance_id not in gone]}}
+
+
 @reports_errors
 def run_instance_terminate(module):
     params = module.params
@@ -326,10 +337,13 @@ def run_instance_terminate(module):
         "nodes_left": [],
         "replacements": [],
     }
+    in_group = [instance["InstanceId"] for instance in group.get("Instances") or []]
     if module.check_mode:
         result["terminated"] = list(termination.members)
         result["terminated_detached"] = list(termination.detached)
         result["decremented"] = list(termination.decrement)
+        if module._diff:  # pylint: disable=protected-access
+            result["diff"] = termination_diff(name, in_group, result)
         module.exit_json(**result)
 
     events = node_event_writer(module, api, target=_recorded_target(termination.state))
@@ -362,4 +376,6 @@ def run_instance_terminate(module):
             with aws_errors("DescribeAutoScalingGroups", resource):
                 group_after, result["replacements"] = _wait_replacements(autoscaling, ec2, name, region, before, params["wait_timeout"])
             result["desired_capacity"]["after"] = group_after["DesiredCapacity"]
+    if module._diff:  # pylint: disable=protected-access
+        result["diff"] = termination_diff(name, in_group, result)
     module.exit_json(**result)

@@ -127,7 +127,8 @@ attributes:
     support: full
     details: Evaluates once, without waiting and without failing; RV(ok) and RV(message) say what was found.
   diff_mode:
-    support: none
+    support: N/A
+    details: Changes nothing.
 notes:
   - The AWS options are used only with O(eks_cluster).
 seealso:

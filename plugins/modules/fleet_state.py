@@ -151,7 +151,19 @@ attributes:
     support: none
   diff_mode:
     description: Returns details on what has changed (or would change in check mode) when run in diff mode.
+    support: full
+    details: Shows the fleet as its ledger had it when the task started and as the action left it (RV(fleet)); diff
+      mode reads the ledger once more, first.
+  action_group:
+    description: In no action group.
     support: none
+    membership: []
+    details:
+      - The ledger is one DynamoDB item for every cluster of the fleet, in one account, while C(module_defaults) on
+        C(group/nodeops.rollout.all) (or C(aws), C(k8s)) carries a cluster's connection - the C(nodeops.rollout.fleet)
+        role sets it to each cluster's in turn. So this module is in none of the collection's groups, and the connection
+        set on C(group/aws) or C(group/amazon.aws.aws) does not reach it either; set its options on the task, or
+        C(module_defaults) on C(nodeops.rollout.fleet_state) (as the role does from C(fleet_store)).
 notes:
   - Needs C(dynamodb:GetItem) and C(dynamodb:PutItem) on the table (C(docs/iam-fleet-policy.json)).
   - Times are the controllers' clocks, so the workers' clocks must be synchronized (NTP).

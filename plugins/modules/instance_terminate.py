@@ -40,7 +40,8 @@ attributes:
   check_mode:
     support: full
   diff_mode:
-    support: none
+    support: full
+    details: Shows the group's instances and desired capacity before and after the termination.
 options:
   asg_name:
     description:

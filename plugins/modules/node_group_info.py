@@ -33,7 +33,12 @@ attributes:
   check_mode:
     support: full
   diff_mode:
-    support: N/A
+    support: partial
+    details:
+      - Changes nothing. With O(target) (the plan of a rollout, as C(--check --diff) runs it), returns as C(diff) what
+        the rollout would change - the group's launch template version and image, its sizes while surged, the
+        instances that would go - and the taint and cordon of each outdated node.
+      - Ansible prints a diff only for a task that reports a change; the role's plan reports one in diff mode.
 options:
   name:
     description:
@@ -742,6 +747,15 @@ start_refusal:
       to the end of the open one for a step of O(step_seconds)) - naming the next window's start; null when it may.
   returned: success
   type: str
+diff:
+  description:
+    - In diff mode with O(target), what the rollout would change, as Ansible's diff entries - one per group (C(before)
+      and C(after) of its C(launch_template_version), C(image_id), C(min_size), C(max_size), C(desired_capacity) while
+      surged and C(instances)), then one per outdated node (C(unschedulable) and C(taints)). Empty when nothing is
+      outdated.
+  returned: diff mode, with O(target)
+  type: list
+  elements: dict
 refusal:
   description:
     - Why the groups read cannot be rolled here, or not now, in one message - each group's C(mismatch) and C(refusals),

@@ -95,7 +95,8 @@ attributes:
     support: full
     details: Reads the Lease and reports what would be done (and fails when another run holds it); nothing is written.
   diff_mode:
-    support: none
+    support: full
+    details: Shows the Lease's holder before, and its holder and expiry after, when the Lease is written.
 notes:
   - The AWS options are used only with O(eks_cluster).
   - Needs C(get), C(create) and C(update) on C(leases) in group C(coordination.k8s.io) in O(namespace) (see

@@ -7,12 +7,16 @@ modules of this collection.
 
 ansible-core resolves ``group/amazon.aws.aws`` from amazon.aws's own meta/runtime.yml only: a group of another
 collection can include those modules (``metadata: extend_group``, as this collection's ``aws`` and ``k8s`` groups do),
-but no collection can add itself to them. A play that already sets its AWS or Kubernetes connection once, on
-``group/amazon.aws.aws`` or ``group/kubernetes.core.k8s``, would run this collection's modules without it (another
-region, the default kubeconfig). So each module's action plugin reads those two entries of the task's
-``module_defaults`` itself and takes from them the connection options the module has (names and aliases, as
-amazon.aws and kubernetes.core name them), below everything else: the task's own arguments and ``module_defaults`` of
-this collection's groups and modules (already in the task's arguments) win, whichever name they use.
+but no collection can add itself to them. The short names ``group/aws`` and ``group/k8s`` are ansible-core's own groups
+(``ansible.builtin.aws`` and ``ansible.builtin.k8s``, which extend amazon.aws's, community.aws's, kubernetes.core's
+and a few more), and no collection can join those either. A play that already sets its AWS or Kubernetes connection
+once on one of these groups would run this collection's modules without it (no region, the default kubeconfig). So
+each module's action plugin reads those entries of the task's ``module_defaults`` itself and takes from them the
+connection options the module has (names and aliases, as amazon.aws and kubernetes.core name them), as ansible-core
+gives them to amazon.aws's modules - the entries merged in order, a later one replacing an earlier one of the same
+group, then each group's values applied in the order the groups were first named - and below everything else: the
+task's own arguments and ``module_defaults`` of this collection's groups and modules (already in the task's
+arguments) win, whichever name they use.
 """
 
 from __future__ import annotations
@@ -20,10 +24,15 @@ from __future__ import annotations
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
 
-# the groups of the other collections, and the options of ours each may set
+# the groups of the other collections and of ansible-core (module_defaults keys, as ansible-core writes them once it
+# resolved them, and as written when it did not), and the options of ours each may set
 FOREIGN_GROUPS = (
     ("group/amazon.aws.aws", AWS_ARGUMENT_SPEC),
+    ("group/ansible.builtin.aws", AWS_ARGUMENT_SPEC),
+    ("group/aws", AWS_ARGUMENT_SPEC),
     ("group/kubernetes.core.k8s", K8S_ARGUMENT_SPEC),
+    ("group/ansible.builtin.k8s", K8S_ARGUMENT_SPEC),
+    ("group/k8s", K8S_ARGUMENT_SPEC),
 )
 
 
@@ -37,31 +46,39 @@ def option_names(spec):
     return names
 
 
-def group_entries(module_defaults, group):
-    """The values ``module_defaults`` (a task's: a dict or a list of dicts, later ones win) sets on ``group``."""
+def group_entries(module_defaults):
+    """``[(group, values)]``: the values a task's ``module_defaults`` (a dict or a list of dicts) sets on each group of
+    FOREIGN_GROUPS, merged as ansible-core merges them: a later dict's entry replaces an earlier one of the same group,
+    and the groups keep the order in which they were first named."""
     if isinstance(module_defaults, dict):
         module_defaults = [module_defaults]
-    values = {}
+    merged = {}
     for entry in module_defaults or ():
-        if isinstance(entry, dict) and isinstance(entry.get(group), dict):
-            values.update(entry[group])
-    return values
+        if isinstance(entry, dict):
+            merged.update(entry)
+    groups = dict(FOREIGN_GROUPS)
+    return [(group, values) for group, values in merged.items() if group in groups and isinstance(values, dict)]
 
 
-def foreign_connection_defaults(group_values, args):
-    """The arguments to add to a task's ``args``: from ``group_values`` (``{group: {option: value}}``, the values the
-    task's ``module_defaults`` sets on each group of FOREIGN_GROUPS), the connection options of that group's kind that
-    no name of the same option sets in ``args`` already. Other keys (amazon.aws's ``aws_config``, kubernetes.core's
-    ``username``, ...) are left out: this collection's modules do not take them. An option set on both groups
-    (``validate_certs``) is taken from the Kubernetes one, under the name it was given there."""
+def foreign_connection_defaults(entries, args):
+    """The arguments to add to a task's ``args``: from ``entries`` (:func:`group_entries`, in order, a later group's
+    value of an option winning), the connection options of each group's kind that no name of the same option sets in
+    ``args`` already. Other keys (amazon.aws's ``aws_config``, kubernetes.core's ``username``, ...) are left out: this
+    collection's modules do not take them. An option set on an AWS and a Kubernetes group (``validate_certs``) is
+    taken from the Kubernetes one, under the name it was given there."""
     every = {}
     for _group, spec in FOREIGN_GROUPS:
         every.update(option_names(spec))
     given = set(every[key] for key in args if key in every)
+    specs = dict(FOREIGN_GROUPS)
     chosen = {}
-    for group, spec in FOREIGN_GROUPS:
-        names = option_names(spec)
-        for key, value in (group_values.get(group) or {}).items():
-            if key in names and names[key] not in given:
-                chosen[names[key]] = (key, value)
+    # the AWS groups first: an option of both kinds is the Kubernetes group's
+    for kind in (AWS_ARGUMENT_SPEC, K8S_ARGUMENT_SPEC):
+        names = option_names(kind)
+        for group, values in entries:
+            if specs[group] is not kind:
+                continue
+            for key, value in values.items():
+                if key in names and names[key] not in given:
+                    chosen[names[key]] = (key, value)
     return dict(chosen.values())

@@ -25,6 +25,7 @@ import io
 import json
 import os
 import sys
+import traceback
 
 from ansible import constants as C
 from ansible.module_utils import basic
@@ -33,7 +34,7 @@ from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.vars.clean import remove_internal_keys
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import warm_models
-from ansible_collections.nodeops.rollout.plugins.plugin_utils.foreign_groups import FOREIGN_GROUPS, foreign_connection_defaults, group_entries
+from ansible_collections.nodeops.rollout.plugins.plugin_utils.foreign_groups import foreign_connection_defaults, group_entries
 
 # the serialisation profile of a module without metadata (every module of this collection)
 PROFILE = "legacy"
@@ -69,10 +70,14 @@ class InWorkerAction(NormalAction):
     """The action of one module: in the worker when :func:`runs_in_worker`, else the usual way."""
 
     module = None  # the module's Python module (plugins/modules/<name>.py), set by each action plugin
+    # whether the connection options of the other collections' and ansible-core's groups reach the module (every
+    # module in this collection's action groups; not fleet_state, whose ledger is no cluster's connection)
+    group_defaults = True
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        self._task.args = dict(self._foreign_group_defaults(), **self._task.args)
+        if self.group_defaults:
+            self._task.args = dict(self._foreign_group_defaults(), **self._task.args)
         # ansible_python_interpreter, else the interpreter_python setting (ANSIBLE_PYTHON_INTERPRETER, ansible.cfg)
         interpreter = self._templar.template(C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars))
         if not runs_in_worker(self._connection.transport, self._play_context.become, self._task.async_val, interpreter):
@@ -82,10 +87,9 @@ class InWorkerAction(NormalAction):
         return result
 
     def _foreign_group_defaults(self):
-        """The connection options set by ``module_defaults`` on group/amazon.aws.aws and group/kubernetes.core.k8s that
-        the task's arguments do not set (plugin_utils/foreign_groups.py), templated."""
-        values = {group: group_entries(self._task.module_defaults, group) for group, _spec in FOREIGN_GROUPS}
-        added = foreign_connection_defaults(values, self._task.args)
+        """The connection options set by ``module_defaults`` on group/amazon.aws.aws, group/kubernetes.core.k8s and
+        ansible-core's group/aws and group/k8s that the task's arguments do not set (plugin_utils/foreign_groups.py), templated."""
+        added = foreign_connection_defaults(group_entries(self._task.module_defaults), self._task.args)
         return self._templar.template(added) if added else {}
 
     def _run_in_worker(self, task_vars):
@@ -103,6 +107,11 @@ class InWorkerAction(NormalAction):
                 self.module.main()
             except SystemExit:
                 pass  # exit_json and fail_json end with sys.exit after writing the result
+            except Exception as exc:  # pylint: disable=broad-except
+                # a defect of the module: its failure, named with the exception and its traceback as AnsiballZ's
+                # run reports it, instead of Ansible's bare "Task failed: <the exception's text>"
+                return {"failed": True, "changed": False, "exception": traceback.format_exc(),
+                        "msg": "%s failed unexpectedly: %s: %s (see the traceback with -vvv)" % (self._task.action, type(exc).__name__, exc)}
         data = self._parse_returned_data({"rc": 0, "stdout": stdout.getvalue(), "stderr": ""}, PROFILE)
         data.pop("_ansible_suppress_tmpdir_delete", None)
         remove_internal_keys(data)

@@ -333,11 +333,11 @@ class SandboxHandle:
         return result
 
     def role_playbook_command(self, directory, playbook="upgrade.yml", extra=(), report=None, check=False, node_groups=None,
-                              host_vars=None):
+                              host_vars=None, diff=False):
         """``(argv, env)`` of a playbook of the collection (``playbooks/<playbook>``) run as a user does: over an inventory
         of one cluster whose host vars point at this sandbox (written into ``directory``), with ``-e`` items ``extra``
         (strings, as a survey sends them). ``node_groups`` defaults to the sandbox's group rolled to the new AMI;
-        ``host_vars`` are added to (or replace) the host's variables."""
+        ``host_vars`` are added to (or replace) the host's variables; ``diff``: ``--diff``, as AWX's "Show Changes" sets it."""
         host = {
             "ansible_python_interpreter": sys.executable,
             "rolling_update_aws": {"region": self.state["region"], "endpoint_url": self.state["aws_url"]},
@@ -354,14 +354,16 @@ class SandboxHandle:
             cmd += ["-e", item]
         if check:
             cmd.append("--check")
+        if diff:
+            cmd.append("--diff")
         env = self.ansible_env()
         env.pop("K8S_AUTH_KUBECONFIG", None)   # the inventory's rolling_update_k8s is the connection
         return cmd, env
 
     def run_role_playbook(self, directory, playbook="upgrade.yml", extra=(), report=None, check=False, node_groups=None,
-                          host_vars=None, timeout=900):
+                          host_vars=None, timeout=900, diff=False):
         """Run :meth:`role_playbook_command` to its end; ``(rc, output)``."""
-        cmd, env = self.role_playbook_command(directory, playbook, extra, report, check, node_groups, host_vars)
+        cmd, env = self.role_playbook_command(directory, playbook, extra, report, check, node_groups, host_vars, diff)
         proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=timeout, check=False)
         return proc.returncode, proc.stdout

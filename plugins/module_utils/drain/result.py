@@ -21,10 +21,10 @@ def node_result(status, **fields):
     return result
 
 
-def diff_entry(name, node, pods, after_pods):
-    """The diff of one node: cordoned, and its pods (``pods`` as read before) down to ``after_pods`` (keys)."""
-    before = {"unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
-              "pods": sorted(pod_key(pod) for pod in pods)}
+def diff_entry(name, unschedulable, pods, after_pods):
+    """The diff of one node: cordoned (``unschedulable``: whether it was before), and its pods (``pods`` as read
+    before) down to ``after_pods`` (keys)."""
+    before = {"unschedulable": bool(unschedulable), "pods": sorted(pod_key(pod) for pod in pods)}
     return {"before_header": "node %s" % name, "after_header": "node %s" % name, "before": before,
             "after": {"unschedulable": True, "pods": sorted(after_pods)}}
 
@@ -54,7 +54,7 @@ def check_result(names, report, nodes, pods_by_node, diff=False):
     output = {"changed": changed, "nodes": found, "msg": msg, "preflight_ok": not blocked,
               "drained": [], "skipped_nodes": [], "failed_nodes": []}
     if diff:
-        output["diff"] = [diff_entry(name, nodes[name], pods_by_node[name], [item["pod"] for item in found[name]["skipped"]]
+        output["diff"] = [diff_entry(name, not found[name]["cordoned"], pods_by_node[name], [item["pod"] for item in found[name]["skipped"]]
                                      + [blocker["pod"] for blocker in found[name]["blocking"] if blocker["severity"] == "error"])
                           for name in names]
     return output
@@ -75,9 +75,10 @@ def refused_result(names, problems):
                    % (len(lines), "; ".join(lines))}
 
 
-def drain_result(names, results, seconds, started_at, nodes, pods_by_node, diff=False):
+def drain_result(names, results, seconds, started_at, pods_by_node, diff=False):
     """A drain that ran: ``results`` (``{node: node_result}``, as each node's drain left it), ``failed`` set when a node
-    was not drained."""
+    was not drained; with ``diff``, each node's cordon and pods (``pods_by_node``, as read before) before and after
+    (a node this drain cordoned, ``cordoned`` in its result, was schedulable before)."""
     for result in results.values():
         result.pop("forced_pods", None)
     drained = [name for name in names if results[name]["status"] == "drained"]
@@ -98,7 +99,7 @@ def drain_result(names, results, seconds, started_at, nodes, pods_by_node, diff=
     if failed:
         output["failed"] = True
     if diff:
-        output["diff"] = [diff_entry(name, nodes[name], pods_by_node[name], results[name]["remaining"]
+        output["diff"] = [diff_entry(name, not results[name]["cordoned"], pods_by_node[name], results[name]["remaining"]
                                      + [item["pod"] for item in results[name]["skipped"]
                                         if not item["reason"].startswith("already terminating")])
                           for name in names]

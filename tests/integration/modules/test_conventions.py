@@ -159,6 +159,35 @@ def test_module_defaults_on_the_groups_of_amazon_aws_and_kubernetes_core_reach_a
     assert_safe(sandbox.report())
 
 
+@pytest.mark.parametrize("installed", [True, False], ids=["with-amazon-aws", "without"])
+def test_module_defaults_on_the_short_groups_aws_and_k8s_reach_asg_surge_and_node_drain(sandbox, tmp_path, installed):
+    # group/aws and group/k8s, the short names many playbooks use: ansible-core's own groups, which extend amazon.aws's
+    # and kubernetes.core's; these modules take them in the same play, with amazon.aws installed or not
+    aws, k8s = connection(sandbox)
+    out = tmp_path / "results.json"
+    node = sorted(name for name, dummy in group_instances(sandbox).values())[0]
+    tasks = [
+        {"name": "Plan a surge", "nodeops.rollout.asg_surge": {"name": GROUP, "surge": 1}, "check_mode": True, "register": "surge"},
+        {"name": "Pre-flight of a drain", "nodeops.rollout.node_drain": {"nodes": [node]}, "check_mode": True, "register": "info"}]
+    if installed:
+        tasks.append({"name": "An amazon.aws module", "amazon.aws.aws_caller_info": {}, "register": "caller"})
+    book = playbook(tmp_path / "play.yml", [{
+        "name": "A play with the short group names", "hosts": "localhost", "gather_facts": False, "connection": "local",
+        "module_defaults": {"group/aws": aws, "group/k8s": k8s}, "tasks": tasks + [results_task(out)]}])
+    since = sandbox.now()
+    rc, stdout, stderr = run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", str(book)],
+                             bare_env(sandbox, tmp_path / "home", [stand_in_collections(tmp_path / "stand-ins")] if installed else []))
+    assert rc == 0, (stdout + stderr)[-3000:]
+    results = json.loads(out.read_text())
+    assert results["surge"]["sizes"]["after"] == {"min_size": NODES, "max_size": NODES + 1, "desired_capacity": NODES + 1}
+    assert results["info"]["nodes"][node]["status"] in ("would be cordoned and drained", "would be drained"), results["info"]
+    if installed:
+        assert results["caller"]["given"] == {"region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"]}
+    assert requests_by(sandbox, "asg_surge", since) and requests_by(sandbox, "node_drain", since)
+    assert sandbox.mutating_requests(since=since) == []   # check mode: a plan
+    assert_safe(sandbox.report())
+
+
 def test_our_groups_extend_theirs_and_work_without_them_installed(sandbox, tmp_path):
     aws, k8s = connection(sandbox)
     out = tmp_path / "results.json"

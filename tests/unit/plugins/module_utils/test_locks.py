@@ -238,3 +238,14 @@ def test_a_bad_renewal_window_is_named_before_any_request(api, capsys, monkeypat
     result = run(dict({"name": "workers", "holder": US}, **args), capsys, api, monkeypatch)
     assert result["failed"] and result["msg"].startswith(message)
     assert api.writes == []
+
+
+def test_module_in_diff_mode_shows_the_lease_s_holder_before_and_after(api, capsys, monkeypatch):
+    taken = run({"name": "workers", "holder": US, "duration": "15m", "_ansible_diff": True}, capsys, api, monkeypatch)
+    assert taken["diff"]["before"] == {"holder": None}
+    assert taken["diff"]["after"] == {"holder": US, "expires_at": taken["lease"]["expires_at"]}
+    assert taken["diff"]["before_header"] == "Lease kube-system/nodeops-rollout-workers of node group workers"
+    released = run({"name": "workers", "holder": US, "state": "released", "_ansible_diff": True}, capsys, api, monkeypatch)
+    assert released["diff"]["before"] == {"holder": US} and released["diff"]["after"]["holder"] in (None, "")
+    # without --diff, no diff
+    assert "diff" not in run({"name": "workers", "holder": US, "duration": "15m"}, capsys, api, monkeypatch)

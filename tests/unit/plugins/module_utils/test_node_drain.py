@@ -558,6 +558,21 @@ def test_check_mode_is_a_preflight_without_a_single_mutating_request():
     assert result["diff"][1]["after"] == {"unschedulable": True, "pods": ["shop/naked", "shop/web-2"]}
 
 
+def test_a_drain_in_diff_mode_shows_each_node_cordoned_and_emptied():
+    # --diff on a real drain (AWX's "Show Changes"): the diff is of the nodes as they were before the cordon
+    kube = cluster("n1")
+    kube.add_node(make_node("n2", unschedulable=True))
+    kube.add_pod(make_pod("web-1", "n1"))
+    kube.add_pod(make_pod("web-2", "n2"))
+    result = run(kube, ["n1", "n2"], diff=True)
+    assert result["drained"] == ["n1", "n2"] and "failed" not in result
+    assert result["diff"] == [
+        {"before_header": "node n1", "after_header": "node n1",
+         "before": {"unschedulable": False, "pods": ["shop/web-1"]}, "after": {"unschedulable": True, "pods": []}},
+        {"before_header": "node n2", "after_header": "node n2",
+         "before": {"unschedulable": True, "pods": ["shop/web-2"]}, "after": {"unschedulable": True, "pods": []}}]
+
+
 def test_nodes_are_drained_concurrently():
     kube = cluster("n1", "n2", "n3", linger=1)
     for name in ("n1", "n2", "n3"):

@@ -196,3 +196,16 @@ def test_the_version_the_group_launched_before_is_recorded_given_or_read_from_th
     assert result["rollout_state"]["previous_version"] == 1 and recorded_state(world)["previous_version"] == 1
     refused = run("asg_surge", name="workers", state="held", previous_version=0)
     assert refused["failed"] and refused["msg"].startswith("previous_version: 0 is not allowed")
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["terminate", "check-mode"])
+def test_a_termination_in_diff_mode_shows_the_instances_that_go_and_the_desired_capacity(world, run, check):
+    run("asg_surge", name="workers", surge=2)
+    members = sorted(world.member_ids())
+    chosen = sorted(members[:2])
+    paid = run("instance_terminate", check=check, diff=True, asg_name="workers", instance_ids=chosen,
+               decrement_desired_capacity="owed", delete_node=False)
+    assert paid["diff"]["before"] == {"desired_capacity": 5, "instances": members}
+    assert paid["diff"]["after"] == {"desired_capacity": 3, "instances": [i for i in members if i not in chosen]}
+    assert paid["diff"]["before_header"] == "Auto Scaling group workers"
+    assert world.sizes() == ((3, 8, 5) if check else (3, 8, 3))

@@ -79,37 +79,59 @@ def test_the_connection_groups_extend_the_groups_of_amazon_aws_and_kubernetes_co
     assert metadata_of(group).get("extend_group") == extended
 
 
+def test_the_other_groups_connection_reaches_the_modules_of_our_groups_and_never_the_ledger():
+    # the ledger is in none of our groups, and group/aws or amazon.aws's group set for the clusters must not reach it
+    for name in MODULE_NAMES + list(LEDGER_MODULES):
+        action = importlib.import_module("ansible_collections.nodeops.rollout.plugins.action." + name).ActionModule
+        assert action.group_defaults is (name not in LEDGER_MODULES), name
+
+
 AWS_GROUP = "group/amazon.aws.aws"
 K8S_GROUP = "group/kubernetes.core.k8s"
 
 
+def defaults(module_defaults, args):
+    return foreign_connection_defaults(group_entries(module_defaults), args)
+
+
 def test_the_aws_options_of_amazon_aws_group_reach_a_module_under_the_names_given():
     values = {AWS_GROUP: {"aws_region": "eu-west-1", "aws_access_key_id": "AKIA", "aws_secret_access_key": "s", "ec2_url": "http://x"}}
-    assert foreign_connection_defaults(values, {"name": "web"}) == values[AWS_GROUP]
+    assert defaults(values, {"name": "web"}) == values[AWS_GROUP]
+
+
+@pytest.mark.parametrize("aws_group, k8s_group", [("group/ansible.builtin.aws", "group/ansible.builtin.k8s"), ("group/aws", "group/k8s")])
+def test_ansible_core_s_short_groups_aws_and_k8s_reach_a_module(aws_group, k8s_group):
+    # group/aws and group/k8s are ansible-core's (ansible.builtin.aws, ansible.builtin.k8s, as it writes them once
+    # resolved): they extend amazon.aws's and kubernetes.core's groups, and these modules take them as those take them
+    values = {aws_group: {"region": "eu-west-1", "aws_config": {}}, k8s_group: {"kubeconfig": "/k", "username": "u"}}
+    assert defaults(values, {"name": "web"}) == {"region": "eu-west-1", "kubeconfig": "/k"}
 
 
 def test_options_these_modules_do_not_take_are_left_out():
     values = {AWS_GROUP: {"region": "eu-west-1", "aws_config": {"retries": 1}, "debug_botocore_endpoint_logs": True, "kubeconfig": "/k"},
               K8S_GROUP: {"kubeconfig": "/k", "username": "u", "password": "p", "persist_config": True, "region": "us-east-1"}}
     # a Kubernetes option on the AWS group (and the other way round) is not that group's: amazon.aws modules do not take it
-    assert foreign_connection_defaults(values, {}) == {"region": "eu-west-1", "kubeconfig": "/k"}
+    assert defaults(values, {}) == {"region": "eu-west-1", "kubeconfig": "/k"}
 
 
 @pytest.mark.parametrize("given", [{"region": "us-east-1"}, {"aws_region": "us-east-1"}, {"ec2_region": "us-east-1"}])
 def test_the_task_and_this_collection_s_defaults_win_whatever_name_they_use(given):
     values = {AWS_GROUP: {"region": "eu-west-1", "profile": "prod"}, K8S_GROUP: {"verify_ssl": False}}
-    added = foreign_connection_defaults(values, dict(given, validate_certs=True))
-    assert added == {"profile": "prod"}
+    assert defaults(values, dict(given, validate_certs=True)) == {"profile": "prod"}
 
 
 def test_validate_certs_on_both_groups_is_taken_once_from_the_kubernetes_group():
     values = {AWS_GROUP: {"validate_certs": True}, K8S_GROUP: {"verify_ssl": False}}
-    assert foreign_connection_defaults(values, {}) == {"verify_ssl": False}
+    assert defaults(values, {}) == {"verify_ssl": False}
 
 
-def test_later_module_defaults_entries_win_and_other_groups_are_ignored():
+def test_entries_merge_as_ansible_core_merges_them():
+    # a later entry of a group replaces the earlier one whole (play, then block, then task), as amazon.aws's modules see it
     module_defaults = [{AWS_GROUP: {"region": "a", "profile": "p"}}, {"group/nodeops.rollout.aws": {"region": "b"}},
                        {AWS_GROUP: {"region": "c"}}]
-    assert group_entries(module_defaults, AWS_GROUP) == {"region": "c", "profile": "p"}
-    assert group_entries({K8S_GROUP: {"host": "h"}}, K8S_GROUP) == {"host": "h"}
-    assert group_entries(None, K8S_GROUP) == {}
+    assert group_entries(module_defaults) == [(AWS_GROUP, {"region": "c"})]
+    assert group_entries({K8S_GROUP: {"host": "h"}}) == [(K8S_GROUP, {"host": "h"})]
+    assert group_entries(None) == []
+    # two groups of one kind: the one named later wins, option by option
+    both = [{"group/ansible.builtin.aws": {"region": "short", "profile": "p"}}, {AWS_GROUP: {"region": "long"}}]
+    assert defaults(both, {}) == {"region": "long", "profile": "p"}

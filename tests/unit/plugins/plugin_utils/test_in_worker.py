@@ -52,3 +52,23 @@ def test_another_name_of_this_python_in_its_directory_is_this_python_and_a_link_
 ])
 def test_anything_else_starts_the_module_the_usual_way(connection, become, async_val, interpreter):
     assert not runs_in_worker(connection, become, async_val, interpreter)
+
+
+class _Broken:
+    """A module whose main() raises, as a defect does."""
+
+    @staticmethod
+    def main():
+        raise KeyError("ip-10-0-0-4.ec2.internal")
+
+
+def test_a_module_that_raises_fails_its_task_naming_the_module_and_the_exception():
+    action = InWorkerAction.__new__(InWorkerAction)
+    action.module = _Broken
+    action._task = type("Task", (), {"args": {}, "action": "nodeops.rollout.node_drain"})()
+    action._update_module_args = lambda name, args, task_vars: None
+    action._compute_environment_string = lambda environment: None
+    result = action._run_in_worker({})
+    assert result["failed"] is True and result["changed"] is False
+    assert result["msg"].startswith("nodeops.rollout.node_drain failed unexpectedly: KeyError: 'ip-10-0-0-4.ec2.internal'")
+    assert "Traceback" in result["exception"] and "raise KeyError" in result["exception"]
