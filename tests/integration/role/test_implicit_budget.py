@@ -4,7 +4,8 @@ pod's replacement is Ready, at the defaults and with no surge and two nodes out 
 the two pods go at once, as Kubernetes allows, and the Deployment has no Ready pod for as long as a replacement takes
 to be Ready.
 
-Embedded backend (its scheduler spreads a Deployment's replicas over the nodes, which the test checks).
+A ReplicaSet that no Deployment owns keeps a Ready pod the same way. Embedded backend (its scheduler spreads a
+workload's replicas over the nodes, which the tests check).
 """
 
 import json
@@ -100,3 +101,51 @@ def test_turned_off_both_pods_go_at_once_and_the_deployment_has_no_ready_pod(sta
     assert_safe(report)   # no budget is broken: there is none
     worker = report["deployments"]["jobs/worker"]
     assert worker["min_ready_pods"] == 0 and worker["zero_ready_seconds"] > 0, worker
+
+
+
+BATCH = """
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: batch, namespace: jobs}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: batch}}
+  template:
+    metadata:
+      labels: {app: batch}
+      annotations: {sandbox.nodeops.io/ready-seconds: "%d"}
+    spec:
+      containers:
+        - {name: batch, image: registry.example/batch:1, resources: {requests: {cpu: 100m, memory: 128Mi}}}
+""" % READY_SECONDS
+
+
+def fewest_ready(events, owner, since):
+    """The fewest Ready pods ``owner`` (``Kind/namespace/name``) had from ``since`` on, from the sandbox's event log (its
+    invariant report counts Deployments only)."""
+    ready, fewest = set(), None
+    for event in events:
+        if event.get("owner") != owner or not event["kind"].startswith("pod."):
+            continue
+        if event["kind"] == "pod.ready":
+            ready.add(event["uid"])
+        elif event["kind"] in ("pod.unready", "pod.terminating", "pod.deleted"):
+            ready.discard(event["uid"])
+        if event["t"] >= since:
+            fewest = len(ready) if fewest is None else min(fewest, len(ready))
+    return fewest
+
+
+def test_a_replicaset_no_deployment_owns_keeps_a_ready_pod_too(start_sandbox, tmp_path):
+    sandbox = start(start_sandbox)
+    sandbox.apply(BATCH)
+    wait_until("both batch pods Ready", lambda: (sandbox.apps().read_namespaced_replica_set("batch", "jobs").status.ready_replicas
+                                                 or 0) == 2, timeout=120)
+    pods = sandbox.core().list_namespaced_pod("jobs", label_selector="app=batch").items
+    assert len(set(p.spec.node_name for p in pods)) == 2   # on two of the nodes drained together
+    since = sandbox.now()
+    _result, report = roll(sandbox, tmp_path, [])
+    assert_safe(report)
+    assert fewest_ready(sandbox.events(), "ReplicaSet/jobs/batch", since) == 1
+    assert report["deployments"]["jobs/worker"]["zero_ready_seconds"] == 0
