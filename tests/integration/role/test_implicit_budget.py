@@ -103,7 +103,6 @@ def test_turned_off_both_pods_go_at_once_and_the_deployment_has_no_ready_pod(sta
     assert worker["min_ready_pods"] == 0 and worker["zero_ready_seconds"] > 0, worker
 
 
-
 BATCH = """
 apiVersion: apps/v1
 kind: ReplicaSet
