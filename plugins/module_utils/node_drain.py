@@ -21,10 +21,11 @@ from datetime import datetime, timezone
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, node_pods, with_pool_size
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import BudgetWatch
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetIndex
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import BudgetIndex, pdbs_selecting
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.implicit import implicit_budget
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.options import DrainOptions
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pacing import BudgetPacing
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, owner_key, pod_key
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, owner_key, pod_is_finished, pod_is_terminating, pod_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, volume_findings
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.result import check_result, drain_result, node_result, refused_result
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import claim_names, exclusive_claims
@@ -60,6 +61,7 @@ class Survey:
         self.pdbs_version = None   # the resourceVersion of the budgets' list, where a watch of them starts
         self.replicasets = {}
         self.deployments = {}
+        self.statefulset_pods = {}   # namespace/name -> live pods of a StatefulSet whose pods no budget covers
         self.namespace_pods = []
         self.claims = {}       # namespace/name -> PersistentVolumeClaim, for the namespaces of pods that mount one
         self.volumes = {}      # name -> PersistentVolume, listed when a pod mounts a claim
@@ -90,6 +92,7 @@ class Drain(NodeLoop):
         self.pool = None
         self._lock = threading.Lock()
         self._restarted = {}
+        self.implicit = {}   # gate key -> the implicit budget (drain.implicit) of a workload whose pods this drain evicts
         self.pacing = BudgetPacing(options.poll_interval, options.retry_max_delay, clock, self._read_budget)
 
     # ---- reading ------------------------------------------------------------------------------
@@ -115,7 +118,8 @@ class Drain(NodeLoop):
         survey.pdbs = BudgetIndex(pdbs)
         self.pacing.seed(survey.pdbs)
         every_pod = [pod for pods in survey.pods_by_node.values() for pod in pods]
-        if full or self.opts.restart_single_replica:
+        implicit = self._implicit_on()
+        if full or self.opts.restart_single_replica or implicit:
             for namespace in self._owned_namespaces(every_pod, ("ReplicaSet",)):
                 survey.replicasets.update((pod_key(obj), obj) for obj in self.api.list_replicasets(namespace))
                 survey.deployments.update((pod_key(obj), obj) for obj in self.api.list_deployments(namespace))
@@ -123,9 +127,47 @@ class Drain(NodeLoop):
             namespaces = sorted(set((pod.get("metadata") or {}).get("namespace") or "default" for pod in every_pod))
             for namespace in namespaces:
                 survey.namespace_pods.extend(self.api.list_pods(namespace=namespace))
+        if implicit:
+            self._count_statefulset_pods(survey, every_pod)
         self._read_volumes(survey, every_pod)
         self.survey = survey
         return survey
+
+    def _implicit_on(self):
+        """Whether evictions are paced by implicit budgets: the option is on and pods are evicted (disable_eviction
+        deletes them past every budget, as asked)."""
+        return self.opts.implicit_budget and not self.opts.disable_eviction
+
+    def _count_statefulset_pods(self, survey, pods):
+        """The live pods of each StatefulSet behind ``pods`` that no budget covers: its replicas, for its implicit budget
+        (the StatefulSet itself is not read: its rolling update counts as one pod at a time, the strictest)."""
+        wanted = set()
+        for pod in pods:
+            owner = controller_of(pod)
+            if owner is not None and owner.get("kind") == "StatefulSet" and not pdbs_selecting(pod, survey.pdbs):
+                wanted.add(((pod.get("metadata") or {}).get("namespace") or "default", owner.get("name")))
+        for namespace in sorted(set(namespace for namespace, _name in wanted)):
+            listed = survey.namespace_pods if survey.namespace_pods else self.api.list_pods(namespace=namespace)
+            for pod in listed:
+                owner = controller_of(pod)
+                meta = pod.get("metadata") or {}
+                if (meta.get("namespace") or "default") != namespace or owner is None or owner.get("kind") != "StatefulSet":
+                    continue
+                if (namespace, owner.get("name")) in wanted and not pod_is_terminating(pod) and not pod_is_finished(pod):
+                    key = "%s/%s" % (namespace, owner.get("name"))
+                    survey.statefulset_pods[key] = survey.statefulset_pods.get(key, 0) + 1
+
+    def implicit_for(self, pod):
+        """The implicit budget of the pod's workload (drain.implicit.implicit_budget), or None; the caller checks that
+        no PodDisruptionBudget covers the pod. Each one found is kept for its gate's reads."""
+        if not self._implicit_on():
+            return None
+        survey = self.survey
+        budget = implicit_budget(pod, survey.replicasets, survey.deployments, None, survey.statefulset_pods)
+        if budget is not None:
+            with self._lock:
+                self.implicit.setdefault(budget["key"], budget)
+        return budget
 
     def _read_volumes(self, survey, pods):
         """The claims of the pods that mount one, the volumes and the nodes (where a pinned pod could start again)."""
@@ -153,7 +195,8 @@ class Drain(NodeLoop):
 
     def work_for(self, pod, result):
         """The PodWork for the pod (drain.work.pod_work, with this drain's options, budgets and restart plans)."""
-        return pod_work(pod, self.opts.classify, self.opts.disable_eviction, self.survey.pdbs, self.restart_for, result)
+        return pod_work(pod, self.opts.classify, self.opts.disable_eviction, self.survey.pdbs, self.restart_for, result,
+                        self.implicit_for)
 
     def preflight(self):
         """Check mode: per node what would be evicted, deleted, restarted, what would block and why."""
@@ -172,9 +215,17 @@ class Drain(NodeLoop):
                 entry = self.restart_for(pod)
                 if entry:
                     restarts[pod_key(pod)] = entry
+        implicit = {}
+        for pods in survey.pods_by_node.values():
+            for pod in pods:
+                if not pdbs_selecting(pod, survey.pdbs):
+                    budget = self.implicit_for(pod)
+                    if budget is not None:
+                        implicit[pod_key(pod)] = budget
         options = dict(self.opts.classify)
         return drain_preflight(survey.pods_by_node, survey.namespace_pods, survey.pdbs, options, replicas,
-                               restarts, self.opts.timeout_action, self.opts.timeout, self.volume_blockers(), self.opts.waves)
+                               restarts, self.opts.timeout_action, self.opts.timeout, self.volume_blockers(), self.opts.waves,
+                               implicit)
 
     def volume_problems(self):
         """With ``new_node_zones``: the pods whose pinned volume leaves them nowhere to start again, per node."""

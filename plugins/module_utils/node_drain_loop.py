@@ -13,7 +13,7 @@ are decided by the pure ``drain`` package (``drain.work``, ``drain.pacing``).
 
 :class:`NodeLoop` is the half of ``node_drain.Drain`` that runs in the node threads; it uses the drain's ``api``,
 ``opts``, ``survey``, ``pacing``, ``pool``, ``clock``, ``sleep``, ``now_text``, ``drained_text``, ``utc_now``,
-``not_ready``, ``work_for`` and the lock that guards ``_restarted``.
+``not_ready``, ``work_for``, ``implicit`` (the implicit budgets met, by gate key) and the lock that guards ``_restarted``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube impor
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import PodWatch
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import pod_is_terminating
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.implicit import implicit_status, selector_text, unknown_replicasets, workload_pods
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pacing import is_implicit
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import pod_is_terminating, pod_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import (
     UNCONFIRMED_SLACK_SECONDS,
     apply_answer,
@@ -104,13 +106,28 @@ class NodeLoop:
 
     def _read_budget(self, pdb):
         """The budget's status, for the pacing; None when unknown, "gone" when the budget no longer exists."""
-        namespace, name = pdb.split("/", 1)
         try:
+            if is_implicit(pdb):
+                return self._read_implicit(pdb)
+            namespace, name = pdb.split("/", 1)
             return self.api.get_pdb(namespace, name).get("status") or {}
         except ApiException as exc:
-            return "gone" if exc.status == 404 else None
+            return "gone" if exc.status == 404 and not is_implicit(pdb) else None
         except TRANSPORT_ERRORS:
             return None
+
+    def _read_implicit(self, key):
+        """The implicit budget's status now (drain.implicit.implicit_status) from its workload's pods cluster-wide;
+        None when they cannot be read."""
+        budget = self.implicit.get(key)
+        if budget is None:
+            return "gone"
+        namespace = budget["namespace"]
+        pods = self.api.list_pods(namespace=namespace, label_selector=selector_text(budget["selector"]))
+        if unknown_replicasets(budget, pods, self.survey.replicasets):
+            # a ReplicaSet made since the survey (the Deployment rolled out): its pods are the workload's too
+            self.survey.replicasets.update((pod_key(obj), obj) for obj in self.api.list_replicasets(namespace))
+        return implicit_status(budget, workload_pods(budget, pods, self.survey.replicasets), self.pacing.evicted)
 
     def _apply(self, work, answer, retry_after, result):
         now = self.clock()

@@ -34,6 +34,14 @@ description:
     controller stop the pod before its replacement is Ready and bypass the budget. A budget that needs the pod refuses the eviction (429) and the node is held
     until O(timeout) and O(timeout_action). The result lists the pod under C(downtime) (and C(blocking) while a
     budget holds it), naming the Deployment, its maxUnavailable and maxSurge, and the budget.
+  - A Deployment, StatefulSet or ReplicaSet of two or more replicas that no PodDisruptionBudget covers keeps a Ready
+    pod with O(implicit_budget=true), the default. The module gives it an implicit budget with a C(minAvailable) of 1,
+    or that of the workload's own rolling update where it is stricter (a Deployment's C(maxUnavailable), a percentage
+    of its replicas rounded down; a StatefulSet counts as one pod at a time). The API server does not know that
+    budget, so the module holds each eviction until the workload has enough Ready pods without it, counting them
+    cluster-wide (the pods it just evicted left out). The nodes drained at once share it, as they share real budgets.
+    A pod held by it waits as one held by a real budget does, within O(timeout) and O(timeout_action), and
+    RV(nodes.blocking) names it (kind C(implicit_budget)).
   - The module waits until every evicted pod is gone (deleted, or replaced by a pod with another UID). It does
     not read pods one by one; it lists the node's pods every O(poll_interval).
   - Some pods can never be evicted under the options given. These are pods with C(emptyDir) volumes without
@@ -51,7 +59,8 @@ description:
     evicted, deleted or restarted, and every blocker with its reason. Blockers are budgets that allow 0
     disruptions or fewer than the pods on the nodes drained together, pods under two budgets, pods without a
     controller, do-not-disrupt annotations, C(emptyDir) data, single-replica workloads that would be evicted
-    (flagged as downtime, naming the Deployment's maxUnavailable and maxSurge and the budget), pods that
+    (flagged as downtime, naming the Deployment's maxUnavailable and maxSurge and the budget), workloads of two or
+    more replicas without a budget (C(implicit_budget), a warning saying how their pods will be paced), pods that
     tolerate every taint, and pods whose persistent volume is pinned to a zone (C(zonal_volume), an error
     C(volume_without_node) when they could start again nowhere, see O(new_node_zones)). It also predicts the outcome.
 options:
@@ -115,6 +124,17 @@ options:
         old pod until the new one is Ready (maxUnavailable 0, maxSurge at least 1, not paused) and whose pod mounts no
         C(ReadWriteOnce) claim are restarted; the pods of the others are evicted, within their PodDisruptionBudget.
       - V(false) evicts such pods like any other; the workload is down until its replacement is Ready.
+    type: bool
+    default: true
+  implicit_budget:
+    description:
+      - Give a Deployment, StatefulSet or ReplicaSet of two or more replicas that no PodDisruptionBudget covers an
+        implicit budget, so that the drain never evicts the last of its Ready pods (or more than its rolling update's
+        C(maxUnavailable) at once, where that is stricter). Each eviction waits until another pod of the workload is
+        Ready.
+      - V(false) evicts such pods as Kubernetes allows and C(kubectl drain) does, all at once if they are on the nodes
+        drained together, and the workload can be left with no Ready pod until its replacements are Ready.
+      - Has no effect with O(disable_eviction), which bypasses every budget.
     type: bool
     default: true
   max_concurrent_nodes:
@@ -269,12 +289,12 @@ nodes:
       elements: dict
     blocking:
       description:
-        - Pods that held the node when the drain ended, each with C(pod), C(kind) (V(pdb), V(multiple_pdbs),
+        - Pods that held the node when the drain ended, each with C(pod), C(kind) (V(pdb), V(implicit_budget), V(multiple_pdbs),
           V(naked_pod), V(emptydir), V(do_not_disrupt), V(api_error), V(throttled), V(retry)), C(pdb), and the
           API's C(message); an V(api_error) the API server's authorizer gave (the identity may not evict or delete the
           pod, or restart its Deployment) also has C(permission), as in a failed result (see C(docs/rbac.md)).
         - In check mode, every blocker found, including warnings (V(pdb_zero), V(pdb_insufficient),
-          V(single_replica), V(tolerates_all)), each with C(severity) V(error) or V(warning).
+          V(single_replica), V(implicit_budget), V(tolerates_all)), each with C(severity) V(error) or V(warning).
       type: list
       elements: dict
     remaining:
@@ -388,6 +408,7 @@ def argument_spec():
         pod_selector=dict(type="str"),
         disable_eviction=dict(type="bool", default=False),
         restart_single_replica=dict(type="bool", default=True),
+        implicit_budget=dict(type="bool", default=True),
         max_concurrent_nodes=dict(type="int"),
         exclude_from_load_balancers=dict(type="bool", default=False),
         new_node_zones=dict(type="list", elements="str"),

@@ -26,6 +26,8 @@ class DrainOptions:
         self.disable_eviction = bool(params.get("disable_eviction"))
         self.pod_selector = params.get("pod_selector") or None
         self.restart_single_replica = params.get("restart_single_replica", True) is not False
+        # a workload of two or more replicas that no PodDisruptionBudget covers keeps a Ready pod (drain.implicit)
+        self.implicit_budget = params.get("implicit_budget", True) is not False
         # unset (or empty, as a survey sends it) keeps each pod's own terminationGracePeriodSeconds; 0 is immediate
         grace_period = params.get("grace_period")
         if grace_period is None or (isinstance(grace_period, str) and not grace_period.strip()):

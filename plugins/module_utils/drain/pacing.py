@@ -5,6 +5,11 @@
 """Eviction pacing: how many evictions each PodDisruptionBudget can take now (:class:`BudgetGates`), and which pods of
 a drain to send a request for, the budgets being shared by every node drained at once (:class:`BudgetPacing`).
 
+An implicit budget (``drain.implicit``: a workload of two or more replicas no PodDisruptionBudget covers) has a gate
+like a real budget's, keyed ``implicit:<Kind> <namespace>/<name>``. The API server does not know it and never refuses
+its evictions, so its gate is always read before it lets one through (the read counts the workload's Ready pods
+cluster-wide, the pods just evicted left out), and a read that fails lets nothing through.
+
 Pure: the budget's status is read by the caller's ``read_budget``; a lock keeps the gates whole between the node
 threads of one drain.
 """
@@ -15,14 +20,20 @@ import threading
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import retry_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.implicit import IMPLICIT_PREFIX
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import pod_is_ready
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import budget_wait
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import budget_wait, gate_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import is_int
 
 # While the budgets' watch shows a budget allowing nothing, it is read again only every this many poll intervals (every
 # poll interval without the watch): the watch brings the change that frees a disruption, the read stays the count's
 # source, and a watch that falls behind delays a drain by a few seconds at most.
 WATCHED_BUDGET_READ_POLLS = 4
+
+
+def is_implicit(key):
+    """Whether a gate's key names an implicit budget (drain.implicit) rather than a PodDisruptionBudget."""
+    return isinstance(key, str) and key.startswith(IMPLICIT_PREFIX)
 
 
 def paced_by_budget(pod):
@@ -84,6 +95,12 @@ class BudgetGates:
         if gate["reading"] or gate["inflight"] > 0:
             return "wait", now + self.settle
         return "check", None
+
+    def closed_until_read(self, pdb):
+        """A budget nobody refuses evictions for (an implicit budget): with no gate yet, it starts with none to let
+        through, so the first eviction waits for a read of it."""
+        if pdb not in self.gates:
+            self.gates[pdb] = self._gate(0)
 
     def reading(self, pdb):
         """The caller that got ``"check"`` reads the budget: nobody else does until :meth:`checked`."""
@@ -157,6 +174,7 @@ class BudgetPacing:
         self._lock = threading.Lock()
         self._status = {}
         self._read_at = {}
+        self.evicted = set()   # uids of the pods evicted under an implicit budget: no longer counted Ready by its reads
 
     def seed(self, pdbs):
         """The budgets as listed before the drain: each gate starts from its ``disruptionsAllowed``."""
@@ -170,18 +188,23 @@ class BudgetPacing:
         for work in works.values():
             if work.state != "todo" or work.next_try > now:
                 continue
-            if work.mode != "evict" or not work.pdb or not paced_by_budget(work.pod):
+            pdb = gate_key(work)
+            if work.mode != "evict" or not pdb or not paced_by_budget(work.pod):
                 due.append(work)
                 continue
-            pdb = work.pdb
             with self._lock:
+                if is_implicit(pdb):
+                    self.gates.closed_until_read(pdb)
                 verdict, when = self._decide_and_take(pdb, now)
                 if verdict == "check":
                     self.gates.reading(pdb)
             if verdict == "check":
                 verdict, when = self._check_budget(pdb, now)
                 if verdict == "gone":
-                    work.pdb = None
+                    if work.pdb:
+                        work.pdb = None
+                    else:
+                        work.implicit = None
                     due.append(work)
                     continue
             if verdict == "go":
@@ -189,7 +212,7 @@ class BudgetPacing:
                 due.append(work)
             else:  # "wait", or "check" again: the pods just let through hold the budget's count
                 work.next_try = when if verdict == "wait" else now + self.poll_interval
-                budget_wait(work, self._status.get(work.pdb) or {})
+                budget_wait(work, self._status.get(pdb) or {})
         return due
 
     def answered(self, work):
@@ -208,6 +231,8 @@ class BudgetPacing:
         with self._lock:
             if verdict == "accepted":
                 self.gates.accepted(pdb)
+                if is_implicit(pdb):
+                    self.evicted.add(work.uid)
             else:
                 work.next_try = self.gates.refused(pdb, now, retry_after)
 
@@ -229,6 +254,8 @@ class BudgetPacing:
         try:
             self._read_at[pdb] = self.clock()
             allowed = self._disruptions_allowed(pdb)
+            if allowed is None and is_implicit(pdb):
+                allowed = 0   # no API server refuses for it: not knowing lets nothing through
         finally:
             with self._lock:
                 if allowed == "gone":

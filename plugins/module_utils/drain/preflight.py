@@ -17,6 +17,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets impo
     pdb_status,
     pdbs_selecting,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.implicit import finding_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import (
     REPLICATED_OWNER_KINDS,
     classify_pod,
@@ -36,7 +37,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.values import Plan
 # Blocker kinds reported by eviction_preflight and their severity: an "error" stops the drain under the
 # current options, a "warning" lets it finish with a cost (downtime, slower progress, a budget bypassed).
 BLOCKER_KINDS = ("pdb_zero", "pdb_insufficient", "multiple_pdbs", "naked_pod", "emptydir", "do_not_disrupt",
-                 "single_replica", "tolerates_all")
+                 "single_replica", "implicit_budget", "tolerates_all")
 # Blocker kinds of volume_findings: pods a persistent volume pins to a zone.
 VOLUME_BLOCKER_KINDS = ("zonal_volume", "volume_without_node")
 
@@ -93,7 +94,7 @@ def predicted(blockers):
     return "ok"
 
 
-def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas_by_owner=None, waves=None):
+def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas_by_owner=None, waves=None, implicit=None):
     """Everything that would stop or hurt draining a batch of nodes together, found before touching them.
 
     ``node_pods_by_node`` maps each node of the batch to its pods; ``all_pods`` holds the pods of the
@@ -116,6 +117,9 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
     - ``naked_pod``, ``emptydir``, ``do_not_disrupt`` (error): the pod is blocked under the current options;
     - ``single_replica`` (warning): the pod's workload has one replica, so it is down until the replacement
       is Ready (it carries ``owner``);
+    - ``implicit_budget`` (warning): no budget covers the evicted pod and its workload of two or more replicas has an
+      implicit budget (``implicit``: pod key -> ``drain.implicit.implicit_budget``), so its evictions wait for another
+      pod Ready; the reason says how they are paced (it carries ``owner``);
     - ``tolerates_all`` (warning): the pod tolerates every taint and may be scheduled back onto a tainted node.
 
     With ``disable_eviction`` budgets are not enforced: ``pdb_zero`` and ``pdb_insufficient`` become warnings
@@ -175,6 +179,10 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
                 for pdb in matching:
                     if eviction_needs_budget(pod, statuses[pdb_key(pdb)], pdb):
                         needs.setdefault(pdb_key(pdb), []).append((node_name, key))
+            elif not matching and action == "evict" and key in (implicit or {}):
+                budget = implicit[key]
+                node_report["blockers"].append(_blocker(key, "implicit_budget", finding_text(budget), "warning",
+                                                        owner="%s/%s" % (budget["kind"], budget["workload"].split("/", 1)[1])))
 
             owner = controller_of(pod)
             if owner is not None and owner.get("kind") in REPLICATED_OWNER_KINDS:
@@ -270,10 +278,13 @@ def predicted_outcome(node_report, timeout_action, timeout_seconds):
         owners = sorted(set(blocker.get("owner") or blocker["pod"] for blocker in node_report["blockers"]
                             if blocker["kind"] == "single_replica"))
         return "drained, with downtime for single-replica workload(s) %s until their replacement is Ready" % ", ".join(owners)
-    waits = [blocker for blocker in node_report["blockers"] if blocker["kind"] == "pdb_insufficient"]
-    if waits:
+    kinds = set(blocker["kind"] for blocker in node_report["blockers"])
+    if "pdb_insufficient" in kinds:
         return ("drained: %d pod(s) moved, evictions waiting for replacements to become Ready within their "
-                "PodDisruptionBudgets" % moved)
+                "PodDisruptionBudgets%s" % (moved, " and implicit budgets" if "implicit_budget" in kinds else ""))
+    if "implicit_budget" in kinds:
+        return ("drained: %d pod(s) moved, the evictions of workloads without a PodDisruptionBudget each waiting for "
+                "another pod Ready (implicit budget)" % moved)
     return "drained: %d pod(s) moved" % moved
 
 
@@ -334,7 +345,7 @@ def volume_findings(node_pods_by_node, claims, volumes, nodes, new_zones=None):
 
 
 def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, restarts, timeout_action="fail",
-                    timeout_seconds=900, volume_blockers=None, waves=None):
+                    timeout_seconds=900, volume_blockers=None, waves=None, implicit=None):
     """``eviction_preflight`` with what :func:`restart_plan` decided for the pods of Deployments.
 
     ``restarts`` maps pod keys to :func:`restart_plan` results. A pod whose entry has ``restart`` True appears
@@ -344,9 +355,9 @@ def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owne
     ``single_replica`` finding (and its budget's ``pdb_zero``/``pdb_insufficient``, if any) names the Deployment,
     its maxUnavailable/maxSurge and the budget that decides. Each node also gets ``outcome``, one sentence
     predicting the end of its drain under ``timeout_action``. ``volume_blockers``: :func:`volume_findings`, added to
-    each node's blockers. ``waves``: as :func:`eviction_preflight`.
+    each node's blockers. ``waves`` and ``implicit``: as :func:`eviction_preflight`.
     """
-    report = eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, waves)
+    report = eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, waves, implicit)
     for node, blockers in (volume_blockers or {}).items():
         if node in report:
             report[node]["blockers"].extend(blockers)

@@ -38,6 +38,7 @@ class PodWork:
         self.state = {"wait": "sent", "ignore": "ignored"}.get(mode, "todo")
         self.restart = restart
         self.pdb = None  # the one PodDisruptionBudget covering the pod, when it is evicted
+        self.implicit = None  # the gate key of the pod's implicit budget (drain.implicit), when no budget covers it
         self.admitted = None  # the budget whose gate let the request go, until the request has its answer
         self.attempts = 0
         self.next_try = 0.0
@@ -46,11 +47,13 @@ class PodWork:
         self.note = None  # why a single-replica Deployment's pod is evicted rather than restarted
 
 
-def pod_work(pod, classify_options, disable_eviction, pdbs, restart_for, result):
+def pod_work(pod, classify_options, disable_eviction, pdbs, restart_for, result, implicit_for=None):
     """The PodWork for one pod of a node being drained (mode ``ignore`` when the drain leaves it alone).
 
     ``restart_for(pod)`` is the single-replica restart plan (``drain.rules.restart_plan``) or None; ``result`` is the
-    node's result, whose ``skipped`` and ``downtime`` lists get the pods the drain leaves alone or cannot restart.
+    node's result, whose ``skipped`` and ``downtime`` lists get the pods the drain leaves alone or cannot restart;
+    ``implicit_for(pod)``, when given, the implicit budget of the pod's workload (``drain.implicit.implicit_budget``) or
+    None: an evicted pod no PodDisruptionBudget covers is paced by it.
     """
     decision = classify_pod(pod, classify_options)
     action = decision["action"]
@@ -85,7 +88,15 @@ def pod_work(pod, classify_options, disable_eviction, pdbs, restart_for, result)
         budgets = pdbs_selecting(pod, pdbs)
         if len(budgets) == 1:
             work.pdb = pdb_key(budgets[0])
+        elif not budgets and implicit_for is not None:
+            implicit = implicit_for(pod)
+            work.implicit = implicit["key"] if implicit else None
     return work
+
+
+def gate_key(work):
+    """The budget whose gate paces the pod's eviction: its PodDisruptionBudget, else its implicit budget, else None."""
+    return work.pdb or work.implicit
 
 
 def add_note(work):
@@ -98,6 +109,13 @@ def add_note(work):
 def budget_wait(work, status):
     """Record that the pod waits for its budget (``status``: the budget's last known status), in the words a failure
     message needs."""
+    if not work.pdb and work.implicit:
+        # drain.implicit.implicit_status words it; before the first read, the gate's key names the workload
+        text = status.get("implicit") or "waiting for the implicit budget of %s (no PodDisruptionBudget) to allow a disruption" % (
+            work.implicit.split(":", 1)[1])
+        work.blocking = {"pod": work.key, "kind": "implicit_budget", "pdb": None, "message": text}
+        work.why = "waiting: " + text
+        return
     if status.get("disruptionsAllowed") is None:
         if not work.blocking:  # nothing known beyond the API's last refusal, if any: keep that
             work.blocking = {"pod": work.key, "kind": "pdb", "pdb": work.pdb,
@@ -138,7 +156,7 @@ def apply_answer(work, answer, now, backoff, grace_period, disable_eviction, pdb
             work.why = "deleted, terminating"
         else:
             work.why = "Deployment %s restarted; waiting for its new pod to be Ready and this one to stop" % work.restart["deployment"]
-        return ("accepted", work.pdb) if work.pdb else None
+        return ("accepted", gate_key(work)) if gate_key(work) else None
     if kind == "gone":
         work.state = "gone"
         return None

@@ -524,7 +524,7 @@ def test_check_mode_lists_an_unsafe_single_replica_restart_as_blocked_downtime()
 def test_restart_can_be_turned_off():
     kube = cluster("n1")
     single_replica(kube, "n1")
-    result = run(kube, ["n1"], restart_single_replica=False)
+    result = run(kube, ["n1"], restart_single_replica=False, implicit_budget=False)
     assert result["nodes"]["n1"]["evicted"] == ["shop/worker-1"]
     assert not [entry for entry in kube.requests if entry[0] in ("list_replicasets", "patch_deployment")]
 
@@ -618,7 +618,7 @@ def test_a_new_pod_with_the_same_name_counts_as_gone_and_is_drained_too():
     state = {"calls": 0}
 
     def list_and_recreate(**kwargs):
-        state["calls"] += 1
+        state["calls"] += 1 if kwargs.get("node") else 0   # the looks at the node, not the StatefulSet's pods counted
         if state["calls"] == 3:  # the evicted db-0 is gone and the StatefulSet made a new db-0 (new UID) on this node
             kube.terminating.pop("shop/db-0", None)
             pod = make_pod("db-0", "n1", owner=("StatefulSet", "db"))
@@ -653,3 +653,127 @@ def test_a_missing_node_fails_before_anything_changes():
     with pytest.raises(drain.NodeNotFound):
         run(kube, ["n1", "ghost"])
     assert kube.mutating() == []
+
+
+# ---- the implicit budget: a workload of two or more replicas without a PodDisruptionBudget keeps a Ready pod --------
+
+class ReplacingKube(FakeKube):
+    """A Deployment ``shop/worker`` of ``replicas`` pods, no budget: each evicted pod gets a replacement on node n9,
+    Ready after ``ready_after`` lists of the namespace (never with None). Each eviction records how many of the
+    workload's pods were Ready and not terminating when it was admitted."""
+
+    def __init__(self, replicas=2, ready_after=2, strategy=None, **kwargs):
+        super().__init__(**kwargs)
+        self.ready_after = ready_after
+        self.ready_at_eviction = []
+        self.born = {}   # replacement key -> namespace lists left before it is Ready
+        spec = {"replicas": replicas, "selector": {"matchLabels": {"app": "worker"}}, "template": {"metadata": {}}}
+        if strategy:
+            spec["strategy"] = strategy
+        self.deployments["shop/worker"] = {"metadata": {"name": "worker", "namespace": "shop"}, "spec": spec}
+        self.replicasets.append({"metadata": {"name": "worker-rs", "namespace": "shop",
+                                              "ownerReferences": [{"kind": "Deployment", "name": "worker", "controller": True}]},
+                                 "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "worker"}}}})
+
+    def ready_workers(self):
+        return sum(1 for pod in self.pods.values() if (pod["metadata"].get("labels") or {}).get("app") == "worker"
+                   and not pod["metadata"].get("deletionTimestamp") and pod["status"]["conditions"][0]["status"] == "True")
+
+    def evict_pod(self, namespace, name, uid=None, grace_period=None):
+        with self.lock:
+            before = self.ready_workers()
+            answer = super().evict_pod(namespace, name, uid, grace_period)
+            self.ready_at_eviction.append(before)
+            if (self.pods["%s/%s" % (namespace, name)]["metadata"].get("labels") or {}).get("app") == "worker":
+                new = make_pod("%s-new" % name, "n9", owner=("ReplicaSet", "worker-rs"), labels={"app": "worker"})
+                new["status"]["conditions"][0]["status"] = "False"
+                self.add_pod(new)
+                self.born["shop/%s-new" % name] = self.ready_after
+            return answer
+
+    def list_pods(self, node=None, namespace=None, label_selector=None, resource_version=None):
+        if namespace and not node:
+            with self.lock:
+                for key in list(self.born):
+                    if self.born[key] is None:
+                        continue
+                    self.born[key] -= 1
+                    if self.born[key] <= 0:
+                        self.pods[key]["status"]["conditions"][0]["status"] = "True"
+                        del self.born[key]
+        return super().list_pods(node=node, namespace=namespace, label_selector=label_selector,
+                                 resource_version=resource_version)
+
+
+def two_workers_on_two_nodes(**kwargs):
+    kube = ReplacingKube(**kwargs)
+    for name in ("n1", "n2", "n9"):
+        kube.add_node(make_node(name))
+    kube.add_pod(make_pod("worker-a", "n1", owner=("ReplicaSet", "worker-rs"), labels={"app": "worker"}))
+    kube.add_pod(make_pod("worker-b", "n2", owner=("ReplicaSet", "worker-rs"), labels={"app": "worker"}))
+    return kube
+
+
+def test_two_nodes_drained_at_once_never_take_the_last_ready_pod_of_a_workload_without_budget():
+    kube = two_workers_on_two_nodes()
+    result = run(kube, ["n1", "n2"])
+    assert result["drained"] == ["n1", "n2"]
+    # each eviction left a Ready pod: the second waited for the first one's replacement
+    assert kube.ready_at_eviction == [2, 2]
+    reads = [target for verb, target in kube.requests if verb == "list_pods" and target == "shop"]
+    assert reads   # the workload's pods were counted from the cluster, not from this drain's own evictions
+
+
+def test_turned_off_the_two_pods_go_at_once_as_kubernetes_allows():
+    kube = two_workers_on_two_nodes()
+    result = run(kube, ["n1", "n2"], implicit_budget=False)
+    assert result["drained"] == ["n1", "n2"]
+    assert sorted(kube.ready_at_eviction) == [1, 2]   # the second eviction took the last Ready pod
+
+
+def test_a_later_drain_does_not_take_the_last_ready_pod_either():
+    """Across steps: the first node's pod is gone and its replacement is not Ready yet when the next drain starts; the
+    budget is read from the cluster, so the second node's pod waits."""
+    kube = two_workers_on_two_nodes(ready_after=3)
+    assert run(kube, ["n1"])["drained"] == ["n1"]
+    assert kube.born   # the replacement is not Ready yet
+    assert run(kube, ["n2"])["drained"] == ["n2"]
+    assert kube.ready_at_eviction == [2, 2]
+
+
+def test_a_pod_the_implicit_budget_holds_is_named_at_the_timeout_and_skip_goes_on():
+    kube = two_workers_on_two_nodes(ready_after=None)
+    result = run(kube, ["n1", "n2"], timeout=1, poll_interval=0.2, timeout_action="skip")
+    assert len(kube.ready_at_eviction) == 1 and kube.ready_at_eviction == [2]
+    held = [name for name in ("n1", "n2") if result["nodes"][name]["status"] == "skipped"]
+    assert len(held) == 1 and result["drained"] == [name for name in ("n1", "n2") if name not in held]
+    node = result["nodes"][held[0]]
+    assert node["blocking"][0]["kind"] == "implicit_budget" and node["blocking"][0]["pdb"] is None
+    assert node["blocking"][0]["message"] == ("implicit budget of Deployment shop/worker (2 replicas, no "
+                                              "PodDisruptionBudget): 0 disruptions allowed until another pod is Ready")
+    assert "waiting: implicit budget of Deployment shop/worker" in node["message"]
+
+
+def test_a_rolling_update_stricter_than_one_ready_pod_keeps_that_many():
+    """Ten replicas, the default maxUnavailable 25% (2): at most two at once are not Ready, spread over two nodes."""
+    kube = ReplacingKube(replicas=10, ready_after=2)
+    for name in ("n1", "n2", "n9"):
+        kube.add_node(make_node(name))
+    for index in range(10):
+        kube.add_pod(make_pod("worker-%d" % index, "n1" if index < 5 else "n2", owner=("ReplicaSet", "worker-rs"),
+                              labels={"app": "worker"}))
+    result = run(kube, ["n1", "n2"])
+    assert result["drained"] == ["n1", "n2"]
+    assert len(kube.ready_at_eviction) == 10 and min(kube.ready_at_eviction) >= 9   # 8 Ready kept after each
+
+
+def test_check_mode_names_the_workload_and_its_pacing():
+    kube = two_workers_on_two_nodes()
+    result = run(kube, ["n1", "n2"], check_mode=True)
+    for name in ("n1", "n2"):
+        (finding,) = result["nodes"][name]["blocking"]
+        assert finding["kind"] == "implicit_budget" and finding["severity"] == "warning"
+        assert finding["message"].startswith("Deployment shop/worker: 2 replicas, no PodDisruptionBudget: drained one pod")
+    assert kube.mutating() == []
+    off = run(two_workers_on_two_nodes(), ["n1", "n2"], check_mode=True, implicit_budget=False)
+    assert all(node["blocking"] == [] for node in off["nodes"].values())

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.implicit import implicit_budget
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import BLOCKER_KINDS, eviction_preflight
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import assert_plan_error, pdb, pod
 
@@ -199,6 +200,7 @@ def test_preflight_names_every_blocker_kind():
         pod("cache-0", owner=("ReplicaSet", "cache-1"), labels={}, volumes=[{"name": "c", "emptyDir": {}}]),
         pod("keep-0", owner=("ReplicaSet", "keep-1"), labels={}, annotations={"nodeops.rollout/do-not-evict": "true"}),
         pod("mesh-0", owner=("ReplicaSet", "mesh-1"), labels={}, tolerations=[{"operator": "Exists"}]),
+        pod("jobs-0", owner=("ReplicaSet", "jobs-1"), labels={"app": "jobs"}),                    # implicit_budget
     ]
     elsewhere = [pod("web-2", node="node-2"), pod("two-1", owner=("ReplicaSet", "two-1"), labels={"app": "two", "team": "x"}, node="node-2")]
     pdbs = [pdb("api", selector={"matchLabels": {"app": "api"}}, min_available=1), pdb("web", max_unavailable=1),
@@ -206,7 +208,10 @@ def test_preflight_names_every_blocker_kind():
             pdb("team", selector={"matchExpressions": [{"key": "team", "operator": "Exists"}]}, max_unavailable=1)]
     replicas = {"default/ReplicaSet/cache-1": 2, "default/ReplicaSet/keep-1": 2, "default/ReplicaSet/mesh-1": 2,
                 "default/ReplicaSet/web-abc": 3, "default/ReplicaSet/two-1": 2}
-    report = eviction_preflight({"node-1": pods}, pods + elsewhere, pdbs, replicas_by_owner=replicas)
+    jobs = implicit_budget(pods[-1], {"default/jobs-1": {"metadata": {"name": "jobs-1", "namespace": "default"},
+                                                         "spec": {"replicas": 2}}}, {})
+    report = eviction_preflight({"node-1": pods}, pods + elsewhere, pdbs, replicas_by_owner=replicas,
+                                implicit={"default/jobs-0": jobs})
     found = set(kinds(report))
     assert found == set(BLOCKER_KINDS)
     assert report["node-1"]["predicted"] == "blocked"
