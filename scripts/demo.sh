@@ -3,7 +3,8 @@
 #
 #   1. prepares .venv and the collection layout (the same step as the test command);
 #   2. starts a sandbox: 6 nodes over 3 Availability Zones in the Auto Scaling group sandbox-nodes, on the "old" AMI,
-#      with a sample workload (Deployments behind PodDisruptionBudgets, a single-replica Deployment, a DaemonSet);
+#      with a sample workload (Deployments behind PodDisruptionBudgets, a single-replica Deployment, a DaemonSet, and
+#      two queue workers without a PodDisruptionBudget, which the rollout's implicit budget keeps one of Ready);
 #   3. shows the plan (ansible-playbook nodeops.rollout.plan: check mode, changes nothing);
 #   4. runs the upgrade to the "new" AMI (ansible-playbook nodeops.rollout.upgrade);
 #   5. prints the rollout's result and the sandbox's invariant report, and the path of the HTML report (the rollout's
@@ -41,7 +42,7 @@ mkdir -p "$DEMO"
 started=$SECONDS
 step "Starting the sandbox ($KUBE Kubernetes): $NODES nodes over 3 AZs, speed $SPEED, with the sample workload"
 "$PY" -m sandbox up --state-dir "$STATE" --detach --nodes "$NODES" --azs 3 --speed "$SPEED" --kube "$KUBE" \
-    --workload sandbox/workloads/demo.yaml
+    --workload sandbox/workloads/demo.yaml --workload sandbox/workloads/worker.yaml
 
 # An inventory with one cluster, as a user writes it; only the endpoint and kubeconfig point at the sandbox.
 "$PY" - "$STATE" "$DEMO/inventory.yml" "$PY" <<'PYEOF'

@@ -30,7 +30,8 @@ QUICK_START = "docs/quick-start.md"
 
 def demo_sandbox(start_sandbox, tmp_path_factory, name):
     """A sandbox started as the demo starts it, the demo's inventory (written into a new directory) and environment."""
-    sandbox = start_sandbox(nodes=6, azs=3, speed=10, workloads=[os.path.join("sandbox", "workloads", "demo.yaml")])
+    sandbox = start_sandbox(nodes=6, azs=3, speed=10, workloads=[os.path.join("sandbox", "workloads", "demo.yaml"),
+                                                                 os.path.join("sandbox", "workloads", "worker.yaml")])
     directory = tmp_path_factory.mktemp(name)
     state = sandbox.state
     inventory = {"clusters": {"hosts": {"sandbox": {
