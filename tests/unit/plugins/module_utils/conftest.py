@@ -10,6 +10,7 @@ import json
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as module_warnings
@@ -86,3 +87,9 @@ from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_wor
     run,
     world,
 )
+
+
+# The property tests check rules, not speed: no example may fail for the time it took on a busy machine (hypothesis's
+# default deadline of 200 ms per example, and its health check of slow data generation, both depend on the machine's pace).
+settings.register_profile("nodeops", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("nodeops")
