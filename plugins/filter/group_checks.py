@@ -37,6 +37,13 @@ options:
     description: Whether the run soft-taints the groups rolled later (not the serial playbook, whose batches mix the groups).
     type: bool
     default: true
+  preflights:
+    description:
+      - The results of the drain pre-flight of each node group's outdated nodes (C(nodeops.rollout.node_drain) in check
+        mode), in the same order. A rollout (not a plan) stops on a group whose pre-flight found a blocker no option of the
+        run gets past (its C(would_stop)), naming the pod, its budget and the role variables that would get past it.
+    type: list
+    elements: dict
 """
 
 EXAMPLES = r"""

@@ -21,6 +21,11 @@ The semantics are client-go leader election's (``tools/leaderelection``):
 
 A held Lease whose times or duration cannot be read is refused, not taken over: nobody can tell when it
 expires, and taking it could put two rollouts on one group.
+
+The release of a run said to be gone (the unlock playbook) asks what can be known of that run: where the Lease records
+the holder's process and that process is on this machine, whether it still runs (:func:`decide_release`'s ``process``,
+read by ``locks.py``); elsewhere, whether its renewals stopped - a live holder renews its Lease at least every
+:func:`renewal_gap` seconds.
 """
 
 from __future__ import annotations
@@ -199,14 +204,33 @@ def decide_acquire(lease, holder, now, duration):
     return {"action": "take_over", "spec": _spec(holder, now, duration, now, state["transitions"] + 1), "state": state}
 
 
-def decide_release(lease, holder, now, quiet_for=None):
+# What a live holder's renewals may lag behind on top of half its Lease's duration (the keeper's check interval, a
+# renewal's request, a task between two renewals of the role), at least.
+RENEWAL_MARGIN_SECONDS = 10
+
+
+def renewal_gap(duration):
+    """The longest a live holder leaves a Lease of ``duration`` seconds unrenewed: the role renews it once no more than
+    half is left (its lock_min_valid), the modules that wait renew it when less than half is left; plus a margin
+    (:data:`RENEWAL_MARGIN_SECONDS` or a fifth of the duration, whichever is more), never more than the duration."""
+    duration = check_duration(duration)
+    return min(duration, duration // 2 + max(RENEWAL_MARGIN_SECONDS, duration // 5))
+
+
+def decide_release(lease, holder, now, quiet_for=None, process=None):
     """What to do to give the Lease up: ``{"action": "release" | "none" | "refuse", "spec", "state", "reason"}``.
 
     Only ``holder``'s Lease is released (client-go's ReleaseOnCancel: no holder, a duration of 1 second, the times set
     to now, transitions kept). No Lease, a free one, or one another run holds now (ours expired and was taken over)
-    is left as it is; ``reason`` says which. With ``quiet_for`` (seconds; the release of a run that is gone, by
-    another process), a Lease its holder renewed less than ``quiet_for`` seconds ago is refused: a run that is alive
-    renews it more often than that (one whose renewal cannot be read is released: the caller says that run is gone)."""
+    is left as it is; ``reason`` says which.
+
+    The release of a run that is gone, by another process, gives ``quiet_for`` (seconds, or ``"renewals"``: the
+    :func:`renewal_gap` of the Lease's own duration) and ``process``, what the caller could see of the holder's process
+    as the Lease records it (None when it records none): ``{"here": whether it is on this machine, "alive": whether it
+    still runs (when here), "pid", "host"}``. A holder whose process is on this machine is alive exactly while that
+    process runs; elsewhere, a Lease its holder renewed less than ``quiet_for`` seconds ago is refused: a run that is
+    alive renews it more often than that (one whose renewal cannot be read is released: the caller says that run is
+    gone). ``reason`` of a release so guarded says why the holder is taken for gone."""
     holder = check_holder(holder)
     if lease is None:
         return {"action": "none", "spec": None, "state": None, "reason": "no lease"}
@@ -215,9 +239,23 @@ def decide_release(lease, holder, now, quiet_for=None):
         return {"action": "none", "spec": None, "state": state, "reason": "not held"}
     if state["holder"] != holder:
         return {"action": "none", "spec": None, "state": state, "reason": "held by %s" % state["holder"]}
-    if quiet_for is not None and state["renewed"] is not None and (now - state["renewed"]).total_seconds() < quiet_for:
+    release = {"action": "release", "spec": _spec("", now, 1, now, state["transitions"]), "state": state, "reason": None}
+    if quiet_for is None:
+        return release
+    if process and process.get("here"):
+        if process.get("alive"):
+            return {"action": "refuse", "spec": None, "state": state, "reason": "process %s runs" % process.get("pid")}
+        return dict(release, reason="its process %s on this machine (%s) has ended" % (process.get("pid"), process.get("host")))
+    if quiet_for == "renewals":
+        quiet_for = renewal_gap(state["duration"]) if state["duration"] else None
+    if quiet_for is None:
+        return dict(release, reason="its Lease's duration cannot be read")
+    if state["renewed"] is not None and (now - state["renewed"]).total_seconds() < quiet_for:
         return {"action": "refuse", "spec": None, "state": state, "reason": "renewed within %s" % _in_words(quiet_for)}
-    return {"action": "release", "spec": _spec("", now, 1, now, state["transitions"]), "state": state, "reason": None}
+    if state["renewed"] is None:
+        return dict(release, reason="its renewal cannot be read")
+    return dict(release, reason="not renewed for %s, longer than a live run leaves it (%s)"
+                % (_in_words((now - state["renewed"]).total_seconds()), _in_words(quiet_for)))
 
 
 def _in_words(seconds):
@@ -248,20 +286,32 @@ def refusal_message(group, namespace, name, state, now):
         frees = "If that run is gone, release its lock"
     else:
         frees = ("A run renews its lock while it works: if that run is alive, wait for it to end. If it is gone, its lock "
-                 "frees itself at %s (in %s), and the next run takes the group over. To release it sooner, once that run "
-                 "has stopped renewing it"
+                 "frees itself at %s (in %s), and the next run takes the group over. To release it sooner (from the machine "
+                 "it ran on at once, as soon as its process has ended; from elsewhere once it has stopped renewing it)"
                  % (short_time(state["expires"]), _in_words((state["expires"] - now).total_seconds())))
     return "%s. Nothing was changed. %s: %s" % (head, frees, unlock_command(state["holder"]))
 
 
-def release_refusal(group, namespace, name, state, quiet_for, now):
-    """Why the lock of ``group`` is not released for a run said to be gone: its holder renewed it lately."""
-    return ("node group %s: Lease %s/%s is held by %s, which renewed it %s ago (%s), within %s: that run is alive, and "
-            "renews its lock while it works. Nothing was changed. If it is gone, its lock frees itself %s."
-            % (group, namespace, name, state["holder"], _in_words((now - state["renewed"]).total_seconds()),
-               short_time(state["renewed"]), _in_words(quiet_for),
-               "at %s (in %s)" % (short_time(state["expires"]), _in_words((state["expires"] - now).total_seconds()))
-               if state["expires"] else "once it has not renewed it for %s" % _in_words(quiet_for)))
+def release_refusal(group, namespace, name, state, quiet_for, now, process=None):
+    """Why the lock of ``group`` is not released for a run said to be gone, from what could be known of it
+    (:func:`decide_release`'s ``process`` and ``quiet_for``): its process runs on this machine, or, elsewhere, its
+    holder renewed it lately."""
+    head = "node group %s: Lease %s/%s is held by %s" % (group, namespace, name, state["holder"])
+    if process and process.get("here"):
+        return ("%s, whose process %s runs on this machine (%s): that run is alive. Nothing was changed. Stop that run "
+                "(it releases its lock as it ends), or let it finish." % (head, process.get("pid"), process.get("host")))
+    if quiet_for == "renewals":
+        quiet_for = renewal_gap(state["duration"])
+    where = ("its process is on another machine (%s), so" % process.get("host") if process
+             else "the Lease records no process of it that this machine could look at, so")
+    sooner = state["renewed"] + datetime.timedelta(seconds=quiet_for)
+    frees = ("at %s (in %s)" % (short_time(state["expires"]), _in_words((state["expires"] - now).total_seconds()))
+             if state["expires"] else "once it has not renewed it for %s" % _in_words(quiet_for))
+    return ("%s, which renewed it %s ago (%s); %s whether it is alive is told by its renewals: a live run renews its lock "
+            "at least every %s, and this one did within that: that run is taken for alive. Nothing was changed. If it is gone, run "
+            "the unlock again from %s (in %s), once it has stopped renewing, or its lock frees itself %s."
+            % (head, _in_words((now - state["renewed"]).total_seconds()), short_time(state["renewed"]), where,
+               _in_words(quiet_for), short_time(sooner), _in_words((sooner - now).total_seconds()), frees))
 
 
 def lease_result(lease, now):

@@ -12,6 +12,9 @@ again and decides again, so it now sees the winner as the holder and is refused.
 from __future__ import annotations
 
 import datetime
+import json
+import os
+import socket
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
@@ -23,6 +26,11 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.values import pars
 CONFLICT_ATTEMPTS = 5
 MANAGED_BY = {"app.kubernetes.io/managed-by": "nodeops.rollout"}
 GROUP_ANNOTATION = "nodeops.rollout/node-group"
+# The holder's process, written when a run takes the Lease: {"host", "boot_id", "pid", "start"} as JSON. The unlock of a
+# run said to be gone, started on the same machine (same host name and boot), sees whether that process still runs.
+PROCESS_ANNOTATION = "nodeops.rollout/holder-process"
+# how far up from the module's process the run's ansible-playbook is looked for (the task's worker, the controller)
+ANCESTORS = 8
 
 
 class LockHeld(RolloutError):
@@ -56,14 +64,93 @@ def _read(api, namespace, name):
         raise
 
 
-def _body(lease, namespace, name, group, spec):
+def _proc_stat(pid):
+    """The fields of /proc/<pid>/stat after the command's name (state first), or None where it cannot be read."""
+    try:
+        with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _command_line(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def this_machine():
+    """``{"host", "boot_id"}`` of the machine this runs on (boot_id None where the kernel does not say it)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="utf-8") as handle:
+            boot_id = handle.read().strip() or None
+    except OSError:
+        boot_id = None
+    return {"host": socket.gethostname(), "boot_id": boot_id}
+
+
+def run_process():
+    """The run's own process as the Lease records it - the topmost ansible-playbook above this module (the controller
+    of the run; its task workers are forks of it) with its start time, which a reused pid does not have - or None where
+    it cannot be told (no /proc, no ansible-playbook above)."""
+    machine = this_machine()
+    found, pid = None, os.getpid()
+    for _step in range(ANCESTORS):
+        stat = _proc_stat(pid)
+        if stat is None:
+            break
+        if "ansible-playbook" in _command_line(pid):
+            found = (pid, stat[19])
+        pid = int(stat[1])
+        if pid <= 1:
+            break
+    if found is None or machine["boot_id"] is None:
+        return None
+    return dict(machine, pid=found[0], start=found[1])
+
+
+def holder_process(lease):
+    """What can be seen from here of the holder's process the Lease records: None when it records none (or not in a
+    form this collection writes), else ``{"here", "alive", "pid", "host"}`` - ``here`` when it is on this machine (same
+    host name, same boot), and then ``alive`` whether that process still runs (the same pid with the same start time,
+    not a zombie)."""
+    annotations = ((lease or {}).get("metadata") or {}).get("annotations") or {}
+    try:
+        recorded = json.loads(annotations.get(PROCESS_ANNOTATION) or "null")
+        pid = int(recorded["pid"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    machine = this_machine()
+    here = machine["boot_id"] is not None and (recorded.get("host"), recorded.get("boot_id")) == (machine["host"], machine["boot_id"])
+    alive = None
+    if here:
+        stat = _proc_stat(pid)
+        alive = stat is not None and stat[0] not in ("Z", "X") and stat[19] == str(recorded.get("start"))
+    return {"here": here, "alive": alive, "pid": pid, "host": recorded.get("host")}
+
+
+def _body(lease, namespace, name, group, spec, process=None):
+    """The Lease to write: ``spec`` over the one read; ``process`` (:func:`run_process`) recorded as the new holder's, or,
+    with False, the record of the holder that lets it go taken off."""
     if lease is None:
+        annotations = {GROUP_ANNOTATION: group}
+        if process:
+            annotations[PROCESS_ANNOTATION] = json.dumps(process, sort_keys=True)
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY),
-                             "annotations": {GROUP_ANNOTATION: group}},
+                "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY), "annotations": annotations},
                 "spec": spec}
     body = dict(lease, apiVersion="coordination.k8s.io/v1", kind="Lease")
     body["spec"] = dict(lease.get("spec") or {}, **spec)   # fields this collection does not know are kept
+    if process is not None:
+        metadata = dict(lease.get("metadata") or {})
+        annotations = dict(metadata.get("annotations") or {})
+        annotations.pop(PROCESS_ANNOTATION, None)
+        if process:
+            annotations[PROCESS_ANNOTATION] = json.dumps(process, sort_keys=True)
+        metadata["annotations"] = annotations
+        body["metadata"] = metadata
     return body
 
 
@@ -90,10 +177,11 @@ def _outcome(action, namespace, name, written, decision, now):
 
 
 def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now, attempts=CONFLICT_ATTEMPTS, sleep=None,
-         renew_only=False, fresh_for=None):
+         renew_only=False, fresh_for=None, process=None):
     """Acquire, take over or renew the Lease of ``group`` for ``duration`` seconds (only renew it, ``renew_only``; and
     with ``fresh_for``, not while the Lease read stays ours for that many seconds more: another process of this run
-    renewed it, and ``action`` is ``keep``).
+    renewed it, and ``action`` is ``keep``). A Lease this call takes records ``process`` (:func:`run_process`) as its
+    holder's; a renewal keeps what the Lease records.
 
     Returns the module's result (``changed``, ``action``, ``lease``, ``previous_holder``). Raises LockHeld when
     another run holds it, LockGone when ``renew_only`` finds it no longer ours, LockContended after ``attempts`` lost
@@ -114,7 +202,8 @@ def hold(api, group, namespace, holder, duration, check_mode=False, now=utc_now,
             raise LockGone("Lease %s/%s of node group %s is no longer held by %s (%s)"
                            % (namespace, name, group, holder, "it is gone" if lease is None
                               else "held by %s now" % (decision["state"]["holder"] or "nobody")))
-        body = _body(lease, namespace, name, group, decision["spec"])
+        taken = decision["action"] in ("create", "acquire", "take_over")
+        body = _body(lease, namespace, name, group, decision["spec"], (process or False) if taken else None)
         if check_mode:
             return _outcome(decision["action"], namespace, name, body, decision, moment)
         written = _write(api, lease, namespace, name, body)
@@ -133,30 +222,37 @@ class LockAlive(RolloutError):
 def release(api, group, namespace, holder, check_mode=False, now=utc_now, attempts=CONFLICT_ATTEMPTS, sleep=None,
             quiet_for=None):
     """Clear ``holder``'s hold on the Lease of ``group`` (a Lease that is not its is left alone); the module's result.
-    With ``quiet_for`` (the release of a run that is gone), raises LockAlive when the holder renewed it within that many
-    seconds."""
+    With ``quiet_for`` (the release of a run said to be gone, by another process), raises LockAlive when that run is alive as
+    far as can be known (``lease_lock.decide_release``): its process, recorded in the Lease, runs on this machine, or,
+    recorded elsewhere or not at all, the holder renewed it within ``quiet_for`` seconds (``"renewals"``: the longest a
+    live holder of its duration goes without). The result's ``reason`` then says why the run was taken for gone."""
     name = lease_lock.lease_name(group)
     for attempt in range(attempts):
         lease = _read(api, namespace, name)
         moment = now()
-        decision = lease_lock.decide_release(lease, holder, moment, quiet_for)
+        process = holder_process(lease) if quiet_for is not None else None
+        decision = lease_lock.decide_release(lease, holder, moment, quiet_for, process)
         if decision["action"] == "refuse":
-            raise LockAlive(lease_lock.release_refusal(group, namespace, name, decision["state"], quiet_for, moment),
+            raise LockAlive(lease_lock.release_refusal(group, namespace, name, decision["state"], quiet_for, moment, process),
                             action="refuse", holder=decision["state"]["holder"])
         if decision["action"] == "none":
             result = _outcome("none", namespace, name, lease, decision, moment)
             result["reason"] = decision["reason"]
             return result
-        body = _body(lease, namespace, name, group, decision["spec"])
+        body = _body(lease, namespace, name, group, decision["spec"], False)
         if check_mode:
-            return _outcome("release", namespace, name, body, decision, moment)
+            return dict(_outcome("release", namespace, name, body, decision, moment), **_gone_reason(decision))
         written = _write(api, lease, namespace, name, body)
         if written is not None:
-            return _outcome("release", namespace, name, written, decision, moment)
+            return dict(_outcome("release", namespace, name, written, decision, moment), **_gone_reason(decision))
         if sleep is not None:
             sleep(backoff_delay(attempt + 1, base=0.1, cap=1.0))
     raise LockContended("Lease %s/%s of node group %s: %d releases in a row met a concurrent change (409); giving up"
                         % (namespace, name, group, attempts))
+
+
+def _gone_reason(decision):
+    return {"reason": decision["reason"]} if decision.get("reason") else {}
 
 
 @reports_errors
@@ -173,7 +269,8 @@ def run_rollout_lock(module, make_client, now=utc_now):
         if params["state"] != "released":
             raise lease_lock.LockError("unless_renewed_within: not allowed with state=acquired; it guards the release of a "
                                        "run that is gone (state=released)")
-        quiet_for = (lease_lock.DEFAULT_SECONDS if str(params["unless_renewed_within"]).strip() == ""
+        # empty: the longest a live holder goes without renewing a Lease of the duration it wrote
+        quiet_for = ("renewals" if str(params["unless_renewed_within"]).strip() == ""
                      else parse_duration(params["unless_renewed_within"], "unless_renewed_within", minimum=1))
     if params["state"] == "acquired":
         duration = lease_lock.check_duration(_duration_seconds(params["duration"]))
@@ -187,7 +284,8 @@ def run_rollout_lock(module, make_client, now=utc_now):
     verb = "take" if params["state"] == "acquired" else "release"
     with kube_errors(verb, "Lease %s/%s of node group %s" % (namespace, name, params["name"]), detailed=True):
         if params["state"] == "acquired":
-            result = hold(api, params["name"], namespace, holder, duration, module.check_mode, now=now, sleep=api.sleep)
+            result = hold(api, params["name"], namespace, holder, duration, module.check_mode, now=now, sleep=api.sleep,
+                          process=run_process())
         else:
             result = release(api, params["name"], namespace, holder, module.check_mode, now=now, sleep=api.sleep,
                              quiet_for=quiet_for)

@@ -369,6 +369,18 @@ preflight_ok:
   description: Check mode only. Whether no node is predicted to be blocked.
   returned: check mode
   type: bool
+would_stop:
+  description:
+    - Check mode only. The blockers no wait ever clears under these options, which would stop a drain (and the
+      rolling_update role's upgrade, which stops on them before any change) - with O(timeout_action=fail) only. They are a
+      budget that can never allow an eviction (V(pdb_zero) with its expected pods no more than it needs healthy), a pod two
+      budgets select, a pod no controller manages, one annotated do-not-disrupt, one with emptyDir data.
+    - Each names C(node), C(pod), C(kind), C(pdb), C(message) and C(gets_past), the options that would get past it
+      (C(option), C(value), C(effect)). Their entries in RV(nodes) C(blocking) carry C(stops_upgrade=true) and the same
+      C(gets_past).
+  returned: check mode
+  type: list
+  elements: dict
 seconds:
   description: Seconds the whole drain took.
   returned: when not in check mode

@@ -22,6 +22,8 @@ description:
     transition). A Lease O(holder) already holds is renewed, keeping its C(acquireTime). A Lease another holder has
     renewed recently enough is not touched, and the module fails with one message naming the holder, when it
     acquired and renewed the Lease and when it expires. These are the rules of client-go's leader election.
+  - A Lease this module takes records the run's own process in its annotation C(nodeops.rollout/holder-process) - the
+    host name and boot of the machine, the pid of the topmost C(ansible-playbook) above the module and its start time.
   - With O(state=released) a Lease O(holder) holds gets an empty C(holderIdentity), a duration of 1 second and the
     times set to now (client-go's C(ReleaseOnCancel)), so the next run can take it at once. A Lease that is missing,
     free or held by another identity is left as it is.
@@ -75,10 +77,15 @@ options:
   unless_renewed_within:
     description:
       - With O(state=released), release the lock of a run that is gone - O(holder) is that run's identity, not this
-        one's - only when that run has not renewed it for this long (seconds or a duration such as V(2m)); otherwise
-        fail, saying that the run is alive and when its lock frees itself. A run that is alive renews its lock more often
-        than its duration. The playbook C(nodeops.rollout.unlock) releases this way.
-      - An empty value means 2 minutes, the rolling_update role's default lock duration.
+        one's - only when that run is not alive as far as can be known; otherwise fail, saying why it is taken for alive
+        and when its lock frees itself. The playbook C(nodeops.rollout.unlock) releases this way.
+      - Where the Lease records the holder's process on this machine (same host name, same boot), the run is alive exactly
+        while that process runs (the same pid with the same start time). The lock of a run killed there is released at
+        once, that of a run still running is not, whatever this option says.
+      - Elsewhere (the run was on another machine, or the Lease records no process), the run is taken for gone once it
+        has not renewed the lock for this long (seconds or a duration such as V(2m)).
+      - An empty value means the longest a live holder leaves its Lease unrenewed, from the Lease's own duration - half
+        of it, plus a margin of 10 seconds or a fifth of the duration, whichever is more (at most the duration).
     type: raw
   state:
     description:
@@ -103,7 +110,8 @@ notes:
     C(docs/rbac.md)).
   - A run that was killed stops renewing its lock, which then frees itself within its duration (the rolling_update role
     holds it for 2 minutes and renews it while it runs). To release it sooner, run the playbook C(nodeops.rollout.unlock)
-    with the holder the refusal names, or O(state=released) with that O(holder) and O(unless_renewed_within) (see EXAMPLES).
+    with the holder the refusal names, or O(state=released) with that O(holder) and O(unless_renewed_within) (see EXAMPLES)
+    - on the machine the run ran on at once, once its process has ended; elsewhere once it has stopped renewing the lock.
 seealso:
   - name: Kubernetes Leases
     description: How Leases are used for leader election and locks.
@@ -171,8 +179,11 @@ was_expired:
   returned: when action is renew
   type: bool
 reason:
-  description: Why nothing was released - V(no lease), V(not held), or V(held by <holder>).
-  returned: when state is released and action is none
+  description:
+    - Why nothing was released - V(no lease), V(not held), or V(held by <holder>).
+    - With O(unless_renewed_within) and RV(action=release), why the run was taken for gone (its process on this machine
+      has ended, or it has not renewed the lock for longer than a live run would).
+  returned: when state is released and action is none, or released with O(unless_renewed_within)
   type: str
 holder:
   description: On a refusal, the holder that keeps the lock.

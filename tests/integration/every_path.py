@@ -14,6 +14,7 @@ import json
 from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
 from tests.integration.controls import GROUP, QUICK, Watcher, group_view, lock_holder, node_marks, result_of
 from tests.integration.serial_runs import serial
+from tests.integration.workloads import hold_for_now, let_go
 
 
 def cordoned(event):
@@ -58,14 +59,17 @@ class Paths:
             kept.setdefault(key, set()).update(values)
 
     def pdb_stop(self, path, node_groups=None, record=True):
-        """A run stopped by a PodDisruptionBudget that lets nothing go (web's asks for all three of its pods): held,
-        the lock released; the budget is put back after it."""
+        """A run stopped in its drain by a PodDisruptionBudget that lets nothing go while it runs (web's asks for all
+        three of its Ready pods, a fourth never starts): held, the lock released; the budget is put back after it. (One
+        that could never let a pod go would stop the run before any change.)"""
         policy = self.sandbox.policy()
         policy.patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 3}})
+        hold_for_now(self.sandbox, "shop", "web")
         try:
             rc, out, result = self.run(path, extra=["rolling_update_drain_timeout=20s"], node_groups=node_groups, record=record)
         finally:
             policy.patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 2}})
+            let_go(self.sandbox, "shop", "web")
         assert rc != 0 and result["status"] == "failed" and "shop/web" in json.dumps(result), out[-3000:]
         assert result.get("permission") is None and lock_holder(self.sandbox) is None
 

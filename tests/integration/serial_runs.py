@@ -15,23 +15,27 @@ PINNED = os.path.join("sandbox", "workloads", "pinned-by-budget.yaml")
 FAST = ["rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"]
 
 
-def inventory(sandbox, directory, groups=(GROUP,), image=None):
-    """The inventory file of the plugin over ``groups``, rolled to ``image`` (the sandbox's new AMI by default)."""
+def inventory(sandbox, directory, groups=(GROUP,), image=None, current=False):
+    """The inventory file of the plugin over ``groups``, rolled to ``image`` (the sandbox's new AMI by default), or with
+    ``current`` to no target: the version each group launches now (its nodes annotated nodeops.rollout/needs-update are
+    the outdated ones)."""
     path = directory / "sandbox.nodes.yml"
     path.write_text(json.dumps({   # JSON is YAML
         "plugin": "nodeops.rollout.nodes", "region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"],
         "kubeconfig": sandbox.collection_kubeconfig,   # the ServiceAccount's where docs/rbac.yaml is enforced
-        "node_groups": [{"name": name, "image_id": image or sandbox.state["amis"]["new"]} for name in groups]}))
+        "node_groups": [{"name": name} if current else {"name": name, "image_id": image or sandbox.state["amis"]["new"]}
+                        for name in groups]}))
     return path
 
 
-def serial(sandbox, directory, *extra, groups=(GROUP,), max_unavailable=1, options=(), image=None):
-    """Run the serial playbook over the sandbox's groups (rolled to ``image``, the new AMI by default) with the ``-e``
+def serial(sandbox, directory, *extra, groups=(GROUP,), max_unavailable=1, options=(), image=None, current=False):
+    """Run the serial playbook over the sandbox's groups (rolled to ``image``, the new AMI by default, or with ``current``
+    to the version they launch now, :func:`inventory`) with the ``-e``
     items ``extra`` and the command line's ``options``; ``(rc, output, {group: result})`` (no result: ``{}``)."""
     report = directory / "result.json"
     if report.exists():
         report.unlink()
-    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory(sandbox, directory, groups, image)),
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory(sandbox, directory, groups, image, current)),
             os.path.join("playbooks", "upgrade_serial.yml"), "-e", "rolling_update_report_file=%s" % report,
             "-e", "rolling_update_max_unavailable=%d" % max_unavailable]
     for item in FAST + list(extra):

@@ -20,12 +20,15 @@ import subprocess
 
 import pytest
 
-from sandbox.drive.handle import BIN
+from sandbox.drive.handle import BIN, ROOT
 from tests.integration.awx_artifact import AWX_DOC, artifact, report_lines
 from tests.integration.doc_outputs import check_or_refresh, excerpt, fenced, sections
 from tests.integration.modules.conftest import assert_safe
+from tests.integration.workloads import let_go
 
 QUICK_START = "docs/quick-start.md"
+# the quick start's pod that holds the web budget while it waits (its "When a rollout stops" rehearsal)
+WEB_WAITING = os.path.join(ROOT, "sandbox", "workloads", "web-waiting.yaml")
 
 
 def demo_sandbox(start_sandbox, tmp_path_factory, name):
@@ -117,16 +120,19 @@ def test_the_readme_s_progress_line_is_the_upgrade_s_first(demo):
 
 @pytest.fixture(scope="module")
 def stopped(start_sandbox, tmp_path_factory):
-    """The quick start's stop and rerun: web's budget at minAvailable 3 over its 3 replicas holds the drain of the nodes
-    running a web pod past a 30s timeout; the budget set back to 2, the same command finishes the rollout."""
+    """The quick start's stop and rerun: web's budget at minAvailable 3 over its 3 Ready replicas and a fourth web pod that
+    never starts (sandbox/workloads/web-waiting.yaml) holds the drain of the nodes running a web pod past a 30s timeout;
+    the budget set back to 2 and that pod taken away, the same command finishes the rollout."""
     sandbox, directory, env = demo_sandbox(start_sandbox, tmp_path_factory, "stopped")
     sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 3}})
+    sandbox.apply(WEB_WAITING)
     # the job's artifact printed at its end, as AWX would keep it (docs/awx.md's failed rollout)
     rc, stop = playbook(directory, dict(env, ANSIBLE_SHOW_CUSTOM_STATS="true"), "nodeops.rollout.upgrade", "-e",
                         "rolling_update_drain_timeout=30s")
     assert rc != 0, stop[-4000:]
     failed = (directory / "result.json").read_text()
     sandbox.policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 2}})
+    let_go(sandbox, "shop", "web")
     rc, resume = playbook(directory, env, "nodeops.rollout.upgrade")
     assert rc == 0, resume[-4000:]
     return {"stop": stop, "resume": resume, "invariants": sandbox.report(), "failed": json.loads(failed), "env": env,

@@ -207,8 +207,10 @@ def eviction_preflight(node_pods_by_node, all_pods, pdbs, options=None, replicas
         status = statuses[key_of_pdb]
         if status["disruptions_allowed"] == 0:
             reason, severity = _pdb_zero_reason(status, bypassed), "warning" if bypassed else "error"
+            # expected pods no more than it needs healthy: no replacement, no wait ever lets one go
+            never = 0 < status["expected_pods"] <= status["desired_healthy"]
             for node_name, key in entries:
-                report[node_name]["blockers"].append(_blocker(key, "pdb_zero", reason, severity, key_of_pdb))
+                report[node_name]["blockers"].append(_blocker(key, "pdb_zero", reason, severity, key_of_pdb, never=never))
             continue
         together = {}
         for node_name, key in entries:
@@ -344,6 +346,70 @@ def volume_findings(node_pods_by_node, claims, volumes, nodes, new_zones=None):
     return found
 
 
+# The errors no wait ever clears, and what gets a drain past each (node_drain's options; with timeout_action fail):
+# a budget that can never allow an eviction, a pod the Eviction API refuses (two budgets), the option blockers. A budget at
+# zero only for now (pods not Ready yet) is not among them: the drain waits for it.
+GETS_PAST = {
+    "pdb_zero": (("timeout_action", "force", "deletes the pod once the drain timeout has passed, breaking the budget"),
+                 ("timeout_action", "skip", "leaves the node cordoned and goes on without it")),
+    "multiple_pdbs": (("timeout_action", "force", "deletes the pod once the drain timeout has passed"),
+                      ("timeout_action", "skip", "leaves the node cordoned and goes on without it")),
+    "naked_pod": (("force", True, "deletes the pod, which no controller recreates"),
+                  ("timeout_action", "skip", "leaves the node cordoned and goes on without it")),
+    "do_not_disrupt": (("force", True, "evicts the pod despite its annotation"),
+                       ("timeout_action", "skip", "leaves the node cordoned and goes on without it")),
+    "emptydir": (("delete_emptydir_data", True, "evicts the pod, its emptyDir data lost"),
+                 ("timeout_action", "skip", "leaves the node cordoned and goes on without it")),
+}
+
+
+def upgrade_stops(node_report, timeout_action="fail"):
+    """The blockers of one node's pre-flight (:func:`drain_preflight`) that would stop an upgrade at the drain of the node
+    whatever it waits for: errors :data:`GETS_PAST` names (a ``pdb_zero`` only when its budget can never allow an
+    eviction), under ``timeout_action`` fail - ``force`` deletes such pods after the timeout and ``skip`` skips the node,
+    so neither stops. Each is the blocker with ``gets_past``: ``[{"option", "value", "effect"}]``."""
+    if timeout_action != "fail":
+        return []
+    # single-replica pods not offered a restart (restart_single_replica off): a restart may get them past their budget
+    single = set(blocker["pod"] for blocker in node_report.get("blockers") or []
+                 if blocker.get("kind") == "single_replica" and not blocker.get("deployment"))
+    stops = []
+    for blocker in node_report.get("blockers") or []:
+        if blocker.get("severity") != "error" or blocker.get("kind") not in GETS_PAST:
+            continue
+        if blocker["kind"] == "pdb_zero" and not blocker.get("never"):
+            continue
+        gets_past = [{"option": option, "value": value, "effect": effect} for option, value, effect in GETS_PAST[blocker["kind"]]]
+        if blocker["kind"] == "pdb_zero" and blocker["pod"] in single:
+            gets_past.insert(0, {"option": "restart_single_replica", "value": True,
+                                 "effect": "a Deployment's pod is restarted through its rolling update instead of evicted"})
+        stops.append(dict(blocker, gets_past=gets_past))
+    return stops
+
+
+def _option_text(entry, names):
+    value = entry["value"]
+    value = ("true" if value else "false") if isinstance(value, bool) else value
+    return "%s: %s (%s)" % ((names or {}).get(entry["option"], entry["option"]), value, entry["effect"])
+
+
+def stop_message(stops, names=None):
+    """The sentence an upgrade stops with, before any change, on ``stops`` (``[{"node", "pod", "pdb", "message",
+    "gets_past"}]``, node_drain's ``would_stop``): each pod, its node, why, and the options that would get past it -
+    named by ``names`` (node_drain's option -> what the caller calls it; the option's own name by default). None when
+    there are none."""
+    if not stops:
+        return None
+    parts = []
+    for stop in stops:
+        options = " or ".join(_option_text(entry, names) for entry in stop.get("gets_past") or [])
+        parts.append("pod %s on node %s: %s%s" % (stop["pod"], stop["node"], stop.get("message") or stop.get("reason") or "",
+                                                  "; gets past with %s" % options if options else ""))
+    return ("the upgrade would stop at the drain of %d node(s), whatever it waited for: %s. Nothing was changed: fix "
+            "what holds them (a budget: relax it or add replicas), or run with an option named above"
+            % (len(set(stop["node"] for stop in stops)), "; ".join(parts)))
+
+
 def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, restarts, timeout_action="fail",
                     timeout_seconds=900, volume_blockers=None, waves=None, implicit=None):
     """``eviction_preflight`` with what :func:`restart_plan` decided for the pods of Deployments.
@@ -354,8 +420,8 @@ def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owne
     Eviction API. A single-replica pod whose entry has ``restart`` False stays under ``would_evict``: its
     ``single_replica`` finding (and its budget's ``pdb_zero``/``pdb_insufficient``, if any) names the Deployment,
     its maxUnavailable/maxSurge and the budget that decides. Each node also gets ``outcome``, one sentence
-    predicting the end of its drain under ``timeout_action``. ``volume_blockers``: :func:`volume_findings`, added to
-    each node's blockers. ``waves`` and ``implicit``: as :func:`eviction_preflight`.
+    predicting the end of its drain under ``timeout_action``, and ``stops``, :func:`upgrade_stops`. ``volume_blockers``:
+    :func:`volume_findings`, added to each node's blockers. ``waves`` and ``implicit``: as :func:`eviction_preflight`.
     """
     report = eviction_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owner, waves, implicit)
     for node, blockers in (volume_blockers or {}).items():
@@ -382,4 +448,5 @@ def drain_preflight(node_pods_by_node, all_pods, pdbs, options, replicas_by_owne
                                        if not (blocker["pod"] == key and blocker["kind"] in dropped)]
         node_report["predicted"] = predicted(node_report["blockers"])
         node_report["outcome"] = predicted_outcome(node_report, timeout_action, timeout_seconds)
+        node_report["stops"] = upgrade_stops(node_report, timeout_action)
     return report

@@ -44,6 +44,14 @@ def check_result(names, report, nodes, pods_by_node, diff=False):
                                   restarted=entry["would_restart"], skipped=entry["skipped"], blocking=blocking,
                                   downtime=[{"pod": blocker["pod"], "reason": blocker["reason"]}
                                             for blocker in entry["blockers"] if blocker["kind"] == "single_replica"])
+    # what would stop an upgrade whatever it waited for (drain.preflight.upgrade_stops), in the nodes' order
+    would_stop = [{"node": name, "pod": stop["pod"], "kind": stop["kind"], "pdb": stop["pdb"], "message": stop["reason"],
+                   "gets_past": stop["gets_past"]} for name in names for stop in report[name].get("stops") or []]
+    for stop in would_stop:
+        for blocking in found[stop["node"]]["blocking"]:
+            if (blocking["pod"], blocking["kind"]) == (stop["pod"], stop["kind"]):
+                blocking["stops_upgrade"] = True
+                blocking["gets_past"] = stop["gets_past"]
     changed = any(node["cordoned"] or node["evicted"] or node["deleted"] or node["restarted"] for node in found.values())
     blocked = sorted(name for name, node in found.items() if node["predicted"] == "blocked")
     if blocked:
@@ -52,7 +60,7 @@ def check_result(names, report, nodes, pods_by_node, diff=False):
     else:
         msg = "pre-flight: %d node(s) can be drained" % len(found)
     output = {"changed": changed, "nodes": found, "msg": msg, "preflight_ok": not blocked,
-              "drained": [], "skipped_nodes": [], "failed_nodes": []}
+              "would_stop": would_stop, "drained": [], "skipped_nodes": [], "failed_nodes": []}
     if diff:
         output["diff"] = [diff_entry(name, not found[name]["cordoned"], pods_by_node[name], [item["pod"] for item in found[name]["skipped"]]
                                      + [blocker["pod"] for blocker in found[name]["blocking"] if blocker["severity"] == "error"])

@@ -16,6 +16,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, time_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import DRAIN_OPTION_VARIABLES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, truthy
 
@@ -166,8 +168,14 @@ def _findings(preflight, blocking_only=False):
         return {"preflight": {name: {"blocking": node["blocking"]} for name, node in preflight.items()
                               if isinstance(node, dict) and node.get("blocking")}}
     found = [blocker for node in preflight.values() if isinstance(node, dict) for blocker in node.get("blocking") or []]
+    # what would stop the upgrade before any change (node_drain's blockers marked stops_upgrade), and the words it stops with
+    would_stop = [{"node": name, "pod": blocker.get("pod"), "kind": blocker.get("kind"), "pdb": blocker.get("pdb"),
+                   "message": blocker.get("message"), "gets_past": blocker.get("gets_past") or []}
+                  for name in sorted(preflight) if isinstance(preflight[name], dict)
+                  for blocker in preflight[name].get("blocking") or [] if blocker.get("stops_upgrade")]
     return {"preflight": preflight, "blockers": [entry for entry in found if entry.get("severity") == "error"],
-            "warnings": [entry for entry in found if entry.get("severity") != "error"]}
+            "warnings": [entry for entry in found if entry.get("severity") != "error"],
+            "would_stop": would_stop, "would_stop_message": stop_message(would_stop, DRAIN_OPTION_VARIABLES)}
 
 
 def _recorded(record, group, action):

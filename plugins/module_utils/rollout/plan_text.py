@@ -14,7 +14,9 @@ grouped by kind with the pod, its node and its PodDisruptionBudget named. No Pyt
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
 from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import aws_use, aws_use_text
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import DRAIN_OPTION_VARIABLES
 
 # Node names shown per wave; the rest are counted.
 NAMES_SHOWN = 8
@@ -283,4 +285,8 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None, con
     if preflight is not None:
         lines.extend(_found_lines("blockers", found_by_kind(preflight, "error")))
         lines.extend(_found_lines("warnings", found_by_kind(preflight, "warning")))
+        stops = [dict(blocker, node=node) for node in sorted(preflight) for blocker in (preflight[node] or {}).get("blocking") or []
+                 if blocker.get("stops_upgrade")]
+        if stops:
+            lines.append("stops before any change: %s" % stop_message(stops, DRAIN_OPTION_VARIABLES))
     return lines

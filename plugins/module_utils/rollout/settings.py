@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.choices import METHODS, RETRY_MODES, TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
@@ -66,6 +67,10 @@ _ALARM_NAME_LIMIT = 255
 GROUP_TARGETS = ("image_id", "ssm_parameter", "launch_template_version")
 # the module option behind each role field, where the names differ
 _MODULE_OPTION = {"launch_template_version": "version"}
+# node_drain's options as the role's variables name them, in what the pre-flight says would get past a blocker
+DRAIN_OPTION_VARIABLES = {"timeout_action": "rolling_update_drain_timeout_action", "force": "rolling_update_force",
+                          "delete_emptydir_data": "rolling_update_delete_emptydir_data",
+                          "restart_single_replica": "rolling_update_restart_single_replica"}
 # the fields of an item of rolling_update_node_groups
 GROUP_FIELDS = ("name",) + GROUP_TARGETS + ("max_unavailable", "max_surge")
 # Variables named rolling_update_* that are not options of the role (meta/argument_specs.yml) and still belong to it: the
@@ -390,9 +395,12 @@ def role_error(message, index, group):
     return "%s (%s): %s" % (field, group, message)
 
 
-def group_checks(targets, groups, action="rollout", plan_only=False, queue=True):
+def group_checks(targets, groups, action="rollout", plan_only=False, queue=True, preflights=None):
     """What the read-only pre-pass found: ``targets`` and ``groups`` are the results of resolving each node group's
-    target and of reading the group (one per node group of the run, in order; a group whose target failed is not read).
+    target and of reading the group (one per node group of the run, in order; a group whose target failed is not read);
+    ``preflights`` (a rollout's, not a plan's), node_drain's pre-flight of each group's outdated nodes, in the same order:
+    a blocker no option of the run gets past (its ``would_stop``) stops the run before any change, as an error naming the
+    pod, its budget and the role variables that would get past it.
 
     Returns ``{"error": the first error, led by the role variable behind it, or None; "group": the node group it is
     about; "permission": the permission refused to that read, or None; "queued": the outdated nodes of every group after
@@ -408,6 +416,9 @@ def group_checks(targets, groups, action="rollout", plan_only=False, queue=True)
             message, refused = group.get("msg", "(no message)"), group.get("permission")
         elif found.get("mismatch") or found.get("refusals"):
             message, refused = "; ".join([found["mismatch"]] * bool(found.get("mismatch")) + list(found.get("refusals") or [])), None
+        elif action == "rollout" and not plan_only and index < len(preflights or []) and \
+                (preflights[index] or {}).get("would_stop"):
+            message, refused = stop_message(preflights[index]["would_stop"], DRAIN_OPTION_VARIABLES), None
         else:
             if index > 0 and action == "rollout" and not plan_only and queue:
                 queued.extend(node for node in found.get("outdated_nodes") or [] if node not in queued)

@@ -1,7 +1,8 @@
 """A PodDisruptionBudget that never allows an eviction, under each ``rolling_update_drain_timeout_action``:
 
-- ``fail``: the rollout stops at the blocked node, naming the pod and the budget; nothing is deleted without eviction,
-  the cluster keeps serving, and once the operator lets the budget go the same playbook finishes;
+- ``fail``: the plan says the upgrade would stop (and fails on it only when asked, plan_fail_if_stopped); the upgrade
+  stops before any change - no mutating request at all, no surge, no wait for the drain timeout - naming the pod, the
+  budget and the options that would get past it; once the operator lets the budget go the same playbook finishes;
 - ``skip``: the other nodes are replaced, the blocked node is left cordoned with its pod and reported; again nothing
   deleted without eviction, and a rerun finishes it once the budget allows;
 - ``force``: the blocked pod alone is deleted without the Eviction API after the timeout (as EKS's force flag does),
@@ -9,6 +10,7 @@
 """
 
 import json
+import re
 
 import pytest
 
@@ -49,7 +51,48 @@ def let_the_budget_go(sandbox):
     wait_until("two pinned pods Ready", lambda: (sandbox.apps().read_namespaced_deployment("pinned", "shop").status.ready_replicas or 0) == 2)
 
 
-@pytest.mark.parametrize("action", [pytest.param("fail", marks=pytest.mark.reference), "skip"])
+@pytest.mark.reference
+def test_under_fail_the_plan_says_the_upgrade_would_stop_and_the_upgrade_stops_before_any_change(sandbox, tmp_path):
+    original = sizes(sandbox)
+    node, pod = pinned_node(sandbox)
+    extra = FAST + ["rolling_update_drain_timeout_action=fail"]
+    since = sandbox.now()
+
+    # the plan informs: it ends ok, its summary and its result say that the upgrade would stop, and why
+    plan = tmp_path / "plan.json"
+    rc, out = sandbox.run_role_playbook(tmp_path, playbook="plan.yml", extra=extra, report=plan)
+    assert rc == 0, out[-3000:]
+    planned = json.loads(plan.read_text())["node_groups"][0]
+    [stop] = planned["plan"]["would_stop"]
+    assert (stop["node"], stop["pod"], stop["kind"], stop["pdb"]) == (node, "shop/" + pod, "pdb_zero", "shop/pinned"), stop
+    assert "can never allow one" in stop["message"], stop
+    assert "stops before any change: the upgrade would stop at the drain of 1 node(s)" in out, out[-3000:]
+    # asked to gate the upgrade, the same plan fails on it, after writing its result
+    rc, out = sandbox.run_role_playbook(tmp_path, playbook="plan.yml", extra=extra + ["plan_fail_if_stopped=true"], report=plan)
+    assert rc != 0 and "shop/" + pod in out and plan.exists(), out[-3000:]
+
+    # the upgrade stops before its first change: not a request that changes anything, on AWS or the cluster
+    rc, out = sandbox.run_role_playbook(tmp_path, extra=extra)
+    assert rc != 0, out[-3000:]
+    message = re.search(r'"msg": "(rolling_update_node_groups\[0\] \(sandbox-nodes\): the upgrade would stop[^"]*)"', out)
+    assert message, out[-3000:]
+    message = message.group(1)
+    assert "pod shop/%s on node %s" % (pod, node) in message and "PodDisruptionBudget shop/pinned" in message, message
+    assert "rolling_update_drain_timeout_action: force" in message and "rolling_update_drain_timeout_action: skip" in message
+    assert "rolling_update_restart_single_replica: true" in message and "Nothing was changed" in message, message
+    assert sandbox.mutating_requests(since=since) == []
+    assert sizes(sandbox) == original and not sandbox.core().read_node(node).spec.unschedulable
+    assert_safe(sandbox.report())
+
+    let_the_budget_go(sandbox)
+    rc, out, group = roll(sandbox, tmp_path, "fail")
+    assert rc == 0, out[-3000:]
+    assert group["status"] == "replaced", group
+    record("budget-never-allows-fail", sandbox, outcome="stopped before any change", rerun="replaced")
+    assert problems(sandbox, original, 2) == []
+
+
+@pytest.mark.parametrize("action", ["skip"])
 def test_a_budget_that_never_allows_deletes_nothing_without_eviction(sandbox, tmp_path, action):
     original = sizes(sandbox)
     node, pod = pinned_node(sandbox)

@@ -28,6 +28,7 @@ import yaml
 from sandbox.drive.handle import BIN, ROOT, SandboxHandle, collections_path, promised_floor
 from tests.integration.browser import probe
 from tests.integration.modules.conftest import assert_safe
+from tests.integration.workloads import hold_for_now, let_go
 
 CLUSTERS = ("c-1", "c-2", "c-3", "c-4", "c-5", "c-6")
 GROUPS = {"canary": ["c-1"], "early": ["c-2", "c-3"]}
@@ -220,14 +221,17 @@ def fleet(tmp_path_factory):
                                "-e", json.dumps(extra_vars(store, work, "100"))],
                               cwd=work, env=runner_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
         planned = (plan, {name: handle.mutating_requests(since=since[name]) for name, handle in handles.items()})
-        # the failing cluster's budget lets none of web's three pods go
+        # the failing cluster's budget lets none of web's three pods go while a fourth never starts (a budget that could
+        # never allow one would stop that cluster's upgrade before any change, not in its drain)
         handles[FAILING].policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 3}})
+        hold_for_now(handles[FAILING], "shop", "web")
         since = {name: handle.now() for name, handle in handles.items()}
         first = run_slices(handles, work, store, "101")
         after_first = {name: (on_image(handle, "new"), changes(handle, since[name])) for name, handle in handles.items()}
         with open(os.path.join(work, "gate-runs.txt"), encoding="utf-8") as fh:
             gate_runs = fh.read().splitlines()
         handles[FAILING].policy().patch_namespaced_pod_disruption_budget("web", "shop", {"spec": {"minAvailable": 2}})
+        let_go(handles[FAILING], "shop", "web")
         since = {name: handle.now() for name, handle in handles.items()}
         second = run_slices(handles, work, store, "102")
         after_second = {name: (on_image(handle, "new"), changes(handle, since[name])) for name, handle in handles.items()}

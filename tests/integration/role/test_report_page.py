@@ -1,7 +1,7 @@
 """What a person sees of a rollout in its HTML report, rendered by headless chromium from real sandbox runs.
 
-A failed run (drain timeout 20s, a budget at minAvailable 3 over a 3-replica Deployment): the stuck nodes are drawn in
-the "drain failed" colour of the legend, never the red of a termination, with the pod and budget holding them beside
+A failed run (drain timeout 20s, a budget at minAvailable 3 over 3 Ready pods and one that never starts): the stuck
+nodes are drawn in the "drain failed" colour of the legend, never the red of a termination, with the pod and budget holding them beside
 them; the evictions the page counts are the evictions the sandbox saw, the failed drains' included. A finished run:
 every phase labelled in its own colour, every step labelled, and the sandbox clock's speed said beside the measured
 duration.
@@ -22,7 +22,9 @@ from tests.integration.modules.conftest import assert_safe
 
 SPEED = 20
 FAST = ["rolling_update_post_drain_delay=2", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"]
-# a budget that allows no disruption at all: minAvailable equal to the replicas
+# a budget that allows no disruption while the run lasts: minAvailable 3 over the 3 Ready replicas and a fourth pod that
+# never starts (it asks for a node label no node has). One that can never allow one (minAvailable equal to the
+# replicas) would stop the upgrade before any change, with no page of a drain to draw.
 LEDGER = """
 apiVersion: v1
 kind: List
@@ -37,6 +39,17 @@ items:
         metadata: {labels: {app: ledger}}
         spec:
           containers: [{name: ledger, image: ledger:1, resources: {requests: {cpu: 100m}}}]
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: ledger-waiting, namespace: shop}
+    spec:
+      replicas: 1
+      selector: {matchLabels: {app: ledger, waiting: "true"}}
+      template:
+        metadata: {labels: {app: ledger, waiting: "true"}}
+        spec:
+          nodeSelector: {sandbox.nodeops.io/no-such-node: "true"}
+          containers: [{name: ledger, image: ledger:1}]
   - apiVersion: policy/v1
     kind: PodDisruptionBudget
     metadata: {name: ledger, namespace: shop}

@@ -13,7 +13,7 @@ import pytest
 from tests.integration.group_states import FAST, GROUP, group_of, node_of, sizes
 from sandbox.drive.handle import ROOT
 from tests.integration.modules.conftest import assert_safe
-from tests.integration.workloads import pin_a_pod
+from tests.integration.workloads import let_go, pin_a_pod
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 TAINT = "nodeops.rollout/outdated"
@@ -187,15 +187,17 @@ def test_a_rerun_after_a_restore_that_was_killed_does_not_surge_again(sandbox, t
 
 
 def test_a_target_changed_after_a_failed_batch_gives_back_the_nodes_it_had_cordoned(sandbox, tmp_path):
-    """Run 1 stops on a budget that never allows; run 2 rolls back to version 1, so the node run 1 cordoned and
-    drained is up to date again. It used to stay cordoned (counted as capacity), fail validation, and keep our marks."""
-    pin_a_pod(sandbox)
+    """Run 1 stops on a budget that allows no eviction while it runs; run 2 rolls back to version 1, so the node run 1
+    cordoned and drained is up to date again. It used to stay cordoned (counted as capacity), fail validation, and keep
+    our marks."""
+    pin_a_pod(sandbox, for_now=True)
     original = sizes(sandbox)
     rc, out, _result = playbook(sandbox, tmp_path, extra=["rolling_update_drain_timeout=20s", "rolling_update_restart_single_replica=false",
                                                           "rolling_update_max_unavailable=3"])
     assert rc != 0 and "pinned" in out, out[-4000:]
     cordoned = [node.metadata.name for node in sandbox.core().list_node().items if node.spec.unschedulable]
     assert cordoned, "run 1 must leave a cordoned node behind for this test to mean anything"
+    let_go(sandbox, "shop", "pinned")
     rc, out, result = playbook(sandbox, tmp_path, group_item={"name": GROUP, "launch_template_version": 1})
     assert rc == 0, out[-4000:]
     assert result["node_groups"][0]["status"] == "replaced"

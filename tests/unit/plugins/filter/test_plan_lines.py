@@ -183,3 +183,17 @@ def test_the_post_drain_delay_says_what_it_waits_for_and_names_a_load_balancer_i
     assert line({"set": True, "unseen": unseen}, 90) == ["post-drain delay: 1m 30s, as set"]
     # a plan made without the reads (node_group_info's own, not the role's) says nothing of it
     assert line(None, 0) == []
+
+
+def test_a_blocker_no_option_gets_past_says_last_that_the_upgrade_would_stop_before_any_change():
+    held = {"pod": "shop/web-1", "kind": "pdb_zero", "pdb": "shop/web", "severity": "error", "message": "can never allow one",
+            "stops_upgrade": True, "gets_past": [{"option": "timeout_action", "value": "skip", "effect": "skips the node"}]}
+    lines = plan_lines(PLAN, "workers", 10, TARGET, {"node-1": {"blocking": [held]}})
+    assert lines[-1] == (
+        "stops before any change: the upgrade would stop at the drain of 1 node(s), whatever it waited "
+        "for: pod shop/web-1 on node node-1: can never allow one; gets past with rolling_update_drain_timeout_action: skip "
+        "(skips the node). Nothing was changed: fix what holds them (a budget: relax it or add replicas), or run with an "
+        "option named above")
+    # a blocker the drain waits for says nothing of the kind
+    waited = dict(held, stops_upgrade=False)
+    assert not any("would stop" in line for line in plan_lines(PLAN, "workers", 10, TARGET, {"node-1": {"blocking": [waited]}}))

@@ -82,8 +82,9 @@ def test_a_refusal_names_the_holder_since_when_until_when_and_what_to_do():
                        "is held by alice@laptop/9f8e7d6c since 2026-11-23T09:40:00Z, renewed 2026-11-23T09:59:00Z. "
                        "Nothing was changed. A run renews its lock while it works: if that run is alive, wait "
                        "for it to end. If it is gone, its lock frees itself at 2026-11-23T10:09:00Z (in 9m), and "
-                       "the next run takes the group over. To release it sooner, once that run has stopped renewing "
-                       "it: ansible-playbook nodeops.rollout.unlock "
+                       "the next run takes the group over. To release it sooner (from the machine it ran on at once, as "
+                       "soon as its process has ended; from elsewhere once it has stopped renewing it): "
+                       "ansible-playbook nodeops.rollout.unlock "
                        "-i <inventory> -e rolling_update_unlock_holder='alice@laptop/9f8e7d6c'")
     assert "kubectl" not in message
 
@@ -95,15 +96,44 @@ def test_the_release_of_a_run_said_to_be_gone_is_refused_while_it_renews():
     assert decision["action"] == "refuse" and decision["spec"] is None
     message = lease_lock.release_refusal("workers", "kube-system", "nodeops-rollout-workers", decision["state"], 120, NOW)
     assert message == ("node group workers: Lease kube-system/nodeops-rollout-workers is held by alice@laptop/9f8e7d6c, "
-                       "which renewed it 60s ago (2026-11-23T09:59:00Z), within 2m: that run is alive, and renews its "
-                       "lock while it works. Nothing was changed. If it is gone, its lock frees itself at "
-                       "2026-11-23T10:09:00Z (in 9m).")
+                       "which renewed it 60s ago (2026-11-23T09:59:00Z); the Lease records no process of it that this "
+                       "machine could look at, so whether it is alive is told by its renewals: a live run renews its lock "
+                       "at least every 2m, and this one did within that: that run is taken for alive. Nothing was "
+                       "changed. If it is gone, run the unlock again from 2026-11-23T10:01:00Z (in 60s), once it has "
+                       "stopped renewing, or its lock frees itself at 2026-11-23T10:09:00Z (in 9m).")
     # silent for longer than that: released, though the Lease's own duration has not passed yet
     quiet = lease(renewed=at(minutes=-3), acquired=at(minutes=-20))
     decision = lease_lock.decide_release(quiet, "alice@laptop/9f8e7d6c", NOW, quiet_for=120)
     assert decision["action"] == "release" and decision["spec"]["holderIdentity"] == ""
     # another holder's Lease is never released, however quiet
     assert lease_lock.decide_release(quiet, "bob@ci/1", NOW, quiet_for=120)["action"] == "none"
+
+
+def test_a_live_holder_s_renewals_are_apart_at_most_half_the_duration_and_a_margin():
+    assert [lease_lock.renewal_gap(seconds) for seconds in (15, 20, 120, 600, 3600)] == [15, 20, 84, 420, 2520]
+
+
+def test_the_holder_s_process_on_this_machine_decides_before_its_renewals():
+    fresh = lease(renewed=at(seconds=-5))
+    here_dead = {"here": True, "alive": False, "pid": 4242, "host": "ctl-1"}
+    decision = lease_lock.decide_release(fresh, OTHER, NOW, "renewals", here_dead)
+    assert decision["action"] == "release" and decision["reason"] == "its process 4242 on this machine (ctl-1) has ended"
+    stale = lease(renewed=at(minutes=-9))
+    here_alive = dict(here_dead, alive=True)
+    decision = lease_lock.decide_release(stale, OTHER, NOW, "renewals", here_alive)
+    assert decision["action"] == "refuse"
+    message = lease_lock.release_refusal("workers", "kube-system", "nodeops-rollout-workers", decision["state"], "renewals",
+                                         NOW, here_alive)
+    assert message == ("node group workers: Lease kube-system/nodeops-rollout-workers is held by %s, whose process 4242 "
+                       "runs on this machine (ctl-1): that run is alive. Nothing was changed. Stop that run (it releases "
+                       "its lock as it ends), or let it finish." % OTHER)
+    # elsewhere: the renewals of the Lease's own duration (600 s: at least every 420 s)
+    elsewhere = {"here": False, "alive": None, "pid": 4242, "host": "ctl-2"}
+    assert lease_lock.decide_release(lease(renewed=at(minutes=-6)), OTHER, NOW, "renewals", elsewhere)["action"] == "refuse"
+    gone = lease_lock.decide_release(stale, OTHER, NOW, "renewals", elsewhere)
+    assert gone["action"] == "release" and gone["reason"] == "not renewed for 9m, longer than a live run leaves it (7m)"
+    # without a quiet_for (the run's own release) nothing of this is asked
+    assert lease_lock.decide_release(fresh, OTHER, NOW, None, here_alive)["action"] == "release"
 
 
 def test_a_refusal_of_an_unreadable_lease_says_what_cannot_be_read():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import os
 
 import pytest
 
@@ -34,10 +35,12 @@ class FakeLeases:
         self.before_write = None
         self.sleep = lambda _seconds: None
 
-    def put(self, namespace, name, spec):
+    def put(self, namespace, name, spec, annotations=None):
         self.rv += 1
-        self.leases[(namespace, name)] = {"metadata": {"name": name, "namespace": namespace, "resourceVersion": str(self.rv)},
-                                          "spec": spec}
+        metadata = {"name": name, "namespace": namespace, "resourceVersion": str(self.rv)}
+        if annotations is not None:
+            metadata["annotations"] = dict(annotations)
+        self.leases[(namespace, name)] = {"metadata": metadata, "spec": spec}
 
     def get_lease(self, namespace, name):
         if (namespace, name) not in self.leases:
@@ -55,7 +58,7 @@ class FakeLeases:
         name = body["metadata"]["name"]
         if (namespace, name) in self.leases:
             raise api_error(409, 'leases.coordination.k8s.io "%s" already exists' % name, "AlreadyExists")
-        self.put(namespace, name, body["spec"])
+        self.put(namespace, name, body["spec"], body["metadata"].get("annotations"))
         return copy.deepcopy(self.leases[(namespace, name)])
 
     def replace_lease(self, namespace, name, body):
@@ -63,7 +66,7 @@ class FakeLeases:
         self._rival()
         if body["metadata"]["resourceVersion"] != self.leases[(namespace, name)]["metadata"]["resourceVersion"]:
             raise api_error(409, "the object has been modified", "Conflict")
-        self.put(namespace, name, body["spec"])
+        self.put(namespace, name, body["spec"], body["metadata"].get("annotations"))
         return copy.deepcopy(self.leases[(namespace, name)])
 
 
@@ -152,12 +155,63 @@ def test_a_module_s_renewal_writes_only_when_no_other_module_renewed_and_never_t
 
 def test_the_release_of_a_run_said_to_be_gone_waits_for_it_to_stop_renewing(api):
     api.put("kube-system", NAME, held_by(OTHER, minutes_ago=1))
-    with pytest.raises(locks.LockAlive, match="which renewed it 60s ago .* that run is alive"):
+    with pytest.raises(locks.LockAlive, match="which renewed it 60s ago .* that run is taken for alive"):
         locks.release(api, "workers", "kube-system", OTHER, now=lambda: NOW, quiet_for=120)
     assert api.writes == []
     api.put("kube-system", NAME, held_by(OTHER, minutes_ago=3))
     result = locks.release(api, "workers", "kube-system", OTHER, now=lambda: NOW, quiet_for=120)
     assert (result["action"], result["lease"]["holder"]) == ("release", "")
+
+
+def _start_of(pid):
+    with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[19]
+
+
+def _recorded(pid, start, machine=None):
+    return {locks.PROCESS_ANNOTATION: json.dumps(dict(machine or locks.this_machine(), pid=pid, start=start))}
+
+
+def test_a_lease_taken_records_the_run_s_process_and_a_release_takes_the_record_off(api):
+    process = dict(locks.this_machine(), pid=4242, start="99")
+    locks.hold(api, "workers", "kube-system", US, 600, now=lambda: NOW, process=process)
+    annotations = api.leases[("kube-system", NAME)]["metadata"]["annotations"]
+    assert json.loads(annotations[locks.PROCESS_ANNOTATION]) == process
+    # a renewal keeps it; a release takes it off with the holder
+    locks.hold(api, "workers", "kube-system", US, 600, now=lambda: NOW, process=dict(process, pid=1))
+    assert json.loads(api.leases[("kube-system", NAME)]["metadata"]["annotations"][locks.PROCESS_ANNOTATION])["pid"] == 4242
+    locks.release(api, "workers", "kube-system", US, now=lambda: NOW)
+    assert locks.PROCESS_ANNOTATION not in api.leases[("kube-system", NAME)]["metadata"]["annotations"]
+
+
+@pytest.mark.skipif(locks.this_machine()["boot_id"] is None, reason="no /proc: a holder's process cannot be looked at")
+def test_the_release_of_a_run_killed_on_this_machine_is_done_at_once_and_of_one_still_running_refused(api):
+    # renewed a minute ago: within what a live run leaves it unrenewed, yet its process is gone (a pid no process has)
+    api.put("kube-system", NAME, held_by(OTHER, minutes_ago=1), _recorded(2 ** 22 + 7, "1"))
+    result = locks.release(api, "workers", "kube-system", OTHER, now=lambda: NOW, quiet_for="renewals")
+    assert (result["action"], result["lease"]["holder"]) == ("release", "")
+    assert "its process %d on this machine" % (2 ** 22 + 7) in result["reason"] and "has ended" in result["reason"]
+    # a pid reused by another process (its start time differs) is not the run's
+    api.put("kube-system", NAME, held_by(OTHER, minutes_ago=1), _recorded(os.getpid(), "1"))
+    assert locks.release(api, "workers", "kube-system", OTHER, now=lambda: NOW, quiet_for="renewals")["action"] == "release"
+    # the process runs: refused, however long ago the lock was renewed
+    api.put("kube-system", NAME, held_by(OTHER, minutes_ago=9), _recorded(os.getpid(), _start_of(os.getpid())))
+    writes = len(api.writes)
+    with pytest.raises(locks.LockAlive, match="whose process %d runs on this machine .*: that run is alive" % os.getpid()):
+        locks.release(api, "workers", "kube-system", OTHER, now=lambda: NOW, quiet_for="renewals")
+    assert len(api.writes) == writes
+
+
+def test_the_release_of_a_run_of_another_machine_waits_for_its_renewals_to_stop(api):
+    elsewhere = {"host": "awx-ee-other", "boot_id": "not-this-boot"}
+    # a 600 s Lease: a live run renews it at least every 300 s + 120 s of margin
+    api.put("kube-system", NAME, held_by(OTHER, minutes_ago=6), _recorded(os.getpid(), _start_of(os.getpid()) if
+                                                                          os.path.exists("/proc/self/stat") else "1", elsewhere))
+    with pytest.raises(locks.LockAlive, match="another machine \\(awx-ee-other\\).*at least every 7m"):
+        locks.release(api, "workers", "kube-system", OTHER, now=lambda: NOW, quiet_for="renewals")
+    api.put("kube-system", NAME, held_by(OTHER, minutes_ago=8), _recorded(1, "1", elsewhere))
+    result = locks.release(api, "workers", "kube-system", OTHER, now=lambda: NOW, quiet_for="renewals")
+    assert result["action"] == "release" and result["reason"].startswith("not renewed for 8m"), result
 
 
 def test_endless_conflicts_give_up_naming_the_lease(api):

@@ -519,6 +519,12 @@ def test_check_mode_lists_an_unsafe_single_replica_restart_as_blocked_downtime()
     assert "maxUnavailable 1, maxSurge 1" in node["downtime"][0]["reason"]
     zero = [b for b in node["blocking"] if b["kind"] == "pdb_zero"][0]
     assert zero["pdb"] == "shop/worker" and "Deployment shop/worker" in zero["message"]
+    # one replica under minAvailable 1, and its restart refused: nothing gets past it but force or skip, which the
+    # result says for the upgrade to stop on before any change
+    assert zero["stops_upgrade"] is True
+    assert [(stop["node"], stop["pod"], stop["pdb"]) for stop in result["would_stop"]] == [("n1", "shop/worker-1", "shop/worker")]
+    assert [entry["value"] for entry in result["would_stop"][0]["gets_past"]] == ["force", "skip"]
+    assert run(cluster("n1", "n2"), ["n1"], check_mode=True)["would_stop"] == []
 
 
 def test_restart_can_be_turned_off():

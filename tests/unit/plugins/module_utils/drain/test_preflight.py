@@ -10,7 +10,8 @@ import json
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.implicit import implicit_budget
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import BLOCKER_KINDS, eviction_preflight
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import (
+    BLOCKER_KINDS, drain_preflight, eviction_preflight, stop_message, upgrade_stops)
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import assert_plan_error, pdb, pod
 
 
@@ -225,3 +226,58 @@ def test_preflight_bad_input():
     one = pod("web-0")
     assert_plan_error(lambda: eviction_preflight({"node-1": [one]}, [one], [], replicas_by_owner={"default/ReplicaSet/web-abc": "3"}),
                       "replicas_by_owner[default/ReplicaSet/web-abc]")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What stops an upgrade before any change
+# ---------------------------------------------------------------------------------------------------------
+
+def _stopping(report, node="node-1"):
+    return [(stop["pod"], stop["kind"]) for stop in report[node]["stops"]]
+
+
+def test_a_budget_that_can_never_allow_an_eviction_stops_the_upgrade_under_fail_only():
+    web = [pod("web-%d" % n, node="node-%d" % n, owner=("ReplicaSet", "web-1"), labels={"app": "web"}) for n in range(2)]
+    never = pdb("web", selector={"matchLabels": {"app": "web"}}, min_available=2)
+    report = drain_preflight({"node-1": web[1:]}, web, [never], None, {"default/ReplicaSet/web-1": 2}, {}, "fail")
+    assert _stopping(report) == [("default/web-1", "pdb_zero")]
+    [stop] = report["node-1"]["stops"]
+    assert [(entry["option"], entry["value"]) for entry in stop["gets_past"]] == [("timeout_action", "force"), ("timeout_action", "skip")]
+    # force deletes it after the timeout, skip leaves the node: neither stops
+    for action in ("force", "skip"):
+        assert drain_preflight({"node-1": web[1:]}, web, [never], None, {"default/ReplicaSet/web-1": 2}, {}, action)["node-1"]["stops"] == []
+
+
+def test_a_budget_at_zero_for_now_only_is_waited_for_not_a_stop():
+    # three replicas, two needed, one not Ready: no disruption now, one once it is Ready
+    web = [pod("web-%d" % n, node="node-%d" % n, owner=("ReplicaSet", "web-1"), labels={"app": "web"}, ready=n != 2)
+           for n in range(3)]
+    budget = pdb("web", selector={"matchLabels": {"app": "web"}}, min_available=2)
+    report = drain_preflight({"node-1": web[1:2]}, web, [budget], None, {"default/ReplicaSet/web-1": 3}, {}, "fail")
+    assert [b["kind"] for b in report["node-1"]["blockers"]] == ["pdb_zero"] and report["node-1"]["stops"] == []
+
+
+def test_a_single_replica_pod_held_by_its_budget_gets_past_with_a_restart_and_the_option_blockers_name_theirs():
+    only = pod("api-0", owner=("ReplicaSet", "api-1"), labels={"app": "api"})
+    budget = pdb("api", selector={"matchLabels": {"app": "api"}}, min_available=1)
+    report = drain_preflight({"node-1": [only]}, [only], [budget], None, None, {}, "fail")
+    [stop] = report["node-1"]["stops"]
+    assert stop["gets_past"][0] == {"option": "restart_single_replica", "value": True,
+                                    "effect": "a Deployment's pod is restarted through its rolling update instead of evicted"}
+    naked = pod("debug", owner=None, labels={"app": "debug"})
+    report = drain_preflight({"node-1": [naked]}, [naked], [], None, None, {}, "fail")
+    assert _stopping(report) == [("default/debug", "naked_pod")]
+    assert report["node-1"]["stops"][0]["gets_past"][0]["option"] == "force"
+    # with the option, nothing is left to stop on
+    assert drain_preflight({"node-1": [naked]}, [naked], [], {"force": True}, None, {}, "fail")["node-1"]["stops"] == []
+
+
+def test_the_stop_message_names_each_pod_its_node_why_and_what_gets_past_it():
+    stops = [{"node": "n1", "pod": "shop/a", "message": "held", "gets_past": [{"option": "force", "value": True, "effect": "x"}]},
+             {"node": "n1", "pod": "shop/b", "message": "held too", "gets_past": []}]
+    assert stop_message([]) is None
+    assert stop_message(stops, {"force": "rolling_update_force"}) == (
+        "the upgrade would stop at the drain of 1 node(s), whatever it waited for: pod shop/a on node n1: held; gets past "
+        "with rolling_update_force: true (x); pod shop/b on node n1: held too. Nothing was changed: fix what holds them (a "
+        "budget: relax it or add replicas), or run with an option named above")
+    assert upgrade_stops({"blockers": [{"pod": "p", "kind": "naked_pod", "severity": "error"}]}, "skip") == []

@@ -206,6 +206,29 @@ def test_the_checks_of_every_group_give_the_outdated_nodes_of_the_groups_rolled_
     assert group_checks(targets, groups, queue=False)["taint_queued"] is False
 
 
+def test_a_blocker_no_option_gets_past_stops_a_rollout_in_the_checks_naming_the_role_variables_that_would():
+    targets = [_target("a", target={}), _target("b", target={})]
+    groups = [_group(["a1"]), _group(["b1"])]
+    stop = {"node": "b1", "pod": "shop/web-1", "kind": "pdb_zero", "pdb": "shop/web",
+            "message": "PodDisruptionBudget shop/web allows 0 disruptions: it can never allow one",
+            "gets_past": [{"option": "timeout_action", "value": "force", "effect": "deletes the pod"},
+                          {"option": "restart_single_replica", "value": True, "effect": "restarted instead"}]}
+    preflights = [{"would_stop": []}, {"would_stop": [stop]}]
+    found = group_checks(targets, groups, preflights=preflights)
+    assert found["group"] == "b" and found["permission"] is None
+    assert found["error"] == (
+        "rolling_update_node_groups[1] (b): the upgrade would stop at the drain of 1 node(s), whatever it waited for: pod "
+        "shop/web-1 on node b1: PodDisruptionBudget shop/web allows 0 disruptions: it can never allow one; gets past with "
+        "rolling_update_drain_timeout_action: force (deletes the pod) or rolling_update_restart_single_replica: true "
+        "(restarted instead). Nothing was changed: fix what holds them (a budget: relax it or add replicas), or run with "
+        "an option named above")
+    # a plan shows it instead of stopping; a cancel or a rollback drains nothing that the pre-flight of a rollout found
+    assert group_checks(targets, groups, plan_only=True, preflights=preflights)["error"] is None
+    assert group_checks(targets, groups, action="cancel", preflights=preflights)["error"] is None
+    # a group whose pre-flight was skipped (no outdated node) or failed stops nothing
+    assert group_checks(targets, groups, preflights=[{"skipped": True}, {"failed": True, "msg": "?"}])["error"] is None
+
+
 def test_the_first_error_of_the_checks_names_the_role_variable_and_the_permission_refused():
     targets = [_target("a", target={}), _target("b", msg="image_id: AMI ami-1 not found"), _target("c", target={})]
     groups = [_group(), {"skipped": True}, _group(mismatch="no node of this cluster is an instance")]
