@@ -45,6 +45,13 @@ def truthy(value):
     return str(value).strip().lower() not in FALSE_WORDS
 
 
+def counted(count, noun, plural=None):
+    """``count`` and ``noun`` as a person writes them: ``1 instance``, ``3 instances``, ``0 instances`` (``plural``
+    when adding an s is not the word's plural)."""
+    count = int(count)
+    return "%d %s" % (count, noun if count == 1 else plural or noun + "s")
+
+
 def ceil_percent(percent, total):
     """``percent`` of ``total`` rounded up, in integers only (no float error at exact boundaries)."""
     return -(-percent * total // 100)

@@ -360,7 +360,7 @@ def apply(record, event, now=None, **data):
         if rolled_back:
             record["stop"]["rolled_back_from"] = data.get("rolled_back_from")
         record["failure_message"] = _failure_message(record, data.get("action"), data.get("rollback_error"),
-                                                     truthy(data.get("kept")), bool(data.get("resumed")))
+                                                     truthy(data.get("kept")), bool(data.get("resumed")), data.get("recorded"))
     elif event == "planned":
         _planned(record, data["group"], data["ltv"], data.get("preflight"), data.get("controls"))
     elif event == "cancel_planned":
@@ -417,10 +417,25 @@ def _left(record, outdated, stopped):
             "message": "%d outdated node(s) were not replaced: %s; run again to go on" % (outdated, why)}
 
 
-def _failure_message(record, action, rollback_error, kept, resumed):
+def _other_way(action, recorded):
+    """What else a held rollout's group can be given after a failure than a run again: a rollback when the rollout
+    ``recorded`` on the group (node_group_info's ``state`` as the hold left it) names the version the group launched
+    before, else a cancel when a rollout is recorded (a rollback would refuse: there is no earlier version), else nothing
+    (none recorded: there is nothing to roll back or cancel)."""
+    if action != "rollout" or not isinstance(recorded, dict):
+        return ""
+    if recorded.get("previous_version") is not None:
+        return (", or roll the group back to launch template version %s with the playbook nodeops.rollout.rollback"
+                % recorded["previous_version"])
+    return (", or end it with the playbook nodeops.rollout.cancel (there is no earlier launch template version to roll "
+            "back to: the rollout did not change the group's version)")
+
+
+def _failure_message(record, action, rollback_error, kept, resumed, recorded=None):
     """What the play stops with after a group failed: where and why, what the rollback did (or that it failed too), and,
     for a group this run still held (``kept``: its lock was ours to the end), that the cluster keeps serving and what to
-    do; ``resumed``: the hold resumed processes the rollout had suspended."""
+    do; ``resumed``: the hold resumed processes the rollout had suspended; ``recorded``: the rollout recorded on the
+    group after the hold (see :func:`_other_way`)."""
     stop = record["stop"]
     rolled_back = record["status"] == "rolled back"
     parts = ["Rollout of node group %s %s at '%s': %s" % (record["name"], "rolled back" if rolled_back else "stopped",
@@ -433,7 +448,7 @@ def _failure_message(record, action, rollback_error, kept, resumed):
         parts.append("The cluster keeps serving: untouched old nodes still run their pods, the group keeps its surge and its "
                      "nodeops.rollout/* state tags%s. Fix the cause and run the same playbook again: it resumes from the group's "
                      "tags%s." % (", and the processes this rollout suspended were resumed" if resumed else "",
-                                  ", or roll the group back with the playbook nodeops.rollout.rollback" if action == "rollout" else ""))
+                                  _other_way(action, recorded)))
     return " ".join(part.strip() for part in parts if part and part.strip())
 
 

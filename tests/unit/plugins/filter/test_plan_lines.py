@@ -183,3 +183,10 @@ def test_the_post_drain_delay_says_what_it_waits_for_and_names_a_load_balancer_i
     assert line({"set": True, "unseen": unseen}, 90) == ["post-drain delay: 1m 30s, as set"]
     # a plan made without the reads (node_group_info's own, not the role's) says nothing of it
     assert line(None, 0) == []
+
+
+def test_one_drain_wave_and_one_instance_are_said_in_the_singular():
+    one = dict(PLAN, outdated_count=1, batches=[PLAN["batches"][1]])
+    lines = plan_lines(one, "workers", 1, TARGET)
+    assert lines[0].startswith("workers: 1 outdated of 1 instance; target")
+    assert "; 1 drain wave, estimated" in lines[1], lines[1]

@@ -149,3 +149,9 @@ def test_parse_hold_is_a_duration_of_at_most_48_hours():
     assert parse_hold("48h", "bake_time") == 172800 and parse_hold(0, "bake_time") == 0
     with pytest.raises(PlanError):
         parse_hold("48h1s", "bake_time")
+
+
+def test_a_count_is_said_with_its_noun_in_the_singular_only_for_one():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.values import counted
+    assert [counted(n, "instance") for n in (0, 1, 2)] == ["0 instances", "1 instance", "2 instances"]
+    assert counted(1, "drain wave") == "1 drain wave" and counted(3, "policy", "policies") == "3 policies"
