@@ -30,9 +30,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from . import disruption, discovery, eks_token, patch, tables, validation
-from .errors import (ApiError, already_exists, bad_request, conflict, expired, internal_error, invalid, method_not_allowed,
-                     not_found, route_not_found, service_unavailable, too_many_requests, unauthorized,
-                     unsupported_media_type)
+from .errors import (NO_RBAC, ApiError, already_exists, bad_request, conflict, expired, internal_error, invalid,
+                     method_not_allowed, not_found, rbac_not_served, route_not_found, service_unavailable, too_many_requests,
+                     unauthorized, unsupported_media_type)
 from .faults import Faults
 from .selectors import FieldSelector, LabelSelector
 from .store import RESOURCES, REVIEWS, api_version, copy_obj, is_ready
@@ -377,6 +377,8 @@ class KubeApiServer:
             if len(segs) < 3:
                 raise route_not_found()
             group, version, rest = segs[1], segs[2], segs[3:]
+            if group == "rbac.authorization.k8s.io":
+                raise rbac_not_served()
         if rest and rest[0] == "watch":
             req.watch_path = True
             rest = rest[1:]
@@ -703,7 +705,8 @@ class KubeApiServer:
             if attrs["subresource"] == "eviction" and verb == "create":
                 verb = "evict"   # how this server names an eviction, in its request log and its faults
         refused = self.faults.forbidden(resource, verb)
-        obj["status"] = {"allowed": not refused}
+        # allowed with the reason why: no authorizer, as kube-apiserver with AlwaysAllow would, but said plainly
+        obj["status"] = {"allowed": not refused, "reason": NO_RBAC}
         if refused:
             obj["status"]["reason"] = "forbidden by the sandbox's k8s_forbid fault"
         obj.setdefault("metadata", {})["creationTimestamp"] = None

@@ -1126,3 +1126,19 @@ def test_the_control_plane_version_can_be_set(sb):
     assert (code.major, code.minor, code.git_version) == ("1", "29+", "v1.29.4-eks-036c24b")
     with pytest.raises(ValueError, match="v1.29.4"):
         sb.api.set_version("1.29")
+
+
+# ---- RBAC: enforced on the reference backend only, and said so -----------------------------------------------------
+
+def test_the_embedded_backend_says_plainly_that_it_has_no_rbac_where_rbac_would_answer(sb):
+    status, _headers, body = raw(sb, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                                 {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"}})
+    assert status == 404 and body["kind"] == "Status" and "RBAC is enforced on the reference backend only" in body["message"], body
+    status, _headers, body = raw(sb, "GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles")
+    assert status == 404 and "has no RBAC" in body["message"], body
+    # an access review (kubectl auth can-i) is allowed, with the reason why: there is no authorizer
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"resourceAttributes": {"verb": "delete", "resource": "nodes"}}}
+    status, _headers, body = raw(sb, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review)
+    assert status == 201 and body["status"]["allowed"] is True, body
+    assert "RBAC is enforced on the reference backend only" in body["status"]["reason"], body
