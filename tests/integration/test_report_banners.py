@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from sandbox.drive.handle import BIN, ROOT
-from tests.integration.browser import probe, render
+from tests.integration.browser import FAILED_BANNER, HELD_BANNER, ROLLED_BACK_BANNER, banners
 
 WRITE = """\
 - name: Write each page with the role's filter
@@ -26,13 +26,6 @@ WRITE = """\
         mode: "0644"
       loop: "{{ pages }}"
 """
-
-BANNERS = """function (document, window) {
-  return Array.prototype.map.call(document.querySelectorAll("div.banner"), function (banner) {
-    return {background: window.getComputedStyle(banner).backgroundColor, text: banner.innerText};
-  });
-}"""
-
 
 def group(status, reason=None, message=None, **fields):
     entry = dict({"name": "sandbox-nodes", "status": status, "plan": {"outdated": ["i-1", "i-2", "i-3"]}, "steps": [],
@@ -58,8 +51,7 @@ def write_pages(tmp_path, pages):
 
 
 def banner(tmp_path, page):
-    assert render(page, str(page)[:-5] + ".png", width=1180, height=900) == []
-    found = probe(page, BANNERS, tmp_path)
+    found = banners(page, tmp_path)["banners"]
     assert len(found) == 1, json.dumps(found)
     return found[0]
 
@@ -75,9 +67,9 @@ def test_a_paused_a_limited_and_a_rolled_back_page_are_not_drawn_in_the_failure_
     failed, paused, limited, rolled = (banner(tmp_path, pages[name]) for name in ("failed", "paused", "limited", "rolled-back"))
     assert "<h1>Node rollout of node group sandbox-nodes</h1>" in pages["limited"].read_text()
     # the failure's red is the failure's alone; a clean stop has one colour, a rollback another
-    assert failed["background"] == "rgb(253, 236, 234)", failed
-    assert paused["background"] == limited["background"] == "rgb(253, 244, 227)", (paused, limited)
-    assert rolled["background"] == "rgb(244, 236, 248)", rolled
+    assert failed["background"] == FAILED_BANNER, failed
+    assert paused["background"] == limited["background"] == HELD_BANNER, (paused, limited)
+    assert rolled["background"] == ROLLED_BACK_BANNER, rolled
     # and each says what ends it, in words that fit what happened
     assert "Remove the request and run the same playbook again" in paused["text"], paused["text"]
     assert "The run was limited to some of the outdated nodes" in limited["text"], limited["text"]
