@@ -27,6 +27,7 @@ WRITE = """\
       loop: "{{ pages }}"
 """
 
+
 def group(status, reason=None, message=None, **fields):
     entry = dict({"name": "sandbox-nodes", "status": status, "plan": {"outdated": ["i-1", "i-2", "i-3"]}, "steps": [],
                   "new_nodes": [], "nodes_replaced": 1, "seconds": 42.0,
