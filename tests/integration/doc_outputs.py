@@ -47,7 +47,7 @@ VOLATILE = (
 # passed when it decides (as many as the drains' ends gave it), so the steps after the first, their numbers and their
 # counts of instances and of nodes done depend on when each drain ended
 PACED = (
-    (re.compile(r"\bterminate (\d+|<n>) instances?\b"), "terminate <n> instance(s)"),
+    (re.compile(r"\bterminate (\d+|<n>) instance(\(s\)|s\b|\b)"), "terminate <n> instance(s)"),
     (re.compile(r"\((\d+|<n>) paying back surge"), "(<n> paying back surge"),
     (re.compile(r"\| step (?!1 \|)(\d+|<n>) \|"), "| step <n> |"),
     (re.compile(r"\| step <n> \| decide \((\d+|<n>)/"), "| step <n> | decide (<n>/"),

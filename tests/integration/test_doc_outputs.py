@@ -169,5 +169,6 @@ def test_what_the_pace_decides_is_shown_and_compared_as_n():
     assert normalise(one) == normalise(other)
     assert paced(one) == ("TASK [Upgrade | sandbox-nodes | step <n> | terminate <n> instance(s) drained 1s or more ago (<n> paying "
                           "back surge, the others replaced)] ***\nTASK [Upgrade | sandbox-nodes | step <n> | decide (<n>/6 done)] ***")
+    assert paced(paced(one)) == paced(one) and normalise(paced(one)) == normalise(one)   # what a doc shows compares equal
     assert paced("| step 1 | decide (0/6 done)") == "| step 1 | decide (0/6 done)"
     assert normalise("| step 1 | drain 6 nodes") != normalise("| step 1 | drain 5 nodes")

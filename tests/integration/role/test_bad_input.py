@@ -8,6 +8,7 @@ The table (case -> message) is printed with ``pytest -s`` and written to ``tests
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -234,6 +235,26 @@ def test_a_region_botocore_does_not_know_is_refused_in_one_line_naming_it_and_th
     assert "eu-west-1" in message and "us-east-1" in message and "\n" not in message
     assert "is undefined" not in proc.stdout and "Traceback" not in proc.stdout, proc.stdout[-3000:]
     assert sandbox.mutating_requests(since=since) == []
+
+
+def test_the_inventory_plugin_names_an_endpoint_url_on_a_closed_port_and_the_error(sandbox, tmp_path):
+    """The inventory plugin nodeops.rollout.nodes with an endpoint_url nothing listens on: one error naming the file,
+    the option, the endpoint and botocore's error - not the region."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = "http://127.0.0.1:%d" % sock.getsockname()[1]
+    path = tmp_path / "cluster.nodes.yml"
+    path.write_text(json.dumps({"plugin": "nodeops.rollout.nodes", "region": sandbox.state["region"], "endpoint_url": closed,
+                                "max_attempts": 1, "kubeconfig": sandbox.state["kubeconfig"], "node_groups": [{"name": GROUP}]}))
+    env = sandbox.ansible_env({"ANSIBLE_INVENTORY_UNPARSED_FAILED": "true"})
+    env.pop("K8S_AUTH_KUBECONFIG", None)
+    proc = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", str(path), "--list"], cwd=ROOT, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, check=False)
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    text = " ".join(proc.stdout.split())
+    assert "%s: endpoint_url: %s cannot be reached: DescribeAutoScalingGroups on Auto Scaling group '%s': EndpointConnectionError" % (
+        path, closed, GROUP) in text, proc.stdout[-3000:]
+    assert "region:" not in text, proc.stdout[-3000:]
 
 
 def test_a_misspelt_extra_variable_is_refused_in_one_line_with_zero_mutating_requests(sandbox, tmp_path):
