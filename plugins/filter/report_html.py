@@ -34,7 +34,10 @@ options:
     type: dict
     required: true
   cluster:
-    description: The cluster's name (the inventory host), for the title.
+    description:
+      - The cluster's name (the inventory host), for the title (C(Node rollout of cluster prod-eu)).
+      - Without it the title names the result's node groups (C(Node rollout of node group workers)), as the serial
+        playbook's page does, whose hosts are nodes.
     type: str
   sections:
     description:

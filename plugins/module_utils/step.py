@@ -75,6 +75,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     parse_duration,
     parse_hold,
     parse_time,
+    counted,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import parse_windows
 
@@ -366,6 +367,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
             # a paused step does nothing: what it would have done waits for the run that resumes the rollout
             step.update(action=PAUSE, terminate=[], decrement=0, drain=[], validate=[])
         step["does"] = step_does(step)
+        step["words"] = step_words(step)
         return step
 
 
@@ -374,6 +376,13 @@ def step_does(step):
     return {"terminate": bool(step["terminate"]), "drain": bool(step["drain"]), "validate": bool(step["validate"]),
             "protect": bool(step.get("protect")), "work": bool(step["terminate"] or step["drain"]),
             "pause": step["action"] == PAUSE}
+
+
+def step_words(step):
+    """What a step does, counted as the role's task names say it: ``1 instance``, ``2 nodes``."""
+    return {"terminate": counted(len(step["terminate"]), "instance"), "drain": counted(len(step["drain"]), "node"),
+            "validate": counted(len(step["validate"]), "up-to-date node"),
+            "protect": counted(len(step.get("protect") or []), "new node")}
 
 
 def timeout_message(step, timeout, hooks=()):

@@ -45,6 +45,31 @@ def truthy(value):
     return str(value).strip().lower() not in FALSE_WORDS
 
 
+# the words Ansible's strict boolean reads (any case), as the role's yes-or-no variables accept them
+TRUE_WORDS = ("true", "yes", "on", "1", "y", "t")
+STRICT_FALSE_WORDS = ("false", "no", "off", "0", "n", "f")
+
+
+def parse_bool(value, field):
+    """``value`` as a bool: a bool, or a word of TRUE_WORDS or STRICT_FALSE_WORDS (0 and 1 too); else PlanError naming
+    ``field`` and the words allowed."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if word in TRUE_WORDS:
+        return True
+    if word in STRICT_FALSE_WORDS:
+        return False
+    raise PlanError("%s: %r is not allowed; use true or false (or yes/no, on/off, 1/0)" % (field, value))
+
+
+def counted(count, noun, plural=None):
+    """``count`` and ``noun`` as a person writes them: ``1 instance``, ``3 instances``, ``0 instances`` (``plural``
+    when adding an s is not the word's plural)."""
+    count = int(count)
+    return "%d %s" % (count, noun if count == 1 else plural or noun + "s")
+
+
 def ceil_percent(percent, total):
     """``percent`` of ``total`` rounded up, in integers only (no float error at exact boundaries)."""
     return -(-percent * total // 100)

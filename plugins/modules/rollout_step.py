@@ -385,6 +385,11 @@ step:
           C(validate) and C(protect) (the lists of the same names are not empty), C(work) (it terminates or drains),
           C(pause) (the action is V(pause)).
       type: dict
+    words:
+      description:
+        - The lists C(terminate), C(drain), C(validate) and C(protect) counted in words, as the role's task names say
+          them (V(1 instance), V(2 nodes)).
+      type: dict
     protect:
       description:
         - While a rollout is recorded on the group, the nodes of its up-to-date instances that carry no

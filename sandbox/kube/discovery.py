@@ -25,7 +25,8 @@ SINGULAR = {"poddisruptionbudgets": "poddisruptionbudget", "replicasets": "repli
             "leases": "lease", "persistentvolumes": "persistentvolume",
             "persistentvolumeclaims": "persistentvolumeclaim", "volumeattachments": "volumeattachment",
             "services": "service", "targetgroupbindings": "targetgroupbinding",
-            "selfsubjectaccessreviews": "selfsubjectaccessreview"}
+            "selfsubjectaccessreviews": "selfsubjectaccessreview", "serviceaccounts": "serviceaccount", "roles": "role",
+            "rolebindings": "rolebinding", "clusterroles": "clusterrole", "clusterrolebindings": "clusterrolebinding"}
 # resources with fewer verbs than ALL_VERBS
 VERBS = {"namespaces": ["create", "delete", "get", "list", "patch", "update", "watch"], "selfsubjectaccessreviews": ["create"]}
 

@@ -52,6 +52,19 @@ def method_not_allowed():
     return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
 
+# What the embedded backend says where kube-apiserver would authorize with RBAC: it has no authorizer.
+NO_RBAC = ("the sandbox's embedded Kubernetes backend has no RBAC: it stores no Role or binding and allows "
+           "every request; RBAC is enforced on the reference backend only (python -m sandbox up --kube reference --rbac "
+           "applies docs/rbac.yaml and connects the collection with a token those roles bind)")
+
+
+def rbac_not_served(method="GET"):
+    """A request to an RBAC resource: a read finds nothing (404), a write is not allowed (405); both say why."""
+    if method == "GET":
+        return ApiError(404, "NotFound", NO_RBAC, {})
+    return ApiError(405, "MethodNotAllowed", NO_RBAC, {})
+
+
 def route_not_found():
     return ApiError(404, "NotFound", "the server could not find the requested resource", {})
 

@@ -30,9 +30,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from . import disruption, discovery, eks_token, patch, tables, validation
-from .errors import (ApiError, already_exists, bad_request, conflict, expired, internal_error, invalid, method_not_allowed,
-                     not_found, route_not_found, service_unavailable, too_many_requests, unauthorized,
-                     unsupported_media_type)
+from .errors import (NO_RBAC, ApiError, already_exists, bad_request, conflict, expired, internal_error, invalid,
+                     method_not_allowed, not_found, rbac_not_served, route_not_found, service_unavailable, too_many_requests,
+                     unauthorized, unsupported_media_type)
 from .faults import Faults
 from .selectors import FieldSelector, LabelSelector
 from .store import RESOURCES, REVIEWS, api_version, copy_obj, is_ready
@@ -359,6 +359,11 @@ class KubeApiServer:
             if req.method not in ("GET", "HEAD"):
                 raise method_not_allowed()
             return 200, self._docs[path], ()
+        if path == "/openapi/v2" and req.method in ("GET", "HEAD"):
+            # an empty OpenAPI v2 document (an empty protobuf message): kubectl validates a List (docs/rbac.yaml is one)
+            # against /openapi/v2 alone, and finds no schema there, so the server's own validation (fieldValidation, in
+            # /openapi/v3) is all, as for every other kind
+            return 200, b"", ()
         if path == "/" or not (path.startswith("/api/") or path.startswith("/apis/")):
             raise route_not_found()
         self._route(req)
@@ -377,6 +382,8 @@ class KubeApiServer:
             if len(segs) < 3:
                 raise route_not_found()
             group, version, rest = segs[1], segs[2], segs[3:]
+            if group == "rbac.authorization.k8s.io":
+                raise rbac_not_served(req.method)
         if rest and rest[0] == "watch":
             req.watch_path = True
             rest = rest[1:]
@@ -703,7 +710,8 @@ class KubeApiServer:
             if attrs["subresource"] == "eviction" and verb == "create":
                 verb = "evict"   # how this server names an eviction, in its request log and its faults
         refused = self.faults.forbidden(resource, verb)
-        obj["status"] = {"allowed": not refused}
+        # allowed with the reason why: no authorizer, as kube-apiserver with AlwaysAllow would, but said plainly
+        obj["status"] = {"allowed": not refused, "reason": NO_RBAC}
         if refused:
             obj["status"]["reason"] = "forbidden by the sandbox's k8s_forbid fault"
         obj.setdefault("metadata", {})["creationTimestamp"] = None

@@ -45,7 +45,17 @@ RESOURCES = {r.plural: r for r in (
     Resource("targetgroupbindings", "elbv2.k8s.aws", "v1beta1", "TargetGroupBinding", True, []),
     # answered, never stored (server.py): what kubectl auth can-i asks
     Resource("selfsubjectaccessreviews", "authorization.k8s.io", "v1", "SelfSubjectAccessReview", False, []),
+    # what docs/rbac.yaml holds beside its roles: stored as kube-apiserver stores it (no token controller)
+    Resource("serviceaccounts", "", "v1", "ServiceAccount", True, ["sa"]),
+    # discovered so that kubectl maps them, never stored: every request is answered that the embedded backend has no
+    # RBAC (server.py), which kubectl apply then prints
+    Resource("roles", "rbac.authorization.k8s.io", "v1", "Role", True, []),
+    Resource("rolebindings", "rbac.authorization.k8s.io", "v1", "RoleBinding", True, []),
+    Resource("clusterroles", "rbac.authorization.k8s.io", "v1", "ClusterRole", False, []),
+    Resource("clusterrolebindings", "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", False, []),
 )}
+# the RBAC resources, enforced on the reference backend only
+RBAC = frozenset(["roles", "rolebindings", "clusterroles", "clusterrolebindings"])
 # resources a create only asks a question of: answered, never stored, and no change
 REVIEWS = frozenset(["selfsubjectaccessreviews"])
 

@@ -173,10 +173,12 @@ def test_discovery_serves_version_groups_and_eviction_as_policy_v1_kind_eviction
     status, _headers, apis = raw(sb, "GET", "/apis")
     groups = {g["name"]: [v["groupVersion"] for v in g["versions"]] for g in apis["groups"]}
     # the AWS Load Balancer Controller's TargetGroupBindings are served as if its CRD were installed; access reviews are
-    # answered (every one allowed, as with no authorizer but AlwaysAllow)
+    # answered (every one allowed, as with no authorizer but AlwaysAllow); RBAC's kinds are discovered so that kubectl
+    # maps them, and every request to them says that RBAC is enforced on the reference backend only
     assert groups == {"apps": ["apps/v1"], "coordination.k8s.io": ["coordination.k8s.io/v1"], "policy": ["policy/v1"],
                       "storage.k8s.io": ["storage.k8s.io/v1"], "elbv2.k8s.aws": ["elbv2.k8s.aws/v1beta1"],
-                      "authorization.k8s.io": ["authorization.k8s.io/v1"]}
+                      "authorization.k8s.io": ["authorization.k8s.io/v1"],
+                      "rbac.authorization.k8s.io": ["rbac.authorization.k8s.io/v1"]}
     aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
     status, headers, core = raw(sb, "GET", "/api/v1", headers={"Accept": aggregated})
     assert status == 200 and headers["Content-Type"] == "application/json"
@@ -195,8 +197,9 @@ def test_discovery_serves_version_groups_and_eviction_as_policy_v1_kind_eviction
     assert {r["name"] for r in policy["resources"]} == {"poddisruptionbudgets", "poddisruptionbudgets/status"}
     for path in ("/healthz", "/readyz", "/livez"):
         assert raw(sb, "GET", path)[2] == "ok"
+    # an empty v2 document: kubectl validates a List against it alone, finds no schema, and leaves it to the server
     status, _headers, body = raw(sb, "GET", "/openapi/v2")
-    assert status == 404 and body["reason"] == "NotFound"
+    assert status == 200 and body == ""
 
 
 def test_unknown_routes_and_wrong_methods_get_real_status_reasons(sb):
@@ -1126,3 +1129,32 @@ def test_the_control_plane_version_can_be_set(sb):
     assert (code.major, code.minor, code.git_version) == ("1", "29+", "v1.29.4-eks-036c24b")
     with pytest.raises(ValueError, match="v1.29.4"):
         sb.api.set_version("1.29")
+
+
+# ---- RBAC: enforced on the reference backend only, and said so -----------------------------------------------------
+
+def test_the_embedded_backend_says_plainly_that_it_has_no_rbac_where_rbac_would_answer(sb):
+    status, _headers, body = raw(sb, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                                 {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"}})
+    assert status == 405 and body["kind"] == "Status" and "RBAC is enforced on the reference backend only" in body["message"], body
+    status, _headers, body = raw(sb, "GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles")
+    assert status == 404 and "has no RBAC" in body["message"], body
+    # an access review (kubectl auth can-i) is allowed, with the reason why: there is no authorizer
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"resourceAttributes": {"verb": "delete", "resource": "nodes"}}}
+    status, _headers, body = raw(sb, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review)
+    assert status == 201 and body["status"]["allowed"] is True, body
+    assert "RBAC is enforced on the reference backend only" in body["status"]["reason"], body
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_apply_of_docs_rbac_yaml_says_rbac_is_enforced_on_the_reference_backend_only(sb, tmp_path):
+    rbac = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "rbac.yaml")
+    out = kubectl(sb, tmp_path, "apply", "-f", rbac)
+    assert out.returncode != 0, out.stdout
+    # the namespace and the ServiceAccount are created as kube-apiserver creates them; every role is refused, saying why
+    assert "namespace/nodeops-rollout created" in out.stdout and "serviceaccount/nodeops-rollout created" in out.stdout, out
+    refusals = [line for line in out.stderr.splitlines() if line.strip()]
+    assert refusals and all("RBAC is enforced on the reference backend only" in line for line in refusals), out.stderr
+    out = kubectl(sb, tmp_path, "auth", "can-i", "delete", "nodes", "-v", "0")
+    assert out.returncode == 0 and out.stdout.strip() == "yes", out

@@ -73,3 +73,21 @@ def probe(page_path, function, workdir, width=1280, height=2400, timeout=120):
     value = json.loads(html.unescape(found.group(1)))
     assert not (isinstance(value, dict) and "error" in value and len(value) == 1), value
     return value
+
+
+# The banner's background of each kind of stop, as chromium computes it from the page's styles (report/page.py
+# BANNER_KINDS): a failure's red is the failure's alone.
+FAILED_BANNER, HELD_BANNER, ROLLED_BACK_BANNER = "rgb(253, 236, 234)", "rgb(253, 244, 227)", "rgb(244, 236, 248)"
+BANNERS = """function (document, window) {
+  return {title: document.querySelector("h1").innerText,
+          banners: Array.prototype.map.call(document.querySelectorAll("div.banner"), function (banner) {
+            return {background: window.getComputedStyle(banner).backgroundColor, text: banner.innerText};
+          })};
+}"""
+
+
+def banners(page_path, workdir):
+    """The page's title and each banner's computed background and text, as chromium shows them (a screenshot of the
+    page is left beside it, ``<page>.png``): ``{"title", "banners": [{"background", "text"}]}``."""
+    assert render(page_path, str(page_path)[:-len(".html")] + ".png", width=1180, height=900) == []
+    return probe(page_path, BANNERS, workdir)

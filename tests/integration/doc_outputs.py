@@ -10,8 +10,10 @@ A generated block sits between two markers in a Markdown file::
 
 :func:`check_or_refresh` compares a block with what the run printed, after :func:`normalise` (durations, times,
 generated ids and names, which differ on every run), and fails naming the one-line command that refreshes the docs;
-with ``NODEOPS_REFRESH_DOCS=1`` it rewrites the block instead. Pure text functions, but for the file the last one reads
-and writes.
+with ``NODEOPS_REFRESH_DOCS=1`` it rewrites the block instead. What the machine's pace decides (:data:`PACED`: how many
+drained instances a step terminates, the number of a step after the first, how many nodes are done when it decides) is
+written as ``<n>`` in the docs and compared so: a doc output never carries it, and no run fails on it. Pure text
+functions, but for the file the last one reads and writes.
 """
 
 import json
@@ -41,8 +43,27 @@ VOLATILE = (
 )
 
 
+# what the machine's pace decides, in every block: a step terminates the drained instances whose post-drain delay has
+# passed when it decides (as many as the drains' ends gave it), so the steps after the first, their numbers and their
+# counts of instances and of nodes done depend on when each drain ended
+PACED = (
+    (re.compile(r"\bterminate (\d+|<n>) instance(\(s\)|s\b|\b)"), "terminate <n> instance(s)"),
+    (re.compile(r"\((\d+|<n>) paying back surge"), "(<n> paying back surge"),
+    (re.compile(r"\| step (?!1 \|)(\d+|<n>) \|"), "| step <n> |"),
+    (re.compile(r"\| step <n> \| decide \((\d+|<n>)/"), "| step <n> | decide (<n>/"),
+)
+
+
+def paced(text):
+    """``text`` with what the machine's pace decides written as ``<n>`` (:data:`PACED`): how a doc shows it."""
+    for pattern, stand_in in PACED:
+        text = pattern.sub(stand_in, text)
+    return text
+
+
 def normalise(text):
-    """``text`` with what differs between runs replaced (:data:`VOLATILE`) and trailing blanks dropped."""
+    """``text`` with what differs between runs replaced (:data:`PACED`, :data:`VOLATILE`) and trailing blanks dropped."""
+    text = paced(text)
     for pattern, stand_in in VOLATILE:
         text = pattern.sub(stand_in, text)
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
@@ -157,16 +178,21 @@ def fenced(text, language=""):
 def check_or_refresh(doc, name, content, loose=(), generator=GENERATOR):
     """Compare ``doc``'s (a path under the repository) block ``name`` with ``content`` (what the run printed, fenced),
     normalised, and each side also with ``loose`` (``(pattern, replacement)`` pairs: what depends on timing in this
-    block alone); with NODEOPS_REFRESH_DOCS=1 write ``content`` into it instead. ``generator`` is the test file that
-    writes the block, named in its markers."""
+    block alone); with NODEOPS_REFRESH_DOCS=1 write ``content`` into it instead, with what the pace decides as ``<n>``
+    (:func:`paced`) and each ``loose`` pair of one line applied (a pair that spans lines, ``(?s)``, stands for a sequence
+    the doc shows one sample of). ``generator`` is the test file that writes the block, named in its markers."""
     path = os.path.join(ROOT, doc)
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     if os.environ.get("NODEOPS_REFRESH_DOCS") == "1":
+        written = paced(content)
+        for pattern, replacement in loose:
+            if not pattern.startswith("(?s)"):
+                written = re.sub(pattern, replacement, written)
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(with_block(text, name, content, generator))
+            fh.write(with_block(text, name, written, generator))
         return
-    shown = block_of(text, name, generator)
+    shown, content = paced(block_of(text, name, generator)), paced(content)
     for pattern, replacement in loose:
         shown, content = re.sub(pattern, replacement, shown), re.sub(pattern, replacement, content)
     refresh = REFRESH if generator == GENERATOR else "NODEOPS_REFRESH_DOCS=1 python -m pytest " + generator

@@ -162,3 +162,20 @@ def test_the_awx_report_playbook_s_line_of_a_failed_rollout_is_what_it_prints_af
     assert len(lines) == 1 and re.search(r'"msg": "sandbox / sandbox-nodes: failed, \d+ nodes replaced - node ', lines[0]), lines
     assert "PodDisruptionBudget shop/web allows 0 disruption(s)" in lines[0], lines
     check_or_refresh(AWX_DOC, "report-failed", fenced(lines[0]))
+
+
+def test_what_the_pace_decides_is_shown_and_compared_as_n():
+    """A step terminates the drained instances whose post-drain delay has passed: how many, and the numbers of the steps
+    after the first, differ from run to run; the docs show them as ``<n>`` and two runs that differ only there compare
+    equal, while the first step and what the run was asked (the post-drain delay, the group's size) still count."""
+    from tests.integration.doc_outputs import normalise, paced  # pylint: disable=import-outside-toplevel
+    one = ("TASK [Upgrade | sandbox-nodes | step 2 | terminate 2 instances drained 1s or more ago (0 paying back surge, "
+           "the others replaced)] ***\nTASK [Upgrade | sandbox-nodes | step 3 | decide (4/6 done)] ***")
+    other = ("TASK [Upgrade | sandbox-nodes | step 3 | terminate 1 instance drained 1s or more ago (1 paying back surge, "
+             "the others replaced)] ***\nTASK [Upgrade | sandbox-nodes | step 4 | decide (5/6 done)] ***")
+    assert normalise(one) == normalise(other)
+    assert paced(one) == ("TASK [Upgrade | sandbox-nodes | step <n> | terminate <n> instance(s) drained 1s or more ago (<n> paying "
+                          "back surge, the others replaced)] ***\nTASK [Upgrade | sandbox-nodes | step <n> | decide (<n>/6 done)] ***")
+    assert paced(paced(one)) == paced(one) and normalise(paced(one)) == normalise(one)   # what a doc shows compares equal
+    assert paced("| step 1 | decide (0/6 done)") == "| step 1 | decide (0/6 done)"
+    assert normalise("| step 1 | drain 6 nodes") != normalise("| step 1 | drain 5 nodes")

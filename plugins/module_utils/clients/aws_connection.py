@@ -369,18 +369,73 @@ _CREDENTIAL_CODES = ("UnrecognizedClientException", "InvalidClientTokenId", "Aut
                      "ExpiredToken", "ExpiredTokenException", "InvalidAccessKeyId")
 
 
+def known_regions(service="ec2"):
+    """The regions botocore's endpoint data lists for ``service`` (every partition), sorted; [] when it cannot say."""
+    try:
+        import botocore.session  # pylint: disable=import-outside-toplevel
+        session = botocore.session.get_session()
+        return sorted(set(region for partition in session.get_available_partitions()
+                          for region in session.get_available_regions(service, partition_name=partition)))
+    except Exception:  # pylint: disable=broad-except
+        return []
+
+
+def _resolved(params):
+    """The connection options as a connection resolves them (the environment included), or None when they are not
+    valid (the error is then about them, not the connection)."""
+    try:
+        return resolve_aws_options(params)[0]
+    except AWSConfigurationError:
+        return None
+
+
+def _unreached(params):
+    """What an endpoint that cannot be reached is blamed on: ``(option, words)`` - ``endpoint_url`` when one is set (as
+    an option or from the environment), ``region`` when botocore does not know the region (a typo: its words list the
+    known ones), else ``(None, "")``: the endpoint itself, which the error's text names."""
+    options = _resolved(params) or {}
+    if options.get("endpoint_url"):
+        source = "" if (params or {}).get("endpoint_url") else " (from %s)" % _first_env(AWS_ENV["endpoint_url"], os.environ)[1]
+        return "endpoint_url", "%s%s cannot be reached" % (options["endpoint_url"], source)
+    region = options.get("region")
+    known = known_regions()
+    if region and known and region not in known:
+        return "region", "%r is not a region botocore knows; use one of %s" % (region, ", ".join(known))
+    return None, ""
+
+
 def connection_option(exc, params):
-    """The connection option an error is about, for a message that names what to fix: ``endpoint_url`` (or
-    ``region``) when the endpoint cannot be reached, ``access_key`` (or ``profile``) when the credentials are refused;
-    None for any other error, or without ``params``."""
+    """The connection option an error is about, for a message that names what to fix: ``endpoint_url`` (set as an
+    option or in the environment) or ``region`` (one botocore does not know) when the endpoint cannot be reached,
+    ``access_key`` (or ``profile``) when the credentials are refused; None for any other error (an endpoint of a known
+    region that cannot be reached: the error names it), or without ``params``."""
     exceptions = _botocore_exceptions()
     if params is None or exceptions is None:
         return None
     if isinstance(exc, exceptions.ConnectionError):
-        return "endpoint_url" if params.get("endpoint_url") else "region"
+        return _unreached(params)[0]
     if isinstance(exc, exceptions.NoCredentialsError) or aws_error_parts(exc)[0] in _CREDENTIAL_CODES:
         return "profile" if params.get("profile") else "access_key"
     return None
+
+
+def _not_aws(exc):
+    """An HTTP error whose body is no AWS error (an HTML page of a proxy or a load balancer): botocore then gives the
+    status as the code and its reason as the message. Returns the status, or None."""
+    exceptions = _botocore_exceptions()
+    if not (exceptions and isinstance(exc, exceptions.ClientError)):
+        return None
+    status = (exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    code = str((exc.response.get("Error") or {}).get("Code") or "")
+    return status if status and code in ("", str(status)) else None
+
+
+def endpoint_of(params):
+    """The endpoint requests go to, in words: the endpoint_url resolved, else AWS's endpoint of the region."""
+    options = _resolved(params) or {}
+    if options.get("endpoint_url"):
+        return options["endpoint_url"]
+    return "AWS's endpoint of region %s" % options["region"] if options.get("region") else "AWS's endpoint"
 
 
 def describe_aws_error(exc, operation, resource=None, params=None):
@@ -394,8 +449,16 @@ def describe_aws_error(exc, operation, resource=None, params=None):
     """
     code, message = aws_error_parts(exc)
     where = "%s on %s" % (operation, resource) if resource else str(operation)
+    status = _not_aws(exc)
+    if status is not None:
+        # no AWS error came back: say who answered, and with what
+        message = "%s answered HTTP %s%s with no AWS error in it (a proxy or a server in front of AWS?)" % (
+            endpoint_of(params) if params is not None else "the endpoint", status, " (%s)" % message if message else "")
+        code = "HTTP %s" % status
     text = "%s: %s: %s" % (where, code, message) if message else "%s: %s" % (where, code)
     option = connection_option(exc, params)
+    if option is not None and _botocore_exceptions() and isinstance(exc, _botocore_exceptions().ConnectionError):
+        return _one_line("%s: %s: %s" % (option, _unreached(params)[1], text))
     return _one_line("%s: %s" % (option, text) if option else text)
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import resolved_budget, resolved_waves
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, time_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, counted
 
 STATES = ("waiting", "running", "succeeded", "failed", "pending", "busy", "not started", "skipped")
 FINAL = ("succeeded", "skipped")
@@ -197,7 +197,7 @@ def claim(doc, cluster, run, now, gate_timeout, holder=None):
     wave = doc["waves"][entry["wave"]]
     rolling = [name for name, item in _members(doc, entry["wave"]) if item["state"] == "running" and item["run"] == run]
     if not resumed and len(rolling) >= wave["max_concurrency"]:
-        return WAIT, "wave %s rolls %d clusters at once: %s" % (wave["name"], wave["max_concurrency"], ", ".join(rolling))
+        return WAIT, "wave %s rolls %s at once: %s" % (wave["name"], counted(wave["max_concurrency"], "cluster"), ", ".join(rolling))
     stopped = entry.get("holder") if resumed else None
     entry.update(state="running", run=run, reason=None, started_at=iso(now), finished_at=None, attempts=entry["attempts"] + 1,
                  holder=holder, stopped_holder=stopped)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import (
     checked_budget, checked_waves, resolved_budget, resolved_waves, wave_of)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import counted
 
 
 def cluster_estimate(result):
@@ -42,15 +43,15 @@ def fleet_plan(waves, budget, clusters):
     for wave, names in zip(resolved, members):
         seconds = packed([clusters[name]["seconds"] for name in names], wave["max_concurrency"]) if names else 0
         total += seconds + wave["soak"]
-        lines.append("wave %s: %s - %d at once, %d failures allowed%s%s: %s%s" % (
-            wave["name"], ", ".join(names) or "no cluster", wave["max_concurrency"], wave["max_failed_clusters"],
+        lines.append("wave %s: %s - %d at once, %s allowed%s%s: %s%s" % (
+            wave["name"], ", ".join(names) or "no cluster", wave["max_concurrency"], counted(wave["max_failed_clusters"], "failure"),
             ", soak %s" % human_duration(wave["soak"]) if wave["soak"] else "", ", then gate %s" % wave["gate"] if wave["gate"] else "",
             human_duration(seconds), " + soak" if wave["soak"] else ""))
     run_budget = resolved_budget(checked_budget(budget), len(clusters) - len(unmatched))
-    head = "fleet: %d clusters in %d waves, about %s%s; %s" % (
-        len(clusters) - len(unmatched), len(resolved), human_duration(total),
+    head = "fleet: %s in %s, about %s%s; %s" % (
+        counted(len(clusters) - len(unmatched), "cluster"), counted(len(resolved), "wave"), human_duration(total),
         " plus the gates" if any(wave["gate"] for wave in resolved) else "",
-        "no run budget beyond the waves'" if run_budget is None else "the run stops beyond %d failed clusters" % run_budget)
+        "no run budget beyond the waves'" if run_budget is None else "the run stops beyond %s" % counted(run_budget, "failed cluster"))
     if unmatched:
         lines.append("matched by no wave (left out): %s" % ", ".join(unmatched))
     return [head] + lines

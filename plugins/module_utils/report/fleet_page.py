@@ -16,6 +16,7 @@ import os
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.page import CSS, text
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import time_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import counted
 
 FLEET_CSS = """
 .state{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;color:#fff;background:#5b6673}
@@ -109,7 +110,7 @@ def _banner(fleet):
         return '<div class="banner stopped" id="stop"><h2>Busy clusters</h2><p>%s</p></div>' % text(BUSY_NEXT)
     left = sum(counts.get(state, 0) for state in ("waiting", "running", "failed", "not started"))
     if left:
-        return '<div class="banner" id="stop"><h2>In progress</h2><p>%d clusters not rolled yet.</p></div>' % left
+        return '<div class="banner" id="stop"><h2>In progress</h2><p>%s not rolled yet.</p></div>' % counted(left, "cluster")
     return '<div class="banner ok" id="stop"><h2>Every cluster is on its pinned target</h2></div>'
 
 
@@ -130,7 +131,7 @@ def fleet_html(fleet, base=None, version=None):
            _banner(fleet),
            '<p id="counts">%s</p>' % " ".join("%s %d" % (_state(state), counts[state]) for state in STATE_ORDER if counts.get(state)),
            "<p>Failure budget of the run: %s.</p>" % text("none beyond the waves' own" if fleet.get("max_failed_clusters") is None
-                                                          else "%s clusters" % fleet["max_failed_clusters"])]
+                                                          else counted(fleet["max_failed_clusters"], "cluster"))]
     out.extend(_wave(index, wave, base) for index, wave in enumerate(fleet.get("waves") or []))
     if fleet.get("unplanned"):
         out.append("<h2>In no wave</h2>" + _cluster_rows(fleet["unplanned"], base))

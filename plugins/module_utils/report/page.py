@@ -38,7 +38,7 @@ NEXT_STEPS = {
     "paused": "The rollout stopped cleanly between steps and keeps its state: run the same playbook again to go on from "
               "here.",
     "rolled back": "The group is back on the launch template version it ran before, and the new nodes are gone. Find out "
-                   "why the new version's nodes failed, then start the rollout again.",
+                   "why the new version's nodes failed (the cause named here), then start the rollout again.",
     "started": "The run ended before this group's result was recorded: run the same playbook again; it resumes from the "
                "group's nodeops.rollout state tags.",
 }
@@ -48,6 +48,23 @@ PERMISSION_NEXT_STEP = ("Grant the permission named here (apply docs/rbac.yaml o
                         "state tags. Nothing was lost: the refused request changed nothing, untouched old nodes still run "
                         "their pods and the group keeps its surge.")
 DEFAULT_NEXT_STEP = "Look at the message above and run the same playbook again once the cause is fixed."
+# A paused group, by why it paused (its reason): each says what ends the pause
+PAUSED_NEXT_STEPS = {
+    "limited": "The run was limited to some of the outdated nodes (the play's limit or rolling_update_nodes); the group keeps "
+               "its surge and state. Run the serial playbook again for the other nodes: it goes on from here.",
+    "stopped": "Another node group of this run failed, which stops the batches of every group; this one stopped cleanly and "
+               "keeps its state. Fix the failed group, then run the same playbook again.",
+    "window closed": "The maintenance window closed before the next step could finish; the group keeps its state. Run the "
+                     "same playbook again in the next window: it goes on from here.",
+    "requested": "A pause was requested (the group's nodeops.rollout/pause tag); the group keeps its state. Remove the "
+                 "request and run the same playbook again to go on from here.",
+}
+# A group the rollback playbook rolled back, not after a failure of this run: nothing of the new version failed here
+ROLLBACK_PLAYBOOK_NEXT_STEP = ("The rollback playbook moved the group back to the launch template version it ran before, "
+                               "as it was asked; the new nodes are gone. Fix what stopped the rollout it undid (its run's "
+                               "message), then start the rollout again.")
+# The banner's colour for each status that did not finish: a failure's red, a clean stop's amber, a rollback's own
+BANNER_KINDS = {"failed": "stopped", "started": "stopped", "paused": "held", "rolled back": "rolled-back"}
 
 CSS = """
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0;padding:24px 32px;color:#1d2733;
@@ -64,6 +81,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .banner{border-radius:6px;padding:12px 16px;margin:12px 0 18px;border:1px solid}
 .banner.stopped{background:#fdecea;border-color:#e0a19c}
 .banner.ok{background:#e9f6ec;border-color:#9fcfaa}
+.banner.held{background:#fdf4e3;border-color:#e2bd76}
+.banner.rolled-back{background:#f4ecf8;border-color:#c5a3d6}
 .banner h2{border:0;margin:0 0 6px;padding:0}
 .status{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;color:#fff;background:#5b6673}
 .status.replaced,.status.up-to-date{background:#2e7d4f}
@@ -509,9 +528,10 @@ def _banner(groups):
         planned = all(group.get("status") == "planned" or group.get("plan_only") for group in groups)
         return ('<div class="banner ok"><h2>%s</h2></div>'
                 % text("Plan only: nothing was changed." if planned else "Every node group finished."))
-    out = ['<div class="banner stopped">']
+    out = []
     for group in stopped:
         status = group.get("status") or "unknown"
+        out.append('<div class="banner %s">' % BANNER_KINDS.get(status, "stopped"))
         out.append("<h2>Node group %s: %s</h2>" % (text(group.get("name")), text(status)))
         out.append(_stuck_nodes(group))
         if group.get("reason") and not str(group.get("message") or "").startswith(group["reason"]):
@@ -524,10 +544,32 @@ def _banner(groups):
                        % (text(permission_text(permission)), text(permission.get("granted_by") or "no documented rule")))
         if group.get("message"):
             out.append("<p><pre>%s</pre></p>" % text(group["message"]))
-        next_step = PERMISSION_NEXT_STEP if permission else NEXT_STEPS.get(status, DEFAULT_NEXT_STEP)
-        out.append("<p><b>What to do next:</b> %s</p>" % text(next_step))
-    out.append("</div>")
+        out.append("<p><b>What to do next:</b> %s</p>" % text(next_step(group)))
+        out.append("</div>")
     return "".join(out)
+
+
+def next_step(group):
+    """What to do next for a group that did not finish, by its status and why it stopped."""
+    status = group.get("status") or "unknown"
+    if group.get("permission"):
+        return PERMISSION_NEXT_STEP
+    if status == "paused" and group.get("reason") in PAUSED_NEXT_STEPS:
+        return PAUSED_NEXT_STEPS[group["reason"]]
+    if status == "rolled back" and not group.get("reason"):
+        return ROLLBACK_PLAYBOOK_NEXT_STEP
+    return NEXT_STEPS.get(status, DEFAULT_NEXT_STEP)
+
+
+def page_title(cluster, groups):
+    """``Node rollout of cluster prod-eu``, or without a cluster (the serial playbook's hosts are nodes, not clusters)
+    ``Node rollout of node group workers`` / ``of node groups a, b``."""
+    if cluster:
+        return "Node rollout of cluster %s" % cluster
+    names = [str(group.get("name")) for group in groups if group.get("name")]
+    if not names:
+        return "Node rollout"
+    return "Node rollout of node group%s %s" % ("" if len(names) == 1 else "s", ", ".join(names))
 
 
 def _summary(groups, clock=None):
@@ -584,7 +626,7 @@ def report_html(result, cluster=None, sections=None, version=None):
     groups = [group for group in result.get("node_groups") or [] if isinstance(group, dict)]
     read = [section for section in (section_of(entry) for entry in sections or []) if isinstance(section, dict)]
     clock = clock_speed(read)
-    title = "Node rollout%s" % (" of cluster %s" % cluster if cluster else "")
+    title = page_title(cluster, groups)
     # times as the role wrote them: with Z since it writes them so, without a zone (UTC) in results written before
     ended = max((moment for moment in (time_of((group.get("timeline") or {}).get("ended_at")) for group in groups) if moment),
                 default=None)

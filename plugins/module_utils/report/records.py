@@ -16,7 +16,7 @@ import json
 from datetime import timedelta
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_time
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, counted, parse_time
 
 # A replacement's launch time is read to the second; the termination that caused it is timed to the millisecond.
 LAUNCH_SLACK_SECONDS = 2
@@ -177,16 +177,23 @@ def summary_lines(result):
         plan = group.get("plan") or {}
         outdated = _count(plan.get("outdated"))
         status = group.get("status") or "unknown"
+        evictions = counted(group_counts(group)["evictions"], "eviction")
         if group.get("plan_only") and "cancel_payback" in plan:
-            text = "%s: %s, a cancel would give back %d instances and release %d nodes" % (
-                group.get("name"), status, _count(plan.get("cancel_payback")), _count(plan.get("release")))
+            text = "%s: %s, a cancel would give back %s and release %s" % (
+                group.get("name"), status, counted(_count(plan.get("cancel_payback")), "instance"),
+                counted(_count(plan.get("release")), "node"))
         elif group.get("plan_only"):
-            text = "%s: %s, %d nodes outdated, about %s" % (group.get("name"), status, outdated,
-                                                            human_duration(plan.get("eta_seconds")))
+            text = "%s: %s, %s outdated, about %s" % (group.get("name"), status, counted(outdated, "node"),
+                                                      human_duration(plan.get("eta_seconds")))
+        elif status == "cancelled":
+            # a cancel replaces nothing: its terminations give the surge back
+            text = "%s: %s, %s given back in %s, %s" % (
+                group.get("name"), status, counted(int(group.get("nodes_replaced") or 0), "instance"),
+                human_duration(group.get("seconds")), evictions)
         else:
-            text = "%s: %s, %d of %d nodes replaced in %s, %d evictions" % (
-                group.get("name"), status, int(group.get("nodes_replaced") or 0), outdated,
-                human_duration(group.get("seconds")), group_counts(group)["evictions"])
+            text = "%s: %s, %d of %s replaced in %s, %s" % (
+                group.get("name"), status, int(group.get("nodes_replaced") or 0), counted(outdated, "node"),
+                human_duration(group.get("seconds")), evictions)
         why = (group.get("reason") or group.get("message") or "").strip().split("\n")[0]
         if why and status not in ("replaced", "up to date"):
             text += " - " + (why if len(why) <= 200 else why[:197] + "...")

@@ -19,7 +19,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.report.records imp
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import DRAIN_OPTION_VARIABLES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, truthy
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, counted, truthy
 
 # What the step loop counts its terminations as: nodes replaced (an upgrade, a rollback, a cancel's given back), or
 # apart from them (the scale down's pay back of surge left, the relaunch of instances that never became nodes).
@@ -370,7 +370,7 @@ def apply(record, event, now=None, **data):
         # the group's nodes that can take pods once the failure gave back the nodes not drained, as read (None: unread)
         record["stop"]["taking_pods"] = data.get("taking_pods")
         record["failure_message"] = _failure_message(record, data.get("action"), data.get("rollback_error"),
-                                                     truthy(data.get("kept")), bool(data.get("resumed")))
+                                                     truthy(data.get("kept")), bool(data.get("resumed")), data.get("recorded"))
     elif event == "planned":
         _planned(record, data["group"], data["ltv"], data.get("preflight"), data.get("controls"))
     elif event == "cancel_planned":
@@ -434,13 +434,28 @@ def serving_line(taking_pods):
     if not taking_pods:
         return ("No node of the group can take pods now (none is Ready, uncordoned and free of a taint that keeps pods off): "
                 "pods that need to be scheduled wait Pending.")
-    return "%d node(s) of the group can take pods now: %s." % (len(taking_pods), ", ".join(taking_pods))
+    return "%s of the group can take pods now: %s." % (counted(len(taking_pods), "node"), ", ".join(taking_pods))
 
 
-def _failure_message(record, action, rollback_error, kept, resumed):
+def _other_way(action, recorded):
+    """What else a held rollout's group can be given after a failure than a run again: a rollback when the rollout
+    ``recorded`` on the group (node_group_info's ``state`` as the hold left it) names the version the group launched
+    before, else a cancel when a rollout is recorded (a rollback would refuse: there is no earlier version), else nothing
+    (none recorded: there is nothing to roll back or cancel)."""
+    if action != "rollout" or not isinstance(recorded, dict):
+        return ""
+    if recorded.get("previous_version") is not None:
+        return (", or roll the group back to launch template version %s with the playbook nodeops.rollout.rollback"
+                % recorded["previous_version"])
+    return (", or end it with the playbook nodeops.rollout.cancel (there is no earlier launch template version to roll "
+            "back to: the rollout did not change the group's version)")
+
+
+def _failure_message(record, action, rollback_error, kept, resumed, recorded=None):
     """What the play stops with after a group failed: where and why, what the rollback did (or that it failed too), and,
     for a group this run still held (``kept``: its lock was ours to the end), that the cluster keeps serving and what to
-    do; ``resumed``: the hold resumed processes the rollout had suspended."""
+    do; ``resumed``: the hold resumed processes the rollout had suspended; ``recorded``: the rollout recorded on the
+    group after the hold (see :func:`_other_way`)."""
     stop = record["stop"]
     rolled_back = record["status"] == "rolled back"
     parts = ["Rollout of node group %s %s at '%s': %s" % (record["name"], "rolled back" if rolled_back else "stopped",
@@ -455,7 +470,7 @@ def _failure_message(record, action, rollback_error, kept, resumed):
                      "group's tags%s." % (
                          serving_line(stop.get("taking_pods")),
                          ", and the processes this rollout suspended were resumed" if resumed else "",
-                         ", or roll the group back with the playbook nodeops.rollout.rollback" if action == "rollout" else ""))
+                         _other_way(action, recorded)))
     return " ".join(part.strip() for part in parts if part and part.strip())
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
 from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import aws_use, aws_use_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import DRAIN_OPTION_VARIABLES
+from ansible_collections.nodeops.rollout.plugins.module_utils.values import counted
 
 # Node names shown per wave; the rest are counted.
 NAMES_SHOWN = 8
@@ -262,8 +263,9 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None, con
     if outdated is None:
         outdated = len(plan.get("outdated") or [])
     total = instance_count if instance_count is not None else plan.get("group_size")
-    heading = "%s: %s outdated of %s instances; target %s"
-    lines = [heading % (name, outdated, total if total is not None else "?", target_text(target or plan.get("target")))]
+    heading = "%s: %s outdated of %s; target %s"
+    lines = [heading % (name, outdated, counted(total, "instance") if total is not None else "? instances",
+                        target_text(target or plan.get("target")))]
     lines.extend(group_state_lines(plan))
     batches = plan.get("batches") or []
     if not batches:
@@ -271,9 +273,9 @@ def plan_lines(plan, name, instance_count=None, target=None, preflight=None, con
         lines.extend(control_lines(controls, plan))
         return lines
     canary = ", a canary of one first" if plan.get("canary") else ""
-    lines.append("surge %s, max unavailable %s%s, outdated nodes tainted %s; %d drain waves, estimated %s"
+    lines.append("surge %s, max unavailable %s%s, outdated nodes tainted %s; %s, estimated %s"
                  % (plan.get("surge"), plan.get("batch_size", plan.get("max_unavailable")), canary,
-                    plan.get("taint_effect", "NoSchedule"), len(batches), human_duration(plan.get("eta_seconds"))))
+                    plan.get("taint_effect", "NoSchedule"), counted(len(batches), "drain wave"), human_duration(plan.get("eta_seconds"))))
     lines.extend(control_lines(controls, plan))
     headers, rows = wave_rows(plan)
     lines.extend(_table(rows, headers))

@@ -32,8 +32,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
     parse_checkpoints,
     parse_duration,
     parse_hold,
+    parse_bool,
     parse_int_or_percent,
-    truthy,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import parse_windows
 
@@ -61,6 +61,19 @@ CHOICES = {
     "drain_timeout_action": TIMEOUT_ACTIONS,
     "on_failure": ON_FAILURE,
 }
+# The role's yes-or-no variables. The argument spec takes them as they come (type raw): its own refusal of a word that is
+# no boolean dumps the whole spec (26 KB) with the one line that matters; this check says that line alone.
+BOOLEANS = ("canary", "force", "delete_emptydir_data", "restart_single_replica", "plan", "check_access")
+
+
+def check_boolean(value, field):
+    """``value`` as a bool (values.py ``parse_bool``), or SettingsError naming ``field``."""
+    try:
+        return parse_bool(value, field)
+    except PlanError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 # where the role includes the task files of rolling_update_hooks
 HOOK_EVENTS = ("before_batch", "after_drain", "after_batch", "on_failure", "after_rollout")
 _ALARM_NAME_LIMIT = 255
@@ -266,6 +279,7 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
             seconds[name] = None if allow_empty and _empty(value) else parse_duration(value, VARIABLE_PREFIX + name, minimum=minimum)
         except PlanError as exc:
             raise SettingsError(str(exc)) from None
+    flags = {name: check_boolean(var(name), VARIABLE_PREFIX + name) for name in BOOLEANS if var(name) is not None}
     for name, allowed in CHOICES.items():
         if var(name) not in allowed:
             raise SettingsError("%s: %r is not allowed; use one of %s" % (VARIABLE_PREFIX + name, var(name), ", ".join(allowed)))
@@ -320,7 +334,7 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     delay = BLIND_DELAY_SECONDS if seconds["post_drain_delay"] is None else seconds["post_drain_delay"]
     # in the modules' own forms: the windows as their canonical texts, the checkpoints' waits in seconds
     rollout = rollout_controls(bake, checkpoints, alarms, windows, True)
-    return {"plan_only": bool(check_mode) or truthy(var("plan")),
+    return {"plan_only": bool(check_mode) or flags.get("plan", False),
             "seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             "estimate": estimate, "report_file": report, "report_html": report_html_file(report), "report_sections": sections,
             # what write_result.yml writes and reads, each a plain flag or list

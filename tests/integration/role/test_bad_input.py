@@ -8,6 +8,7 @@ The table (case -> message) is printed with ``pytest -s`` and written to ``tests
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -37,8 +38,9 @@ def group(**fields):
     return [dict({"name": GROUP}, **fields)]
 
 
-# the cases whose whole failure must be one short line (a misspelt name: no argument spec dumped with it)
-ONE_LINE = ("variable_typo", "ami_id_typo")
+# the cases whose whole failure must be one short line (a misspelt name, a word that is no boolean: no argument spec
+# dumped with it)
+ONE_LINE = ("variable_typo", "ami_id_typo", "canary_maybe", "force_maybe", "emptydir_2", "plan_perhaps")
 # case id -> (host vars that differ from a good cluster, the strings its message must hold)
 CASES = {
     # numbers and percentages
@@ -57,10 +59,10 @@ CASES = {
     "surge_method": ({"rolling_update_surge_method": "replace"}, ["rolling_update_surge_method", "scale", "detach"]),
     "taint_effect": ({"rolling_update_taint_effect": "NoExecute"}, ["rolling_update_taint_effect", "NoSchedule", "PreferNoSchedule"]),
     "timeout_action": ({"rolling_update_drain_timeout_action": "ignore"}, ["rolling_update_drain_timeout_action", "fail", "skip", "force"]),
-    "canary_maybe": ({"rolling_update_canary": "maybe"}, ["rolling_update_canary", "bool"]),
-    "force_maybe": ({"rolling_update_force": "maybe"}, ["rolling_update_force", "bool"]),
-    "emptydir_2": ({"rolling_update_delete_emptydir_data": "2"}, ["rolling_update_delete_emptydir_data", "bool"]),
-    "plan_perhaps": ({"rolling_update_plan": "perhaps"}, ["rolling_update_plan", "bool"]),
+    "canary_maybe": ({"rolling_update_canary": "maybe"}, ["rolling_update_canary: 'maybe' is not allowed", BOOL]),
+    "force_maybe": ({"rolling_update_force": "maybe"}, ["rolling_update_force: 'maybe' is not allowed", BOOL]),
+    "emptydir_2": ({"rolling_update_delete_emptydir_data": "2"}, ["rolling_update_delete_emptydir_data: '2' is not allowed", BOOL]),
+    "plan_perhaps": ({"rolling_update_plan": "perhaps"}, ["rolling_update_plan: 'perhaps' is not allowed", BOOL]),
     "taint_key_empty": ({"rolling_update_taint_key": ""}, ["rolling_update_taint_key", "label key"]),
     "taint_key_spaces": ({"rolling_update_taint_key": "not a key"}, ["rolling_update_taint_key", "label key"]),
     "lock_namespace": ({"rolling_update_lock_namespace": "Kube_System"}, ["rolling_update_lock_namespace", "DNS label"]),
@@ -127,7 +129,7 @@ CASES = {
     "aws_unknown_option": ({"rolling_update_aws": {"region": "@REGION@", "endpoint_url": "@AWS_URL@", "secret": "x"}},
                            ["rolling_update_aws", "secret", "secret_key"]),
     "aws_unreachable": ({"rolling_update_aws": {"region": "@REGION@", "endpoint_url": "http://127.0.0.1:9"}},
-                        ["rolling_update_aws.endpoint_url", "127.0.0.1:9"]),
+                        ["rolling_update_aws.endpoint_url: http://127.0.0.1:9 cannot be reached", "EndpointConnectionError"]),
 }
 
 
@@ -214,6 +216,45 @@ def test_every_bad_input_is_refused_by_name_with_zero_mutating_requests(sandbox,
     # one message per case: no traceback, no second error stacked on the first
     assert not [case for case, message in failures.items() if "Traceback" in message]
     assert_safe(sandbox.report())
+
+
+def test_a_region_botocore_does_not_know_is_refused_in_one_line_naming_it_and_the_known_ones(sandbox, tmp_path):
+    """``region: eu-west-9`` with no endpoint_url (none in the environment either): the first read cannot reach
+    ``autoscaling.eu-west-9.amazonaws.com``; the run stops at the check, in one line naming the region and the regions
+    botocore knows - not a crash of the check, not the endpoint blamed."""
+    since = sandbox.now()
+    aws = {"region": "eu-west-9", "max_attempts": 1}
+    cmd, env = sandbox.role_playbook_command(tmp_path, host_vars={"rolling_update_aws": aws})
+    for name in ("AWS_ENDPOINT_URL", "AWS_URL", "AWS_ENDPOINT_URL_AUTO_SCALING", "AWS_ENDPOINT_URL_EC2"):
+        env.pop(name, None)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900,
+                          check=False)
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    message = _last_failures(proc.stdout).get("cluster") or ""
+    assert message.startswith("rolling_update_aws.region: 'eu-west-9' is not a region botocore knows; use one of "), proc.stdout[-3000:]
+    assert "eu-west-1" in message and "us-east-1" in message and "\n" not in message
+    assert "is undefined" not in proc.stdout and "Traceback" not in proc.stdout, proc.stdout[-3000:]
+    assert sandbox.mutating_requests(since=since) == []
+
+
+def test_the_inventory_plugin_names_an_endpoint_url_on_a_closed_port_and_the_error(sandbox, tmp_path):
+    """The inventory plugin nodeops.rollout.nodes with an endpoint_url nothing listens on: one error naming the file,
+    the option, the endpoint and botocore's error - not the region."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = "http://127.0.0.1:%d" % sock.getsockname()[1]
+    path = tmp_path / "cluster.nodes.yml"
+    path.write_text(json.dumps({"plugin": "nodeops.rollout.nodes", "region": sandbox.state["region"], "endpoint_url": closed,
+                                "max_attempts": 1, "kubeconfig": sandbox.state["kubeconfig"], "node_groups": [{"name": GROUP}]}))
+    env = sandbox.ansible_env({"ANSIBLE_INVENTORY_UNPARSED_FAILED": "true"})
+    env.pop("K8S_AUTH_KUBECONFIG", None)
+    proc = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", str(path), "--list"], cwd=ROOT, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, check=False)
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    text = " ".join(proc.stdout.split())
+    assert "%s: endpoint_url: %s cannot be reached: DescribeAutoScalingGroups on Auto Scaling group '%s': EndpointConnectionError" % (
+        path, closed, GROUP) in text, proc.stdout[-3000:]
+    assert "region:" not in text, proc.stdout[-3000:]
 
 
 def test_a_misspelt_extra_variable_is_refused_in_one_line_with_zero_mutating_requests(sandbox, tmp_path):

@@ -11,6 +11,7 @@ import os
 import pytest
 
 from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
+from tests.integration.browser import HELD_BANNER, banners
 from tests.integration.controls import (
     CORDONED,
     GROUP,
@@ -66,6 +67,10 @@ def test_a_pause_request_stops_the_rollout_cleanly_and_the_hooks_see_every_step(
     assert result["status"] == "paused" and result["reason"] == "requested", result
     assert "sandbox-nodes: paused: requested" in out
     assert 0 < result["nodes_replaced"] < NODES, result
+    # its page, as a person opens it: a clean stop in the colour of a pause, not the failure's red, saying what ends it
+    page = banners(tmp_path / "result.html", tmp_path)
+    assert [banner["background"] for banner in page["banners"]] == [HELD_BANNER], page
+    assert "Remove the request and run the same playbook again" in page["banners"][0]["text"], page
 
     held = group_view(sandbox)
     assert held["state"]["id"] and held["suspended"] == [] and held["sizes"][2] > NODES, held

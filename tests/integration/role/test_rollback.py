@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from tests.integration.browser import ROLLED_BACK_BANNER, banners
 from tests.integration.controls import (
     GROUP,
     QUICK,
@@ -119,6 +120,12 @@ def test_the_rollback_playbook_rolls_back_a_rollout_a_failing_hook_held(sandbox,
     assert rc == 0, out[-3000:]
     result = result_of(report)
     assert result["status"] == "rolled back" and result["target"]["version"] == int(before["version"]), result
+    # its page: the rollback asked for, in a rollback's own colour, not the failure's red, and not saying that the new
+    # version's nodes failed: nothing of this run failed, the rollback was asked for
+    page = banners(tmp_path / "result.html", tmp_path)
+    assert [banner["background"] for banner in page["banners"]] == [ROLLED_BACK_BANNER], page
+    assert "The rollback playbook moved the group back" in page["banners"][0]["text"], page
+    assert "nodes failed" not in page["banners"][0]["text"], page
     assert_back_where_it_was(sandbox, before)
     figures = assert_invariants(sandbox.report(), NODES, MAX_UNAVAILABLE)
     print("invariants", figures)

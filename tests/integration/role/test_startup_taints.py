@@ -93,7 +93,7 @@ def test_a_startup_taint_never_lifted_fails_the_scale_up_before_any_old_node_is_
             assert not node.spec.unschedulable, node.metadata.name
             assert not [t for t in node.spec.taints or [] if t.key == OURS], node.metadata.name
     # and what the message says of the capacity is what the run measured: the old nodes take pods, the new ones do not
-    assert "%d node(s) of the group can take pods now" % NODES in out, out[-4000:]
+    assert "%d nodes of the group can take pods now" % NODES in out, out[-4000:]
 
     report = sandbox.report()
     assert_safe(report)

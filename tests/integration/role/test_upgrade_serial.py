@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from tests.integration.browser import HELD_BANNER, banners
 from tests.integration.controls import node_marks
 from tests.integration.doc_outputs import check_or_refresh, excerpt, fenced
 from sandbox.drive.convergence import group_of, problems, record, sizes
@@ -120,6 +121,12 @@ def test_a_run_limited_to_one_node_replaces_that_node_alone_and_leaves_the_group
     assert group["status"] == "paused" and group["nodes_replaced"] == 1, group
     assert "outside this run" in group["message"]
     assert [e["node"] for e in group["steps"][0]["nodes"]] == [first]
+    # its page, as a person opens it: titled by the node group (the hosts are nodes, not the cluster), and a clean stop
+    # drawn in the colour of a pause, not the failure's red, saying what ends it
+    page = banners(runs["html"].parent / "limited.html", runs["html"].parent)
+    assert page["title"] == "Node rollout of node group %s" % GROUP, page
+    assert [banner["background"] for banner in page["banners"]] == [HELD_BANNER], page
+    assert "The run was limited to some of the outdated nodes" in page["banners"][0]["text"], page
     cordoned = {node for t, node in _cordoned(runs["events"], runs["since"]) if t <= runs["between"]["now"]}
     assert cordoned == {first}, cordoned
     # the recap names the one host; the group stays surged with its rollout recorded, for the next run to go on

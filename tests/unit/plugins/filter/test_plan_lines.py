@@ -197,3 +197,10 @@ def test_a_blocker_no_option_gets_past_says_last_that_the_upgrade_would_stop_bef
     # a blocker the drain waits for says nothing of the kind
     waited = dict(held, stops_upgrade=False)
     assert not any("would stop" in line for line in plan_lines(PLAN, "workers", 10, TARGET, {"node-1": {"blocking": [waited]}}))
+
+
+def test_one_drain_wave_and_one_instance_are_said_in_the_singular():
+    one = dict(PLAN, outdated_count=1, batches=[PLAN["batches"][1]])
+    lines = plan_lines(one, "workers", 1, TARGET)
+    assert lines[0].startswith("workers: 1 outdated of 1 instance; target")
+    assert "; 1 drain wave, estimated" in lines[1], lines[1]

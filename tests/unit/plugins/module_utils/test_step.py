@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
-from ansible_collections.nodeops.rollout.plugins.module_utils.step import StepReader, check_options, step_does, wait_for_step
+from ansible_collections.nodeops.rollout.plugins.module_utils.step import StepReader, check_options, step_does, step_words, wait_for_step
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fake_kube import make_node
 
 
@@ -388,3 +388,9 @@ def test_what_a_step_does_is_said_by_flags_that_match_its_lists():
     assert step_does(step) == {"terminate": True, "drain": False, "validate": True, "protect": False, "work": True, "pause": False}
     paused = {"action": "pause", "terminate": [], "drain": [], "validate": []}
     assert step_does(paused) == {"terminate": False, "drain": False, "validate": False, "protect": False, "work": False, "pause": True}
+
+
+def test_what_a_step_does_is_counted_in_words_for_the_task_names_one_in_the_singular():
+    step = {"action": "step", "terminate": ["i-1"], "drain": [{"node": "n-1"}, {"node": "n-2"}], "validate": ["i-2"], "protect": []}
+    assert step_words(step) == {"terminate": "1 instance", "drain": "2 nodes", "validate": "1 up-to-date node",
+                                "protect": "0 new nodes"}

@@ -149,3 +149,19 @@ def test_parse_hold_is_a_duration_of_at_most_48_hours():
     assert parse_hold("48h", "bake_time") == 172800 and parse_hold(0, "bake_time") == 0
     with pytest.raises(PlanError):
         parse_hold("48h1s", "bake_time")
+
+
+def test_a_count_is_said_with_its_noun_in_the_singular_only_for_one():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.values import counted
+    assert [counted(n, "instance") for n in (0, 1, 2)] == ["0 instances", "1 instance", "2 instances"]
+    assert counted(1, "drain wave") == "1 drain wave" and counted(3, "policy", "policies") == "3 policies"
+
+
+def test_a_boolean_is_read_from_the_words_ansible_reads_and_anything_else_is_refused_by_name():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.values import parse_bool
+    assert [parse_bool(word, "f") for word in (True, "yes", "On", "1", 1, "t")] == [True] * 6
+    assert [parse_bool(word, "f") for word in (False, "no", "OFF", "0", 0, "f")] == [False] * 6
+    for bad in ("maybe", "2", 2, None, []):
+        with pytest.raises(PlanError) as raised:
+            parse_bool(bad, "rolling_update_canary")
+        assert str(raised.value).startswith("rolling_update_canary: ") and "true or false" in str(raised.value)

@@ -454,3 +454,53 @@ def test_certificates_are_verified_by_default(run_module):
     _module, connection = _module_connection(run_module, dict(KEYS, region="us-east-1"))
     # botocore's own CA bundle (a path), never False
     assert connection.options["validate_certs"] is True and _verify(connection.client("autoscaling")) not in (False, None)
+
+
+def _unreachable(endpoint="https://autoscaling.eu-west-9.amazonaws.com/"):
+    return EndpointConnectionError(endpoint_url=endpoint)
+
+
+def test_an_endpoint_url_on_a_closed_port_is_named_with_the_error(monkeypatch):
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_URL", raising=False)
+    endpoint = "http://127.0.0.1:%d" % _closed_port()
+    params = dict(KEYS, region="us-east-1", endpoint_url=endpoint, max_attempts=1)
+    with pytest.raises(EndpointConnectionError) as err:
+        aws_client(params, "autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["web"])
+    line = describe_aws_error(err.value, "DescribeAutoScalingGroups", "Auto Scaling group 'web'", params)
+    assert line.startswith("endpoint_url: %s cannot be reached: DescribeAutoScalingGroups on Auto Scaling group 'web': "
+                           "EndpointConnectionError: Could not connect" % endpoint), line
+    assert "region" not in line
+
+
+def test_an_endpoint_url_from_the_environment_is_named_with_its_variable(monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    line = describe_aws_error(_unreachable("http://127.0.0.1:9/"), "DescribeAutoScalingGroups", None, dict(KEYS, region="us-east-1"))
+    assert line.startswith("endpoint_url: http://127.0.0.1:9 (from AWS_ENDPOINT_URL) cannot be reached: "), line
+
+
+def test_a_region_botocore_does_not_know_is_named_with_the_known_ones(monkeypatch):
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_URL", raising=False)
+    line = describe_aws_error(_unreachable(), "DescribeAutoScalingGroups", None, dict(KEYS, region="eu-west-9"))
+    assert line.startswith("region: 'eu-west-9' is not a region botocore knows; use one of "), line
+    assert "eu-west-1" in line and "us-east-1" in line and "autoscaling.eu-west-9.amazonaws.com" in line and "\n" not in line
+
+
+def test_a_known_region_s_endpoint_that_cannot_be_reached_is_named_not_the_region(monkeypatch):
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_URL", raising=False)
+    line = describe_aws_error(_unreachable("https://autoscaling.eu-west-1.amazonaws.com/"), "DescribeAutoScalingGroups", None,
+                              dict(KEYS, region="eu-west-1"))
+    assert line == ('DescribeAutoScalingGroups: EndpointConnectionError: Could not connect to the endpoint URL: '
+                    '"https://autoscaling.eu-west-1.amazonaws.com/"'), line
+
+
+def test_an_html_500_names_the_endpoint_and_the_status_not_an_aws_code(monkeypatch):
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    error = ClientError({"Error": {"Code": "500", "Message": "Internal Server Error"},
+                         "ResponseMetadata": {"HTTPStatusCode": 500, "RetryAttempts": 0}}, "DescribeAutoScalingGroups")
+    params = dict(KEYS, region="us-east-1", endpoint_url="http://127.0.0.1:8080")
+    line = describe_aws_error(error, "DescribeAutoScalingGroups", "Auto Scaling group 'web'", params)
+    assert line == ("DescribeAutoScalingGroups on Auto Scaling group 'web': HTTP 500: http://127.0.0.1:8080 answered HTTP 500 "
+                    "(Internal Server Error) with no AWS error in it (a proxy or a server in front of AWS?)"), line

@@ -81,7 +81,7 @@ def test_waves_open_in_order_after_the_soak_and_hold_the_concurrency_cap():
     assert ledger.claim(doc, "c-2", run, at(15), GATE_TIMEOUT) == (ledger.START, None)
     # 50% of two clusters is one at a time
     decision, why = ledger.claim(doc, "c-3", run, at(15), GATE_TIMEOUT)
-    assert decision == ledger.WAIT and why == "wave early rolls 1 clusters at once: c-2"
+    assert decision == ledger.WAIT and why == "wave early rolls 1 cluster at once: c-2"
     ledger.finish(doc, "c-2", run, "succeeded", None, [], None, at(20))
     assert ledger.claim(doc, "c-3", run, at(20), GATE_TIMEOUT)[0] == ledger.START
     assert ledger.claim(doc, "c-4", run, at(21), GATE_TIMEOUT)[0] == ledger.WAIT

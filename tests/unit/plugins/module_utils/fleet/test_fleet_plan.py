@@ -26,8 +26,8 @@ def test_the_plan_names_each_wave_its_limits_and_the_fleets_time():
                 "c-3": {"groups": [], "seconds": 300}, "c-4": {"groups": [], "seconds": 300},
                 "c-5": {"groups": [], "seconds": 200}, "x-1": {"groups": [], "seconds": 100}}
     assert fleet_plan(WAVES, "20%", clusters) == [
-        "fleet: 5 clusters in 2 waves, about 28m 20s plus the gates; the run stops beyond 1 failed clusters",
+        "fleet: 5 clusters in 2 waves, about 28m 20s plus the gates; the run stops beyond 1 failed cluster",
         "wave canary: c-1 - 1 at once, 0 failures allowed, soak 10m 00s, then gate /gates/ok.yml: 5m 00s + soak",
-        "wave rest: c-2, c-3, c-4, c-5 - 2 at once, 1 failures allowed: 13m 20s",
+        "wave rest: c-2, c-3, c-4, c-5 - 2 at once, 1 failure allowed: 13m 20s",
         "matched by no wave (left out): x-1",
     ]

@@ -7,6 +7,7 @@ stopped a run that did not finish."""
 from __future__ import annotations
 
 import base64
+import html
 import json
 from html.parser import HTMLParser
 
@@ -179,7 +180,7 @@ def test_a_paused_or_rolled_back_group_says_why_and_a_cancelled_one_is_finished(
               "message": "the maintenance window closes Tue 2026-12-01 05:00 UTC, before the next step could finish"}
     page = report_html({"node_groups": [paused]}, "prod-eu")
     parse(page)
-    assert "Why: <b>window closed</b>" in page and "stopped cleanly between steps" in page
+    assert "Why: <b>window closed</b>" in page and "again in the next window" in page and "banner held" in page
     cancelled = {"name": "workers", "status": "cancelled", "reason": "cancelled", "plan": {}, "steps": [], "new_nodes": []}
     assert "Every node group finished." in report_html({"node_groups": [cancelled]}, "prod-eu")
 
@@ -238,3 +239,36 @@ def test_the_surge_priced_is_shown_beside_what_the_run_took_on_the_surge_it_used
     page = report_html({"node_groups": [planned]})
     assert '<tr><td>1 (configured)</td><td>6m 40s</td><td class="num">9.5</td></tr>' in page
     assert "measured duration</th>" not in page.split("The surge priced")[1].split("</table>")[0]
+
+
+def _stopped(status, **fields):
+    return dict({"name": "workers", "status": status, "plan": {}, "steps": [], "new_nodes": []}, **fields)
+
+
+def test_a_clean_stop_is_not_drawn_as_a_failure_and_each_says_what_ends_it():
+    limited = report_html({"node_groups": [_stopped("paused", reason="limited", message="3 outdated node(s) were not replaced")]}, "prod")
+    parse(limited)
+    assert '<div class="banner held">' in limited and "banner stopped" not in limited
+    assert "The run was limited to some of the outdated nodes" in limited and "Find out why" not in limited
+    paused = report_html({"node_groups": [_stopped("paused", reason="requested")]}, "prod")
+    assert '<div class="banner held">' in paused and "Remove the request" in paused
+    failed = report_html({"node_groups": [_stopped("failed", reason="drain", message="node n1 not drained")]}, "prod")
+    assert '<div class="banner stopped">' in failed and "banner held" not in failed
+
+
+def test_a_rollback_the_playbook_was_asked_for_does_not_say_the_new_nodes_failed():
+    asked = html.unescape(report_html({"node_groups": [_stopped("rolled back")]}, "prod"))
+    parse(asked)
+    assert '<div class="banner rolled-back">' in asked and "banner stopped" not in asked
+    assert "The rollback playbook moved the group back" in asked and "new version's nodes failed" not in asked
+    # rolled back by the run itself after a failure of the new nodes: the cause is named, and that is what to look at
+    after = html.unescape(report_html({"node_groups": [_stopped("rolled back", reason="node creation failure", failed_task="scale up",
+                                                                message="NodeCreationFailure")]}, "prod"))
+    assert '<div class="banner rolled-back">' in after and "why the new version's nodes failed" in after
+
+
+def test_the_title_names_the_cluster_or_without_one_the_node_groups():
+    assert "<h1>Node rollout of cluster prod-eu</h1>" in report_html({"node_groups": [_stopped("replaced")]}, "prod-eu")
+    assert "<h1>Node rollout of node group workers</h1>" in report_html({"node_groups": [_stopped("replaced")]}, None)
+    two = report_html({"node_groups": [_stopped("replaced"), _stopped("replaced", name="spot")]}, None)
+    assert "<h1>Node rollout of node groups workers, spot</h1>" in two

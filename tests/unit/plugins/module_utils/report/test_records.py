@@ -112,4 +112,16 @@ def test_summary_of_a_plan_says_what_it_would_replace():
     assert line == "workers: planned, 6 nodes outdated, about 5m 00s"
     cancel = {"cancel_payback": [{"instance_id": "i-1"}, {"instance_id": "i-2"}], "release": [{"node": "n1"}], "rollout_id": "r1"}
     line = records.summary_lines({"node_groups": [_group(status="planned", plan_only=True, plan=cancel)]})[0]
-    assert line == "workers: planned, a cancel would give back 2 instances and release 1 nodes"
+    assert line == "workers: planned, a cancel would give back 2 instances and release 1 node"
+
+
+def test_summary_of_a_cancel_says_what_it_gave_back_not_a_count_of_replaced_nodes():
+    cancelled = _group(status="cancelled", nodes_replaced=6, evictions=1, plan={})
+    line = records.summary_lines({"node_groups": [cancelled]})[0]
+    assert line.startswith("workers: cancelled, 6 instances given back in 3m 12s, 1 eviction"), line
+    assert "of 0" not in line
+
+
+def test_summary_counts_one_thing_in_the_singular():
+    one = _group(nodes_replaced=1, evictions=1, plan={"outdated": ["i-1"], "group_size": 1, "eta_seconds": 60})
+    assert records.summary_lines({"node_groups": [one]}) == ["workers: replaced, 1 of 1 node replaced in 3m 12s, 1 eviction"]

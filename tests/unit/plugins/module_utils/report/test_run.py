@@ -245,13 +245,29 @@ def test_a_hook_of_a_step_gets_the_step_and_one_of_the_run_gets_none():
     assert failure["step"] is None and failure["nodes"] == [] and failure["drained"] == [] and failure["message"] == "boom"
 
 
+def test_a_failed_group_is_offered_a_rollback_only_when_its_rollout_records_an_earlier_version():
+    record = apply(None, "start", now=T0, name="ng")
+    failed = {"reason": "drain", "failed_task": "drain", "message": "n1 not drained.", "action": "rollout", "kept": True}
+    # the nodes were replaced in place (needs-update): no prev=, so a rollback would refuse; the cancel ends it
+    same = apply(record, "failed", now=at(5), recorded={"rollout_id": "r1", "previous_version": None, "target_version": 4},
+                 **failed)["failure_message"]
+    assert "nodeops.rollout.rollback" not in same and same.endswith(
+        "or end it with the playbook nodeops.rollout.cancel (there is no earlier launch template version to roll back to: "
+        "the rollout did not change the group's version).")
+    # no rollout recorded (the run stopped before its surge): nothing to roll back or cancel, run again
+    none = apply(record, "failed", now=at(5), recorded=None, **failed)["failure_message"]
+    assert "rollback" not in none and "cancel" not in none and none.endswith("it resumes from the group's tags.")
+
+
 def test_a_failed_group_s_words_say_where_it_stopped_what_is_kept_and_what_to_do():
     record = apply(None, "start", now=T0, name="ng")
     held = apply(record, "failed", now=at(5), reason="drain", failed_task="Upgrade | ng | drain", message="node n1 not drained.",
-                 action="rollout", rollback_error="", kept="True", resumed=["AZRebalance"])
+                 action="rollout", rollback_error="", kept="True", resumed=["AZRebalance"],
+                 recorded={"rollout_id": "r1", "previous_version": 3, "target_version": 4})
     assert held["failure_message"].startswith("Rollout of node group ng stopped at 'Upgrade | ng | drain': node n1 not drained. ")
     assert "the processes this rollout suspended were resumed" in held["failure_message"]
-    assert held["failure_message"].endswith("or roll the group back with the playbook nodeops.rollout.rollback.")
+    assert held["failure_message"].endswith("or roll the group back to launch template version 3 with the playbook "
+                                            "nodeops.rollout.rollback.")
     # a lock refused or lost: the group is another run's, nothing is said of keeping it
     refused = apply(record, "failed", now=at(5), failed_task="take the lock", message="held by run x.", action="cancel", kept=False)
     assert refused["failure_message"] == "Rollout of node group ng stopped at 'take the lock': held by run x."
@@ -265,7 +281,7 @@ def test_a_failed_group_says_how_many_of_its_nodes_can_take_pods_as_read_never_a
     record = apply(None, "start", now=T0, name="ng")
     kwargs = dict(now=at(5), reason="drain", failed_task="drain", message="stuck.", action="rollout", kept=True)
     serving = apply(record, "failed", taking_pods=["n1", "n2"], **kwargs)["failure_message"]
-    assert "2 node(s) of the group can take pods now: n1, n2." in serving
+    assert "2 nodes of the group can take pods now: n1, n2." in serving
     assert "the rollout's taint and cordon are off the old nodes it did not drain" in serving
     # none can: said plainly, with what it means for the pods
     assert "No node of the group can take pods now" in apply(record, "failed", taking_pods=[], **kwargs)["failure_message"]

@@ -282,3 +282,15 @@ def test_a_report_file_in_the_home_directory_is_expanded_and_taken(monkeypatch):
     assert settle()["report_file"] == ""
     with pytest.raises(SettingsError, match=r"^rolling_update_report_file: 'plan.json' is not allowed; use an absolute path"):
         settle(report_file="plan.json")
+
+
+@pytest.mark.parametrize("name", ["canary", "force", "delete_emptydir_data", "restart_single_replica", "plan", "check_access"])
+def test_a_yes_or_no_variable_that_is_no_boolean_is_refused_in_one_line_naming_it(name):
+    field = "rolling_update_" + name
+    with pytest.raises(SettingsError) as raised:
+        check_role_settings(dict(DEFAULTS, **{field: "maybe"}))
+    assert str(raised.value) == "%s: 'maybe' is not allowed; use true or false (or yes/no, on/off, 1/0)" % field
+    for word in ("yes", "False", "1", "off", True):
+        check_role_settings(dict(DEFAULTS, **{field: word}))
+    assert check_role_settings(dict(DEFAULTS, rolling_update_plan="yes"))["plan_only"] is True
+    assert check_role_settings(dict(DEFAULTS, rolling_update_plan="off"))["plan_only"] is False
