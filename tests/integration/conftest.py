@@ -53,6 +53,10 @@ LONGEST_FILES = (
     "reliability/test_api_faults.py",       # 243
     "role/test_bake_and_checkpoints.py",    # 218
     "role/test_fleet.py",                   # 171 alone (six sandboxes, three ansible-runner processes)
+    "role/test_startup_taints.py",          # 430 beside six other suites (added later: three sandboxes, three runs)
+    "role/test_implicit_budget.py",         # 271 beside other suites (added later: four runs)
+    "role/test_fleet_relaunch.py",          # 227 beside other suites (added later: a lock of a minute waited for)
+    "role/test_diff_mode.py",               # 130 beside other suites (added later)
 )
 
 
