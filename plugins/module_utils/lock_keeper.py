@@ -65,19 +65,14 @@ def utc_now():
 
 def _parent_of(pid):
     """The parent of process ``pid`` from /proc, or None where it cannot be read (no /proc, the process is gone)."""
+    stat = locks.proc_stat(pid)
     try:
-        with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
-            return int(handle.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        return int(stat[1]) if stat else None
+    except (ValueError, IndexError):
         return None
 
 
-def _command_line(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            return handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
-    except OSError:
-        return ""
+_command_line = locks.command_line
 
 
 def ancestors(count=ANCESTORS, parent_of=_parent_of, command_line=_command_line):

@@ -64,7 +64,7 @@ def _read(api, namespace, name):
         raise
 
 
-def _proc_stat(pid):
+def proc_stat(pid):
     """The fields of /proc/<pid>/stat after the command's name (state first), or None where it cannot be read."""
     try:
         with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
@@ -73,7 +73,8 @@ def _proc_stat(pid):
         return None
 
 
-def _command_line(pid):
+def command_line(pid):
+    """The command line of process ``pid`` from /proc, its arguments space-separated; empty where it cannot be read."""
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as handle:
             return handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
@@ -98,10 +99,10 @@ def run_process():
     machine = this_machine()
     found, pid = None, os.getpid()
     for _step in range(ANCESTORS):
-        stat = _proc_stat(pid)
+        stat = proc_stat(pid)
         if stat is None:
             break
-        if "ansible-playbook" in _command_line(pid):
+        if "ansible-playbook" in command_line(pid):
             found = (pid, stat[19])
         pid = int(stat[1])
         if pid <= 1:
@@ -126,7 +127,7 @@ def holder_process(lease):
     here = machine["boot_id"] is not None and (recorded.get("host"), recorded.get("boot_id")) == (machine["host"], machine["boot_id"])
     alive = None
     if here:
-        stat = _proc_stat(pid)
+        stat = proc_stat(pid)
         alive = stat is not None and stat[0] not in ("Z", "X") and stat[19] == str(recorded.get("start"))
     return {"here": here, "alive": alive, "pid": pid, "host": recorded.get("host")}
 
