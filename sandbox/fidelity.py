@@ -270,12 +270,12 @@ def _statefulset(handle, rest, replicas=3, seconds=5):
     out["a StatefulSet of 3 comes up in order"] = {
         "created in ordinal order": order == names,
         "each created once the one before is Ready": all(first("pod.created", b) >= first("pod.ready", a)
-                                                          for a, b in zip(names, names[1:])),
+                                                         for a, b in zip(names, names[1:])),
         "owner": [(r.get("kind"), r.get("name"), r.get("controller")) for r in pod["metadata"].get("ownerReferences") or []],
         "pod labels": sorted(pod["metadata"].get("labels") or {}),
         "hostname, subdomain": [pod["spec"].get("hostname"), pod["spec"].get("subdomain")],
         "status": {k: status.get(k) for k in ("replicas", "readyReplicas", "availableReplicas", "currentReplicas",
-                                               "updatedReplicas")}}
+                                              "updatedReplicas")}}
     old_uid = pod["metadata"]["uid"]
     rest.call("DELETE", PODS + "/" + names[1])
 

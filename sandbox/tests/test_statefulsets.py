@@ -70,9 +70,8 @@ def test_ordered_ready_creates_each_ordinal_once_the_one_before_is_ready(cluster
 
 def test_parallel_creates_every_pod_at_once(cluster):
     cluster.ready_nodes(3)
-    cluster.store.create("statefulsets", statefulset("cache", policy="Parallel",
-                                                      annotations={"sandbox.nodeops.io/ready-seconds": "30"}),
-                         client="kubectl")
+    cache = statefulset("cache", policy="Parallel", annotations={"sandbox.nodeops.io/ready-seconds": "30"})
+    cluster.store.create("statefulsets", cache, client="kubectl")
     cluster.wait(lambda: len(cluster.pods("app=cache")) == 3, "three pods")
     ready = [p for p in cluster.pods("app=cache") if is_ready(p)]
     assert not ready, "all three exist before any is Ready"
@@ -133,7 +132,6 @@ def test_a_changed_template_replaces_pods_from_the_highest_ordinal_down(cluster)
     cluster.idle()
 
 
-
 def test_a_percentage_budget_over_a_statefulset_counts_its_replicas(cluster):
     cluster.ready_nodes(3)
     cluster.store.create("statefulsets", statefulset("db", policy="Parallel"), client="kubectl")
@@ -186,8 +184,8 @@ def test_statefulsets_are_served_in_apps_v1_with_status_and_scale_and_defaulted(
     ({"podManagementPolicy": "Random"}, "spec.podManagementPolicy", 'Unsupported value: "Random"'),
     ({"updateStrategy": {"type": "Sometimes"}}, "spec.updateStrategy.type", 'Unsupported value: "Sometimes"'),
     ({"selector": None}, "spec.selector", "Required value"),
-    ({"volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
-                                                                      "resources": {"requests": {"storage": "1Gi"}}}}]},
+    ({"volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]},
      "spec.volumeClaimTemplates", "does not provision volumeClaimTemplates"),
 ], ids=["policy", "strategy", "selector", "claim-templates"])
 def test_an_invalid_statefulset_is_422_naming_the_field(sb, change, field, text):
