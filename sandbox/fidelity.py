@@ -190,7 +190,7 @@ def scenario(handle):
 
     # a StatefulSet of three: its pods come up one by one, each once the one before is Ready, and a deleted pod comes
     # back under its own name
-    out.update(_statefulset(handle, rest))
+    out.update(_statefulset(handle, rest, nodes[0]))
 
     # watch: a change is seen at a newer resourceVersion; a version long gone is answered 410
     listing = rest.get(PODS)
@@ -242,13 +242,14 @@ def _ready_seconds(handle, rest, node, seconds=20):
             "Ready after the pod without the annotation": at("pod.ready", "slow") > at("pod.ready", "quick")}
 
 
-def _statefulset(handle, rest, replicas=3, seconds=5):
+def _statefulset(handle, rest, node, replicas=3, seconds=5):
+    """On ``node``: not the one deleted later, so that which of its pods that kills is not left to either scheduler."""
     path = "/apis/apps/v1/namespaces/%s/statefulsets" % NS
     labels = {"app": "ordered"}
     body = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "ordered", "namespace": NS},
             "spec": {"replicas": replicas, "serviceName": "ordered", "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels, "annotations": {"sandbox.nodeops.io/ready-seconds": str(seconds)}},
-                                  "spec": {"terminationGracePeriodSeconds": 0,
+                                  "spec": {"terminationGracePeriodSeconds": 0, "nodeSelector": {"kubernetes.io/hostname": node},
                                            "containers": [{"name": "main", "image": "registry.example/probe:1"}]}}}}
     code, created = rest.call("POST", path, body)
     out = {"a StatefulSet of 3: created": {
