@@ -68,6 +68,17 @@ def test_ordered_ready_creates_each_ordinal_once_the_one_before_is_ready(cluster
     assert status["currentRevision"] == status["updateRevision"] and status["updateRevision"].startswith("db-")
 
 
+def test_min_ready_seconds_holds_the_next_ordinal_and_availability_back(cluster):
+    cluster.ready_nodes(3)
+    cluster.store.create("statefulsets", statefulset("db", replicas=2, minReadySeconds=30), client="kubectl")
+    cluster.wait(lambda: (cluster.store.get("statefulsets", NS, "db").get("status") or {}).get("availableReplicas") == 2,
+                 "two available pods")
+    ready = _ready_at(cluster, "StatefulSet/default/db")
+    created = dict(_created_order(cluster, "StatefulSet/default/db"))
+    assert created["db-1"] - ready["db-0"] >= 30, (created, ready)   # db-0 available first
+    cluster.idle()
+
+
 def test_parallel_creates_every_pod_at_once(cluster):
     cluster.ready_nodes(3)
     cache = statefulset("cache", policy="Parallel", annotations={"sandbox.nodeops.io/ready-seconds": "30"})

@@ -63,6 +63,7 @@ class StatefulSetController(Controller):
     def __init__(self, ctl):
         super().__init__(ctl)
         self.dirty = set()    # statefulset keys
+        self.rechecks = set()  # (statefulset key, simulated time) already asked for: one timer each
 
     def on_event(self, plural, etype, obj):
         if plural == "statefulsets":
@@ -83,7 +84,8 @@ class StatefulSetController(Controller):
     def idle(self):
         return not self.dirty
 
-    def _recheck(self, key):
+    def _recheck(self, key, at):
+        self.rechecks.discard((key, at))
         self.dirty.add(key)
         self.ctl.poke()
 
@@ -96,7 +98,9 @@ class StatefulSetController(Controller):
         since = self.ctl.index.ready_since.get(pod["metadata"]["uid"], float("-inf"))
         if self.clock.now() - since >= min_ready:
             return True
-        self.ctl.call_at(since + min_ready, self._recheck, key)
+        if (key, since + min_ready) not in self.rechecks:
+            self.rechecks.add((key, since + min_ready))
+            self.ctl.call_at(since + min_ready, self._recheck, key, since + min_ready)
         return False
 
     def _sync_one(self, key):
