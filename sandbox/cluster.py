@@ -280,6 +280,9 @@ class Sandbox:
             want = dep.get("spec", {}).get("replicas", 1)
             if (dep.get("status") or {}).get("readyReplicas", 0) < want:
                 return False
+        for sts in self.store.list("statefulsets")[0]:
+            if (sts.get("status") or {}).get("readyReplicas", 0) < sts.get("spec", {}).get("replicas", 1):
+                return False
         for ds in self.store.list("daemonsets")[0]:
             st = ds.get("status") or {}
             if st.get("desiredNumberScheduled") is None or st.get("numberReady", 0) < st.get("desiredNumberScheduled", 0):

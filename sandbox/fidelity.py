@@ -188,6 +188,10 @@ def scenario(handle):
     # a pod whose readiness takes sandbox.nodeops.io/ready-seconds: 20 simulated seconds after it started
     out["a pod with ready-seconds 20"] = _ready_seconds(handle, rest, nodes[1 % len(nodes)])
 
+    # a StatefulSet of three: its pods come up one by one, each once the one before is Ready, and a deleted pod comes
+    # back under its own name
+    out.update(_statefulset(handle, rest, nodes[0]))
+
     # watch: a change is seen at a newer resourceVersion; a version long gone is answered 410
     listing = rest.get(PODS)
     since = listing["metadata"]["resourceVersion"]
@@ -236,6 +240,53 @@ def _ready_seconds(handle, rest, node, seconds=20):
         return min(e["t"] for e in events if e["kind"] == kind and e.get("pod") == "%s/%s" % (NS, name))
     return {"not Ready before %d simulated s" % seconds: at("pod.ready", "slow") - at("pod.created", "slow") >= seconds,
             "Ready after the pod without the annotation": at("pod.ready", "slow") > at("pod.ready", "quick")}
+
+
+def _statefulset(handle, rest, node, replicas=3, seconds=5):
+    """On ``node``: not the one deleted later, so that which of its pods that kills is not left to either scheduler."""
+    path = "/apis/apps/v1/namespaces/%s/statefulsets" % NS
+    labels = {"app": "ordered"}
+    body = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "ordered", "namespace": NS},
+            "spec": {"replicas": replicas, "serviceName": "ordered", "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels, "annotations": {"sandbox.nodeops.io/ready-seconds": str(seconds)}},
+                                  "spec": {"terminationGracePeriodSeconds": 0, "nodeSelector": {"kubernetes.io/hostname": node},
+                                           "containers": [{"name": "main", "image": "registry.example/probe:1"}]}}}}
+    code, created = rest.call("POST", path, body)
+    out = {"a StatefulSet of 3: created": {
+        "code": code, "podManagementPolicy": (created.get("spec") or {}).get("podManagementPolicy"),
+        "updateStrategy": (created.get("spec") or {}).get("updateStrategy")}}
+    names = ["ordered-%d" % i for i in range(replicas)]
+
+    def ready_replicas():
+        return (rest.get(path + "/ordered").get("status") or {}).get("readyReplicas") == replicas
+    wait_until("the StatefulSet's pods to be Ready", lambda: ready_replicas() and all(_ready(rest, n) for n in names),
+               timeout=180)
+    events = [e for e in handle.events() if e.get("owner") == "StatefulSet/%s/ordered" % NS]
+
+    def first(kind, name):
+        return min((e["t"] for e in events if e["kind"] == kind and e.get("pod") == "%s/%s" % (NS, name)), default=None)
+    order = sorted(names, key=lambda n: first("pod.created", n))
+    pod = rest.get(PODS + "/" + names[1])
+    status = rest.get(path + "/ordered").get("status") or {}
+    out["a StatefulSet of 3 comes up in order"] = {
+        "created in ordinal order": order == names,
+        "each created once the one before is Ready": all(first("pod.created", b) >= first("pod.ready", a)
+                                                         for a, b in zip(names, names[1:])),
+        "owner": [(r.get("kind"), r.get("name"), r.get("controller")) for r in pod["metadata"].get("ownerReferences") or []],
+        "pod labels": sorted(pod["metadata"].get("labels") or {}),
+        "hostname, subdomain": [pod["spec"].get("hostname"), pod["spec"].get("subdomain")],
+        "status": {k: status.get(k) for k in ("replicas", "readyReplicas", "availableReplicas", "currentReplicas",
+                                              "updatedReplicas")}}
+    old_uid = pod["metadata"]["uid"]
+    rest.call("DELETE", PODS + "/" + names[1])
+
+    def back():
+        code, again = rest.call("GET", PODS + "/" + names[1])
+        return code == 200 and again["metadata"]["uid"] != old_uid and _ready(rest, names[1])
+    wait_until("the deleted StatefulSet pod to come back Ready", back, timeout=120)
+    pods = sorted(p["metadata"]["name"] for p in rest.get(PODS, labelSelector="app=ordered")["items"])
+    out["a deleted StatefulSet pod comes back with its name"] = {"pods": pods, "new uid": True}
+    return out
 
 
 def _watch_expired(rest):

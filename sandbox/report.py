@@ -41,8 +41,10 @@ def _window_start(events, client_prefix):
     return None
 
 
-def _deployment_downtime(events, start):
-    """Per Deployment: seconds (simulated) with zero Ready pods after it first had one, within the window."""
+def _workload_downtime(events, start, kind):
+    """Per workload of ``kind`` (Deployment, StatefulSet), by namespace/name: seconds (simulated) with zero Ready pods
+    after it first had one, within the window."""
+    prefix = kind + "/"
     ready = collections.defaultdict(set)
     seen_ready = set()
     zero_since = {}
@@ -50,9 +52,9 @@ def _deployment_downtime(events, start):
     min_ready = {}
     for e in events:
         owner = e.get("owner")
-        if not owner or not owner.startswith("Deployment/") or not e["kind"].startswith("pod."):
+        if not owner or not owner.startswith(prefix) or not e["kind"].startswith("pod."):
             continue
-        dep = owner[len("Deployment/"):]
+        dep = owner[len(prefix):]
         before = len(ready[dep])
         if e["kind"] == "pod.ready":
             ready[dep].add(e["uid"])
@@ -309,7 +311,8 @@ def build_report(events, client_prefix="nodeops.rollout"):
     aws_total = sum(v["total"] for v in rollout_aws.values())
     return {
         "window": {"opened_by_client": window_opened, "start": start, "end": events[-1]["t"] if events else 0.0},
-        "deployments": _deployment_downtime(events, start),
+        "deployments": _workload_downtime(events, start, "Deployment"),
+        "statefulsets": _workload_downtime(events, start, "StatefulSet"),
         "pdb_violations": len(pdb_violations),
         "pdb_violation_details": pdb_violations,
         "killed_without_eviction": len(killed),

@@ -19,8 +19,10 @@ VERSION = {"major": "1", "minor": "30", "gitVersion": GIT_VERSION, "gitCommit": 
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 STATUS_VERBS = ["get", "patch", "update"]
-CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"], "daemonsets": ["all"]}
+CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"], "daemonsets": ["all"],
+              "statefulsets": ["all"]}
 SINGULAR = {"poddisruptionbudgets": "poddisruptionbudget", "replicasets": "replicaset", "daemonsets": "daemonset",
+            "statefulsets": "statefulset",
             "deployments": "deployment", "namespaces": "namespace", "nodes": "node", "pods": "pod", "events": "event",
             "leases": "lease", "persistentvolumes": "persistentvolume",
             "persistentvolumeclaims": "persistentvolumeclaim", "volumeattachments": "volumeattachment",
@@ -43,6 +45,8 @@ SUBRESOURCES = {
     "replicasets": {"status": (None, None, "ReplicaSet", STATUS_VERBS),
                     "scale": ("autoscaling", "v1", "Scale", STATUS_VERBS)},
     "daemonsets": {"status": (None, None, "DaemonSet", STATUS_VERBS)},
+    "statefulsets": {"status": (None, None, "StatefulSet", STATUS_VERBS),
+                     "scale": ("autoscaling", "v1", "Scale", STATUS_VERBS)},
     "poddisruptionbudgets": {"status": (None, None, "PodDisruptionBudget", STATUS_VERBS)},
     "persistentvolumes": {"status": (None, None, "PersistentVolume", STATUS_VERBS)},
     "persistentvolumeclaims": {"status": (None, None, "PersistentVolumeClaim", STATUS_VERBS)},

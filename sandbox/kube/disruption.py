@@ -108,7 +108,8 @@ def _controller_scale(store, pod):
     """(controller uid, replicas) of the scalable controller of ``pod``; (None, None) for an unmanaged pod.
 
     Follows the disruption controller's finders: a ReplicaSet owned by a Deployment counts with the
-    Deployment's replicas (the ReplicaSet's own when that Deployment is gone); any other controller kind
+    Deployment's replicas (the ReplicaSet's own when that Deployment is gone), a StatefulSet's pod with the
+    StatefulSet's; any other controller kind
     (a DaemonSet has no scale subresource) or a missing controller raises :class:`NoScale`."""
     ns = pod["metadata"].get("namespace")
     ref = None
@@ -118,6 +119,11 @@ def _controller_scale(store, pod):
             break
     if ref is None:
         return None, None
+    if ref.get("kind") == "StatefulSet":
+        sts = store.try_get("statefulsets", ns, ref.get("name"))
+        if not _owned(sts, ref):
+            raise NoScale('found no controllers for pod "%s"' % pod["metadata"]["name"])
+        return sts["metadata"]["uid"], int((sts.get("spec") or {}).get("replicas", 1))
     if ref.get("kind") != "ReplicaSet":
         raise NoScale("%s does not implement the scale subresource" % ref.get("kind"))
     rs = store.try_get("replicasets", ns, ref.get("name"))

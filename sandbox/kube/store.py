@@ -36,6 +36,7 @@ RESOURCES = {r.plural: r for r in (
     Resource("deployments", "apps", "v1", "Deployment", True, ["deploy"]),
     Resource("replicasets", "apps", "v1", "ReplicaSet", True, ["rs"]),
     Resource("daemonsets", "apps", "v1", "DaemonSet", True, ["ds"]),
+    Resource("statefulsets", "apps", "v1", "StatefulSet", True, ["sts"]),
     Resource("poddisruptionbudgets", "policy", "v1", "PodDisruptionBudget", True, ["pdb"]),
     Resource("leases", "coordination.k8s.io", "v1", "Lease", True, []),
     Resource("persistentvolumes", "", "v1", "PersistentVolume", False, ["pv"]),
@@ -101,7 +102,7 @@ def controller_ref(obj):
 def owner_of(pod, replicaset):
     """The workload a pod belongs to, as the invariant report names it: 'Deployment/ns/name' (through its
     ReplicaSet, which ``replicaset(namespace, name)`` returns or None), 'DaemonSet/ns/name', 'ReplicaSet/ns/name',
-    or None for a pod no controller owns."""
+    'StatefulSet/ns/name', or None for a pod no controller owns."""
     ref = controller_ref(pod)
     if not ref:
         return None

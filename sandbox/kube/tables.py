@@ -99,6 +99,12 @@ def _replicaset_row(rs, _age):
             _selector(rs)]
 
 
+def _statefulset_row(sts, _age):
+    names, images = _images(sts)
+    return ["%d/%d" % ((sts.get("status") or {}).get("readyReplicas", 0), (sts.get("spec") or {}).get("replicas", 1)), _age,
+            names, images]
+
+
 def _daemonset_row(ds, _age):
     status = ds.get("status") or {}
     selector = ((ds.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector") or {}
@@ -157,6 +163,9 @@ PRINTERS = {
                     _col("Containers", "Names of each container in the template.", priority=1),
                     _col("Images", "Images referenced by each container in the template.", priority=1),
                     _col("Selector", "Label selector for pods.", priority=1)], _daemonset_row),
+    "statefulsets": ([_col("Ready", "Number of the pod with ready state"), AGE,
+                      _col("Containers", "Names of each container in the template.", priority=1),
+                      _col("Images", "Images referenced by each container in the template.", priority=1)], _statefulset_row),
     "poddisruptionbudgets": ([_col("Min Available", "The minimum number of pods that must be available."),
                               _col("Max Unavailable", "The maximum number of pods that may be unavailable."),
                               _col("Allowed Disruptions", "Calculated number of pods that may be disrupted at this time.",

@@ -62,6 +62,7 @@ def unsupported(value, allowed):
 
 
 REQUIRED = "Required value"
+WORKLOADS = ("deployments", "replicasets", "daemonsets", "statefulsets")
 
 
 # ---- defaulting --------------------------------------------------------------------------------------
@@ -132,13 +133,13 @@ def default(plural, obj, create):
                         tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
                                             "tolerationSeconds": seconds})
             obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
-    elif plural in ("deployments", "replicasets", "daemonsets"):
+    elif plural in WORKLOADS:
         if not isinstance(spec, dict):
             return
         template = spec.get("template")
         if isinstance(template, dict):
             _default_pod_spec(template.get("spec"))
-        if plural in ("deployments", "replicasets"):
+        if plural in ("deployments", "replicasets", "statefulsets"):
             spec.setdefault("replicas", 1)
         if plural == "deployments":
             strategy = spec.setdefault("strategy", {})
@@ -161,10 +162,22 @@ def default(plural, obj, create):
                         ru.setdefault("maxUnavailable", 1)
                         ru.setdefault("maxSurge", 0)
             spec.setdefault("revisionHistoryLimit", 10)
+        if plural == "statefulsets":
+            # apps/v1 SetDefaults_StatefulSet
+            spec.setdefault("podManagementPolicy", "OrderedReady")
+            strategy = spec.setdefault("updateStrategy", {})
+            if isinstance(strategy, dict):
+                strategy.setdefault("type", "RollingUpdate")
+                if strategy["type"] == "RollingUpdate":
+                    ru = strategy.setdefault("rollingUpdate", {})
+                    if isinstance(ru, dict):
+                        ru.setdefault("partition", 0)
+            spec.setdefault("revisionHistoryLimit", 10)
+            spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
         if create:
             obj["status"] = {"replicas": 0} if plural == "replicasets" else (
                 {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0}
-                if plural == "daemonsets" else {})
+                if plural == "daemonsets" else {"replicas": 0, "availableReplicas": 0} if plural == "statefulsets" else {})
     elif plural == "poddisruptionbudgets" and create:
         obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
     elif plural in ("persistentvolumes", "persistentvolumeclaims") and isinstance(spec, dict):
@@ -538,6 +551,39 @@ def _workload_errors(plural, obj, old, causes):
         stype = strategy.get("type")
         if stype not in ("RollingUpdate", "OnDelete"):
             causes.append(("spec.updateStrategy.type", unsupported(stype, ("OnDelete", "RollingUpdate"))))
+    if plural == "statefulsets":
+        _statefulset_errors(spec, old, causes)
+
+
+# the StatefulSet spec fields an update may change (ValidateStatefulSetUpdate); the rest are immutable
+STATEFULSET_MUTABLE = ("replicas", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy", "minReadySeconds",
+                       "ordinals", "revisionHistoryLimit")
+
+
+def _statefulset_errors(spec, old, causes):
+    policy = spec.get("podManagementPolicy")
+    if policy not in ("OrderedReady", "Parallel"):
+        causes.append(("spec.podManagementPolicy", unsupported(policy, ("OrderedReady", "Parallel"))))
+    strategy = spec.get("updateStrategy") or {}
+    stype = strategy.get("type")
+    if stype not in ("RollingUpdate", "OnDelete"):
+        causes.append(("spec.updateStrategy.type", unsupported(stype, ("OnDelete", "RollingUpdate"))))
+    partition = (strategy.get("rollingUpdate") or {}).get("partition") if isinstance(strategy, dict) else None
+    if partition is not None:
+        _int_value(partition, "spec.updateStrategy.rollingUpdate.partition", causes)
+    if spec.get("volumeClaimTemplates"):
+        # the sandbox provisions no volumes per ordinal: refusing beats running pods without their claims
+        causes.append(("spec.volumeClaimTemplates",
+                       "Forbidden: the sandbox's StatefulSet controller does not provision volumeClaimTemplates"))
+    if old is not None:
+        before, after = dict(old.get("spec") or {}), dict(spec)
+        for field in STATEFULSET_MUTABLE:
+            before.pop(field, None)
+            after.pop(field, None)
+        if before != after:
+            causes.append(("spec", "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', "
+                                   "'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' "
+                                   "and 'minReadySeconds' are forbidden"))
 
 
 def _pdb_errors(obj, causes):
@@ -674,7 +720,7 @@ def validate(plural, obj, old=None):
         _pod_spec_errors(obj.get("spec"), "spec", causes)
         if old is not None and not causes:
             _pod_update_errors(obj, old, causes)
-    elif plural in ("deployments", "replicasets", "daemonsets"):
+    elif plural in WORKLOADS:
         _workload_errors(plural, obj, old, causes)
     elif plural == "poddisruptionbudgets":
         _pdb_errors(obj, causes)

@@ -93,6 +93,9 @@ class ReferenceKube:
         for dep in self.rest.get("/apis/apps/v1/deployments").get("items") or []:
             if (dep.get("status") or {}).get("readyReplicas", 0) < (dep.get("spec") or {}).get("replicas", 1):
                 return False
+        for sts in self.rest.get("/apis/apps/v1/statefulsets").get("items") or []:
+            if (sts.get("status") or {}).get("readyReplicas", 0) < (sts.get("spec") or {}).get("replicas", 1):
+                return False
         for ds in self.rest.get("/apis/apps/v1/daemonsets").get("items") or []:
             st = ds.get("status") or {}
             if st.get("desiredNumberScheduled") is None or st.get("numberReady", 0) < st["desiredNumberScheduled"]:

@@ -26,7 +26,7 @@ from .stages import kwok_config
 
 # kube-controller-manager's controllers the sandbox runs (the persistentvolume-binder binds a claim to the volume it
 # names, so pods that mount one are scheduled; volumes that need attaching are another matter, see README's Fidelity)
-CONTROLLERS = ("deployment", "replicaset", "daemonset", "disruption", "garbagecollector", "podgc", "nodelifecycle",
+CONTROLLERS = ("deployment", "replicaset", "daemonset", "statefulset", "disruption", "garbagecollector", "podgc", "nodelifecycle",
                "namespace", "persistentvolume-binder")
 AUDIT_POLICY = """\
 apiVersion: audit.k8s.io/v1

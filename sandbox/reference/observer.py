@@ -41,6 +41,8 @@ CONTROLLER_DELETES = {
     "generic-garbage-collector": ("deleted", "garbage-collected"),
     "replicaset-controller": ("deleted", "scale-down"),
     "daemon-set-controller": ("deleted", "daemonset-update"),
+    # a StatefulSet's scale-down, rolling update or failed-pod replacement: the audit line does not say which
+    "statefulset-controller": ("deleted", "scale-down"),
     "node-controller": ("deleted", "taint-eviction"),
     "taint-eviction-controller": ("deleted", "taint-eviction"),
 }

@@ -64,6 +64,19 @@ def test_downtime_measured_only_after_the_deployment_first_served():
     assert rep["deployments"]["shop/worker"]["min_ready_pods"] == 0
 
 
+def test_statefulset_downtime_is_reported_apart_from_deployments():
+    owner = "StatefulSet/shop/db"
+    events = pod_life(0, "db0", owner) + pod_life(0, "db1", owner) + [start_window(5)]
+    for t, uid in ((10, "db0"), (11, "db1")):
+        events.append(ev(t, "pod.terminating", pod="shop/" + uid, uid=uid, owner=owner, node="n1", how="evicted",
+                         was_ready=True, phase="Running", pdbs=[]))
+    events += [ev(12, "pod.created", pod="shop/db-0", uid="db0b", owner=owner, node=None),
+               ev(17, "pod.ready", pod="shop/db-0", uid="db0b", owner=owner, node="n2")]
+    rep = build_report(events)
+    assert rep["statefulsets"]["shop/db"] == {"zero_ready_seconds": 6.0, "min_ready_pods": 0, "ready_pods_at_end": 1}
+    assert "shop/db" not in rep["deployments"]
+
+
 def test_node_floor_counts_ready_and_uncordoned_nodes_per_group():
     events = []
     for n in ("n1", "n2", "n3"):

@@ -2,7 +2,7 @@
 acting on the object store directly, with every delay on the shared simulated clock.
 
 Node lifecycle and pod GC (:mod:`.nodes`), scheduler (:mod:`.scheduler`), kubelets (:mod:`.kubelet`),
-ReplicaSets (:mod:`.replicaset`), Deployments (:mod:`.deployment`), DaemonSets (:mod:`.daemonset`),
+ReplicaSets (:mod:`.replicaset`), Deployments (:mod:`.deployment`), DaemonSets (:mod:`.daemonset`), StatefulSets (:mod:`.statefulset`),
 PodDisruptionBudget status (:mod:`.budgets`), garbage collector (:mod:`.gc`), NoExecute taint eviction
 (:mod:`.taints`), persistent volume binding and attachment (:mod:`.volumes`) and core/v1 Events (:mod:`.recorder`),
 all on one loop (:mod:`.runtime`).
@@ -29,6 +29,7 @@ from .recorder import EventRecorder
 from .replicaset import ReplicaSetController
 from .runtime import ControllerConfig, Faults, Runtime
 from .scheduler import Scheduler
+from .statefulset import StatefulSetController
 from .taints import TaintEviction
 from .volumes import Volumes
 
@@ -52,6 +53,7 @@ class Controllers(Runtime):
         self.replicasets = self.register(ReplicaSetController(self))
         self.deployments = self.register(DeploymentController(self))
         self.daemonsets = self.register(DaemonSetController(self))
+        self.statefulsets = self.register(StatefulSetController(self))
         self.scheduler = self.register(Scheduler(self))
         self.volumes = self.register(Volumes(self))
         self.kubelet = self.register(Kubelet(self))

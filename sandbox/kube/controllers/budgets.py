@@ -62,7 +62,7 @@ class Budget:
 
 
 class DisruptionController(Controller):
-    watches = ("poddisruptionbudgets", "pods", "deployments", "replicasets")
+    watches = ("poddisruptionbudgets", "pods", "deployments", "replicasets", "statefulsets")
     client = "sandbox-disruption-controller"
 
     def __init__(self, ctl):
@@ -72,7 +72,7 @@ class DisruptionController(Controller):
         self.anchored = {}         # (namespace, label key, value) -> {pdb keys}
         self.unanchored = {}       # namespace -> {pdb keys} whose selector has no equality to index by
         self.pods = {}             # pod key -> (labels, healthy, controller uid, {pdb keys})
-        self.scales = {}           # deployment/replicaset uid -> spec.replicas last seen
+        self.scales = {}           # deployment/replicaset/statefulset uid -> spec.replicas last seen
         self.dirty = {}            # namespace -> {pdb keys}
         self.last_run = {}         # namespace -> simulated time of its last recomputation
         self.poke_due = {}         # namespace -> simulated time a debounced pass is already asked for

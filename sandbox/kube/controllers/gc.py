@@ -11,7 +11,8 @@ from ..errors import ApiError
 from .objects import deleting, delete_pod, shallow, update
 from .runtime import Controller
 
-KIND_PLURAL = {"Deployment": "deployments", "ReplicaSet": "replicasets", "DaemonSet": "daemonsets", "Pod": "pods",
+KIND_PLURAL = {"Deployment": "deployments", "ReplicaSet": "replicasets", "DaemonSet": "daemonsets", "StatefulSet": "statefulsets",
+               "Pod": "pods",
                "Node": "nodes", "Namespace": "namespaces", "PodDisruptionBudget": "poddisruptionbudgets"}
 COLLECTED = {"how": "deleted", "reason": "garbage-collected", "client": "sandbox-garbage-collector"}
 ABSENT_OWNER_DELAY = 2.0
@@ -19,7 +20,7 @@ FOREGROUND, ORPHAN = "foregroundDeletion", "orphan"
 
 
 class GarbageCollector(Controller):
-    watches = ("deployments", "replicasets", "daemonsets", "pods")
+    watches = ("deployments", "replicasets", "daemonsets", "statefulsets", "pods")
     client = "sandbox-garbage-collector"
 
     def __init__(self, ctl):

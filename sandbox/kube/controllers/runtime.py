@@ -18,8 +18,8 @@ import traceback
 from ..store import controller_ref, is_ready
 from .objects import deleting, key_of
 
-PLURALS = ("nodes", "deployments", "replicasets", "daemonsets", "poddisruptionbudgets", "pods", "persistentvolumes",
-           "persistentvolumeclaims", "volumeattachments")
+PLURALS = ("nodes", "deployments", "replicasets", "daemonsets", "statefulsets", "poddisruptionbudgets", "pods",
+           "persistentvolumes", "persistentvolumeclaims", "volumeattachments")
 
 
 @dataclasses.dataclass

@@ -6,6 +6,10 @@ to be Ready.
 
 A ReplicaSet that no Deployment owns keeps a Ready pod the same way. Embedded backend (its scheduler spreads a
 workload's replicas over the nodes, which the tests check).
+
+A StatefulSet of three without a budget, one pod on each of three nodes, never goes without a Ready pod at the
+defaults, on either backend (the real kube-controller-manager's StatefulSet controller recreates each evicted pod under
+its name); turned off, its three pods go in one wave and it has none until a replacement is Ready.
 """
 
 import json
@@ -148,3 +152,60 @@ def test_a_replicaset_no_deployment_owns_keeps_a_ready_pod_too(start_sandbox, tm
     assert_safe(report)
     assert fewest_ready(sandbox.events(), "ReplicaSet/jobs/batch", since) == 1
     assert report["deployments"]["jobs/worker"]["zero_ready_seconds"] == 0
+
+
+STATEFUL = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: data}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: store, namespace: data}
+spec:
+  replicas: 3
+  serviceName: store
+  selector: {matchLabels: {app: store}}
+  template:
+    metadata:
+      labels: {app: store}
+      annotations: {sandbox.nodeops.io/ready-seconds: "%d"}
+    spec:
+      containers:
+        - {name: store, image: registry.example/store:1, resources: {requests: {cpu: 100m, memory: 128Mi}}}
+""" % READY_SECONDS
+
+
+def start_stateful(start_sandbox, **kwargs):
+    """Three old nodes running only a StatefulSet of 3 without a budget, one Ready pod on each node, on the backend the
+    run names (NODEOPS_SANDBOX_KUBE) unless ``kube`` is given."""
+    sandbox = start_sandbox(nodes=NODES, azs=3, speed=20, **kwargs)
+    sandbox.apply(STATEFUL)
+    wait_until("the three store pods Ready", lambda: (sandbox.apps().read_namespaced_stateful_set("store", "data").status.ready_replicas
+                                                      or 0) == 3, timeout=300)
+    pods = sandbox.core().list_namespaced_pod("data", label_selector="app=store").items
+    assert sorted(p.metadata.name for p in pods) == ["store-0", "store-1", "store-2"]
+    assert len({p.spec.node_name for p in pods}) == NODES, [p.spec.node_name for p in pods]   # one per node
+    return sandbox
+
+
+@pytest.mark.reference
+def test_a_statefulset_of_three_without_budget_never_goes_without_a_ready_pod(start_sandbox, tmp_path):
+    sandbox = start_stateful(start_sandbox)
+    _result, report = roll(sandbox, tmp_path, [])
+    assert_safe(report)
+    store = report["statefulsets"]["data/store"]
+    assert store["zero_ready_seconds"] == 0 and store["min_ready_pods"] >= 1, store
+    assert store["ready_pods_at_end"] == 3, store
+    assert report["evictions"]["max_evictions_per_pod"] <= 1
+    assert min(report["min_ready_schedulable_nodes"].values()) >= promised_floor(NODES, 1)
+
+
+def test_turned_off_the_statefulset_s_pods_go_together_and_it_has_no_ready_pod(start_sandbox, tmp_path):
+    """The same rollout without the implicit budget: the three nodes go in one wave, as Kubernetes allows, and the
+    StatefulSet has no Ready pod until a replacement is Ready."""
+    sandbox = start_stateful(start_sandbox, kube="embedded")
+    _result, report = roll(sandbox, tmp_path, ["rolling_update_implicit_budget=false"])
+    assert_safe(report)   # no budget is broken: there is none
+    store = report["statefulsets"]["data/store"]
+    assert store["min_ready_pods"] == 0 and store["zero_ready_seconds"] > 0, store
