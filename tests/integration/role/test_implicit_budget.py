@@ -171,6 +171,12 @@ spec:
       labels: {app: store}
       annotations: {sandbox.nodeops.io/ready-seconds: "%d"}
     spec:
+      # one pod a node, as a store is spread (kube-scheduler honours the preference; the embedded scheduler spreads anyway)
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: store}}}
       containers:
         - {name: store, image: registry.example/store:1, resources: {requests: {cpu: 100m, memory: 128Mi}}}
 """ % READY_SECONDS
