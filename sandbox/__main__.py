@@ -468,7 +468,7 @@ def main(argv=None):
     fault.set_defaults(func=cmd_fault)
 
     startup = sub.add_parser("startup-taints", help="set the taints nodes that join from now on register with, or "
-                                                   "print the rules and the lifts still pending (no option)")
+                             "print the rules and the lifts still pending (no option)")
     startup.add_argument("--state-dir", required=True)
     startup.add_argument("--group", help="an Auto Scaling group's name, or '*' for every group; with no --taint, its "
                                          "rule is removed")

@@ -47,7 +47,7 @@ def check_key(key, field):
     """A taint key as the API validates it: a qualified name (``[prefix/]name``)."""
     if not isinstance(key, str) or not key:
         raise ValueError("%s: a taint key is a non-empty qualified name ([prefix/]name), got %r" % (field, key))
-    prefix, _, name = key.rpartition("/")
+    prefix, name = key.rpartition("/")[::2]
     if (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))) or not _NAME.match(name):
         raise ValueError("%s: %r is not a qualified name ([DNS subdomain/]name of at most 63 characters: letters, "
                          "digits, '-', '_', '.')" % (field, key))

@@ -552,8 +552,8 @@ node_groups:
       elements: dict
     tolerated_taints:
       description:
-        - The group's own taints, those every node of the group carries (C(key), C(value), C(effect)): a dedicated or GPU
-          pool's taint that its pods tolerate. Any other C(NoSchedule) or C(NoExecute) taint but the rollout's own (a startup
+        - The group's own taints, those every node of the group carries (C(key), C(value), C(effect)), such as a dedicated
+          or GPU pool's taint that its pods tolerate. Any other C(NoSchedule) or C(NoExecute) taint but the rollout's own (a startup
           taint of a CNI or CSI driver not lifted yet, an operator's C(dedicated) taint) keeps a node from counting as
           capacity. Empty with O(include_nodes=false).
       type: list
@@ -712,8 +712,8 @@ node_groups:
           C(instances) (each C(instance_id), C(az), C(node), C(lifecycle_state), C(outdated), C(reasons)) and C(outdated), the
           ids of the warm instances built from another version than the target; the group would launch them as they are, so
           the rollout terminates them before the surge.
-        - C(capacity) - the group's nodes as the capacity floor counts them - C(taking_pods) (node names: Ready, not
-          cordoned, no C(NoSchedule) or C(NoExecute) taint but the rollout's own and the group's own), C(not_counted)
+        - C(capacity) - the group's nodes as the capacity floor counts them - C(taking_pods) (the names of the nodes that are Ready,
+          not cordoned, with no C(NoSchedule) or C(NoExecute) taint but the rollout's own and the group's own), C(not_counted)
           (each C(node) and C(why) - C(not Ready), C(cordoned), or C(tainted) with the taints that keep pods off it, a
           startup taint not lifted yet or an operator's C(dedicated) taint) and C(tolerated_taints) (the group's own
           taints, which every node carries).

@@ -303,7 +303,7 @@ step:
       elements: str
     tolerated_taints:
       description:
-        - The group's own taints (C(key), C(value), C(effect)), those every node of the group carries: a node with any
+        - The group's own taints (C(key), C(value), C(effect)), those every node of the group carries. A node with any
           other C(NoSchedule) or C(NoExecute) taint but the rollout's own (a startup taint not lifted yet, an operator's
           C(dedicated) taint) is no capacity. The role hands them to M(nodeops.rollout.cluster_validate).
       type: list

@@ -57,12 +57,12 @@ def test_a_flag_the_kubelet_refuses_is_an_error_naming_it(flag, says):
 
 
 def test_the_endpoints_taints_are_checked_field_by_field():
-    assert check_taints([{"key": CILIUM, "effect": "NoSchedule"}, {"key": GPU, "value": "x", "effect": "NoExecute",
-                                                                  "lift_after": None}]) == [
+    given = [{"key": CILIUM, "effect": "NoSchedule"}, {"key": GPU, "value": "x", "effect": "NoExecute", "lift_after": None}]
+    assert check_taints(given) == [
         {"key": CILIUM, "effect": "NoSchedule", "lift_after": DEFAULT_LIFT_AFTER},
         {"key": GPU, "value": "x", "effect": "NoExecute", "lift_after": None}]
-    for taints, says in (([{"key": "a", "effect": "Never"}], "taints[0].effect: effect must be one of NoSchedule, "
-                                                              "PreferNoSchedule, NoExecute"),
+    never = "taints[0].effect: effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
+    for taints, says in (([{"key": "a", "effect": "Never"}], never),
                          ([{"key": "a", "effect": "NoSchedule", "lift_after": -1}], "taints[0].lift_after"),
                          ([{"key": "a", "effect": "NoSchedule", "lift": 3}], "unknown field(s) lift; allowed: key, value"),
                          ([{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoSchedule"}], "taints[1]: a second"),
@@ -85,8 +85,8 @@ def test_the_command_lines_taint_and_the_handles_flag_say_the_same():
 def test_a_versions_rule_replaces_the_groups_which_replaces_every_groups_and_user_data_taints_merge():
     rules = StartupTaints(Clock(10.0), EventLog(Clock(10.0)), lambda: [GROUP, GROUP_2])
     rules.configure({"group": "*", "taints": [{"key": CILIUM, "effect": "NoSchedule", "lift_after": 5}]})
-    rules.configure({"group": GROUP, "version": 2, "taints": [{"key": GPU, "effect": "NoSchedule", "lift_after": None},
-                                                               {"key": EBS, "effect": "NoExecute", "lift_after": 1}]})
+    version_two = [{"key": GPU, "effect": "NoSchedule", "lift_after": None}, {"key": EBS, "effect": "NoExecute", "lift_after": 1}]
+    rules.configure({"group": GROUP, "version": 2, "taints": version_two})
     rules.configure({"user_data_lift_after": {EBS: 7, "example.com/x": None}})
     user_data = b64("--register-with-taints=%s:NoExecute,example.com/x=y:PreferNoSchedule" % EBS)
 
@@ -209,7 +209,7 @@ def test_a_joining_node_keeps_pods_off_until_its_agent_lifts_the_taint(box):
     pinned_pod(box, "waits-for-cilium", name)
     wait_until("the pod scheduled once the taint is lifted", lambda: pod_node(box, "waits-for-cilium")[0] == name,
                timeout=WAIT)
-    assert CILIUM not in [key for key, _, _ in node_taints(box, name)]
+    assert CILIUM not in [taint[0] for taint in node_taints(box, name)]
     # the reference backend's log follows the API through watches and the audit log: wait until it has caught up
     events = logged(box, lambda events: first(events, "pod.scheduled", pod="default/waits-for-cilium")
                     and untainted(events, name)
@@ -261,7 +261,7 @@ def test_user_data_taints_and_a_versions_rule_apply_to_that_version_only_and_one
     on_new = grow(box, GROUP)
     assert sorted(startup_taints_of(box, on_new)) == [
         (EBS, None, "NoExecute"), (GPU, "present", "NoSchedule")]
-    wait_until("the GPU taint lifted", lambda: GPU not in [k for k, _, _ in node_taints(box, on_new)], timeout=WAIT)
+    wait_until("the GPU taint lifted", lambda: GPU not in [taint[0] for taint in node_taints(box, on_new)], timeout=WAIT)
     wait_until("the node on version 1 untainted", lambda: node_taints(box, on_one) == [], timeout=WAIT)
     # the EBS taint of the user data is never lifted: the agent still holds it, and the node stays out of the count
     assert startup_taints_of(box, on_new) == [(EBS, None, "NoExecute")]

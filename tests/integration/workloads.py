@@ -24,11 +24,13 @@ def hold_for_now(sandbox, namespace, app):
     would: with the others at its minimum, no disruption while the run lasts, though there would be one if that pod ran.
     The drain waits for such a budget (and fails after its timeout, under timeout_action fail), where a budget that can
     never allow an eviction stops the upgrade before any change. :func:`let_go` takes it away."""
-    sandbox.apply(json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": app + "-waiting", "namespace": namespace},
-                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": app, "waiting": "true"}},
-                            "template": {"metadata": {"labels": {"app": app, "waiting": "true"}},
-                                         "spec": {"nodeSelector": {"sandbox.nodeops.io/no-such-node": "true"},
-                                                  "containers": [{"name": app, "image": "registry.example/%s:1" % app}]}}}}))
+    labels = {"app": app, "waiting": "true"}
+    spec = {"nodeSelector": {"sandbox.nodeops.io/no-such-node": "true"},
+            "containers": [{"name": app, "image": "registry.example/%s:1" % app}]}
+    sandbox.apply(json.dumps({"apiVersion": "apps/v1", "kind": "Deployment",
+                              "metadata": {"name": app + "-waiting", "namespace": namespace},
+                              "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                                       "template": {"metadata": {"labels": labels}, "spec": spec}}}))
     wait_until("the waiting %s pod to exist" % app, lambda: len(sandbox.core().list_namespaced_pod(
         namespace, label_selector="app=%s,waiting=true" % app).items) == 1)
 
