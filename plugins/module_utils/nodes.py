@@ -134,7 +134,7 @@ def run_node_taint(module, make_client):
     """node_taint: validate, build the client (``make_client(module)``), change every node; exits the module."""
     params = module.params
     if params["release"] is not None:
-        kinds = marks.release_kinds(params["release"], params["release_only"])
+        kinds = marks.release_kinds(params["release"], params["release_only"], params.get("release_except") or ())
         names = list(kinds)
         skip_missing = True
 

@@ -73,6 +73,13 @@ options:
         description:
           - Whether node_drain finished the node (as node_group_info gives it for C(marked_outdated); not used).
         type: bool
+  release_except:
+    description:
+      - Node names O(release) leaves as they are, whatever their marks (the role passes the nodes whose drain it skipped:
+        they stay cordoned, with the pods that kept them from draining, for the operator to look at).
+    type: list
+    elements: str
+    default: []
   release_only:
     description:
       - The kinds of marks O(release) takes off; the others are left.
@@ -268,6 +275,7 @@ def argument_spec():
             instance_id=dict(type="str"),
             drained=dict(type="bool"),
         )),
+        release_except=dict(type="list", elements="str", default=[]),
         release_only=dict(type="list", elements="str", choices=list(RELEASE_KINDS), default=list(RELEASE_KINDS)),
         taint_key=dict(type="str", default=DEFAULT_TAINT_KEY, no_log=False),
         taints=dict(type="list", elements="dict", default=[], options=dict(

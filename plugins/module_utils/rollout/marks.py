@@ -115,12 +115,16 @@ def leftovers(outdated, marked, surge_owed, detached, warm=()):
 RELEASE_KINDS = ("taint", "cordon", "autoscaler")
 
 
-def release_kinds(entries, only=RELEASE_KINDS):
+def release_kinds(entries, only=RELEASE_KINDS, keep=()):
     """``{node: [kinds]}`` to take off, from node_group_info's ``marked``/``marked_outdated`` entries (``{"node",
     "marks"}``), keeping only the kinds in ``only``; a ``label`` mark goes with the cordon; nodes left with nothing to
-    take off are not listed. The order of ``entries`` is kept."""
+    take off are not listed, nor those named in ``keep`` (left as they are: a drain the run skipped stays cordoned for
+    the operator to look at). The order of ``entries`` is kept."""
     found = {}
+    keep = set(keep or ())
     for entry in entries:
+        if entry["node"] in keep:
+            continue
         marks = set(entry.get("marks") or ())
         if "label" in marks:
             marks.add("cordon")

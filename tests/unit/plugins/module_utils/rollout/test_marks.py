@@ -78,3 +78,10 @@ def test_outdated_nodes_with_marks_say_whether_they_are_drained():
     found = marks.marked_outdated(instances, ["i-1", "i-2", "i-3", "i-4"])
     assert [(entry["node"], entry["marks"], entry["drained"]) for entry in found] == [
         ("n1", ["taint"], False), ("n2", ["taint", "cordon"], True), ("n3", ["cordon"], False)]
+
+
+def test_a_release_leaves_the_nodes_it_is_told_to_keep_as_they_are():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import release_kinds
+    entries = [{"node": "a", "marks": ["taint", "cordon"]}, {"node": "skipped", "marks": ["taint", "cordon"]}]
+    assert release_kinds(entries, keep=["skipped"]) == {"a": ["taint", "cordon"]}
+    assert release_kinds(entries) == {"a": ["taint", "cordon"], "skipped": ["taint", "cordon"]}
