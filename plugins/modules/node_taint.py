@@ -75,8 +75,8 @@ options:
         type: bool
   release_except:
     description:
-      - Node names O(release) leaves as they are, whatever their marks (the role passes the nodes whose drain it skipped:
-        they stay cordoned, with the pods that kept them from draining, for the operator to look at).
+      - Node names O(release) leaves as they are, whatever their marks. The role passes the nodes whose drain it skipped,
+        which stay cordoned, with the pods that kept them from draining, for the operator to look at.
     type: list
     elements: str
     default: []
