@@ -98,8 +98,9 @@ with open(sys.argv[1], encoding="utf-8") as fh:
 with open(sys.argv[2], encoding="utf-8") as fh:
     report = json.load(fh)
 for group in result["node_groups"]:
-    print("node group %s: %s, %s nodes replaced in %s drain steps, %s evictions, %s restarted without downtime, %ss"
-          % (group["name"], group["status"], group["nodes_replaced"], len(group["batches"]), group["evictions"],
+    steps = len(group["batches"])
+    print("node group %s: %s, %s nodes replaced in %d drain step%s, %s evictions, %s restarted without downtime, %ss"
+          % (group["name"], group["status"], group["nodes_replaced"], steps, "" if steps == 1 else "s", group["evictions"],
              len(group["restarted"]), group["seconds"]))
     print("  seconds per phase: %s" % json.dumps(group["phase_seconds"]))
 print("invariants:")
