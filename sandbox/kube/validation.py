@@ -112,6 +112,20 @@ def _qos_class(spec):
     return "Guaranteed" if guaranteed else "Burstable"
 
 
+
+def _default_update_strategy(spec, rolling_update):
+    """A DaemonSet's or StatefulSet's ``updateStrategy`` as apps/v1 defaults it: type RollingUpdate, whose
+    ``rollingUpdate`` gets ``rolling_update``'s fields where unset; and ``revisionHistoryLimit`` 10."""
+    strategy = spec.setdefault("updateStrategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            ru = strategy.setdefault("rollingUpdate", {})
+            if isinstance(ru, dict):
+                for key, value in rolling_update.items():
+                    ru.setdefault(key, value)
+    spec.setdefault("revisionHistoryLimit", 10)
+
 def default(plural, obj, create):
     """Fill defaults in place (idempotent). ``create`` adds what only admission on create adds."""
     spec = obj.get("spec")
@@ -153,26 +167,11 @@ def default(plural, obj, create):
             spec.setdefault("revisionHistoryLimit", 10)
             spec.setdefault("progressDeadlineSeconds", 600)
         if plural == "daemonsets":
-            strategy = spec.setdefault("updateStrategy", {})
-            if isinstance(strategy, dict):
-                strategy.setdefault("type", "RollingUpdate")
-                if strategy["type"] == "RollingUpdate":
-                    ru = strategy.setdefault("rollingUpdate", {})
-                    if isinstance(ru, dict):
-                        ru.setdefault("maxUnavailable", 1)
-                        ru.setdefault("maxSurge", 0)
-            spec.setdefault("revisionHistoryLimit", 10)
+            _default_update_strategy(spec, {"maxUnavailable": 1, "maxSurge": 0})
         if plural == "statefulsets":
             # apps/v1 SetDefaults_StatefulSet
             spec.setdefault("podManagementPolicy", "OrderedReady")
-            strategy = spec.setdefault("updateStrategy", {})
-            if isinstance(strategy, dict):
-                strategy.setdefault("type", "RollingUpdate")
-                if strategy["type"] == "RollingUpdate":
-                    ru = strategy.setdefault("rollingUpdate", {})
-                    if isinstance(ru, dict):
-                        ru.setdefault("partition", 0)
-            spec.setdefault("revisionHistoryLimit", 10)
+            _default_update_strategy(spec, {"partition": 0})
             spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
         if create:
             obj["status"] = {"replicas": 0} if plural == "replicasets" else (
