@@ -112,7 +112,6 @@ def _qos_class(spec):
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-
 def _default_update_strategy(spec, rolling_update):
     """A DaemonSet's or StatefulSet's ``updateStrategy`` as apps/v1 defaults it: type RollingUpdate, whose
     ``rollingUpdate`` gets ``rolling_update``'s fields where unset; and ``revisionHistoryLimit`` 10."""
@@ -125,6 +124,7 @@ def _default_update_strategy(spec, rolling_update):
                 for key, value in rolling_update.items():
                     ru.setdefault(key, value)
     spec.setdefault("revisionHistoryLimit", 10)
+
 
 def default(plural, obj, create):
     """Fill defaults in place (idempotent). ``create`` adds what only admission on create adds."""
