@@ -109,6 +109,8 @@ def module_imports():
                 elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE + "."):
                     base = node.module[len(PACKAGE) + 1:]
                     found.add(base)
+                    # from ...module_utils.rollout import lease_lock imports the module rollout.lease_lock
+                    found.update("%s.%s" % (base, alias.name) for alias in node.names)
                 elif isinstance(node, ast.Import):
                     found.update(alias.name[len(PACKAGE) + 1:] for alias in node.names if alias.name.startswith(PACKAGE + "."))
             graph[module] = found

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """The lock option of the modules of a rollout (plugins/module_utils/lock_keeper.py: LOCK_ARGUMENT_SPEC)."""
+    """The lock option of the modules of a rollout (plugins/module_utils/runners/lock_keeper.py: LOCK_ARGUMENT_SPEC)."""
 
     DOCUMENTATION = r"""
 options:

@@ -53,7 +53,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, parse_duration
 
 
 def duration_seconds(value, name="duration", minimum=0, allow_empty=False):

@@ -38,8 +38,8 @@ _value:
   type: str
 """
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.version import COLLECTION_VERSION
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.fleet_page import fleet_html
-from ansible_collections.nodeops.rollout.plugins.module_utils.version import COLLECTION_VERSION
 
 
 def fleet_html_filter(fleet, base=None):

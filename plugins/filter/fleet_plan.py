@@ -50,8 +50,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.plan import cluster_estimate, fleet_plan
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 
 def fleet_plan_filter(waves, hostvars, clusters, budget=None):

@@ -46,8 +46,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import group_result, with_group
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 
 def group_result_filter(record, plan_only=False, into=None):

@@ -59,9 +59,9 @@ _value:
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import hook_context
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import HOOK_EVENTS
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 
 def hook_context_filter(record, event, step=None, drained=None, rollback=False, message=""):

@@ -64,8 +64,8 @@ _value:
   type: str
 """
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.version import COLLECTION_VERSION
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.page import report_html
-from ansible_collections.nodeops.rollout.plugins.module_utils.version import COLLECTION_VERSION
 
 
 def report_html_filter(result, cluster=None, sections=None):

@@ -90,8 +90,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.progress import rollout_progress
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 
 def rollout_progress_filter(step, number, replaced, total, started_at, now, upgrade_started_at=None, surge=0, timings=None,

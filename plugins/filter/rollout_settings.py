@@ -75,8 +75,8 @@ import os
 
 import yaml
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_role_settings, check_variable_names
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 # the role's argument spec, in this collection
 ARGUMENT_SPECS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),

@@ -59,8 +59,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import run_groups
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_hosts import run_groups
 
 
 def run_groups_filter(groups, part, hosts, batch, hostvars):

@@ -52,8 +52,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import apply
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 
 def run_record(record, event, **data):

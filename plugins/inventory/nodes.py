@@ -151,8 +151,8 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_hosts import (
     check_host_filters,
     check_node_groups,
     filter_hosts,

@@ -275,11 +275,11 @@ detached_remaining:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.choices import METHODS
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
-from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
-from ansible_collections.nodeops.rollout.plugins.module_utils.surge import run_asg_surge
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import METHODS
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.surge import run_asg_surge
 
 SUSPENDABLE = ["AZRebalance", "AddToLoadBalancer", "AlarmNotification", "HealthCheck", "InstanceRefresh", "ReplaceUnhealthy",
                "ScheduledActions"]

@@ -239,7 +239,7 @@ fleet:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
-from ansible_collections.nodeops.rollout.plugins.module_utils.fleet_state import run_fleet_state
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.fleet_state import run_fleet_state
 
 
 def argument_spec():

@@ -216,8 +216,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.event_writer import EVENTS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
-from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
-from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import run_instance_terminate
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.terminate import run_instance_terminate
 
 
 def argument_spec():

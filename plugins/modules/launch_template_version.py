@@ -177,8 +177,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
-from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import run_launch_template_version
-from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.launch_template import run_launch_template_version
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 
 
 def argument_spec():

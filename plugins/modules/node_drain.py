@@ -397,12 +397,12 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.choices import TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.event_writer import EVENTS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
-from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_drain import run_node_drain
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_drain import run_node_drain
 
 
 def argument_spec():

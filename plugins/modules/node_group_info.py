@@ -805,10 +805,10 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
-from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import run_node_group_info
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_group import run_node_group_info
 
 
 def argument_spec():

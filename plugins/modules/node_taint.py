@@ -256,9 +256,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.event_writer import EVENTS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import TAINT_EFFECTS
-from ansible_collections.nodeops.rollout.plugins.module_utils.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
-from ansible_collections.nodeops.rollout.plugins.module_utils.nodes import run_node_taint
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, RELEASE_KINDS
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.nodes import run_node_taint
 
 
 def argument_spec():

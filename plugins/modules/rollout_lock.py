@@ -237,7 +237,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import AWS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
-from ansible_collections.nodeops.rollout.plugins.module_utils.locks import run_rollout_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.locks import run_rollout_lock
 
 
 def argument_spec():

@@ -16,12 +16,12 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map_at_once
-from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import aws_connection, aws_error_parts, describe_aws_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import aws_refusal, refused
-from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM, tags_to_dict
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.at_once import map_at_once
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.backoff import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.permissions import aws_refusal, refused
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM, tags_to_dict
 
 try:
     from botocore.exceptions import BotoCoreError, ClientError

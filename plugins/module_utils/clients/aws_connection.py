@@ -19,9 +19,9 @@ import traceback
 from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.choices import RETRY_MODES
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.version import user_agent
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import RETRY_MODES
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.version import user_agent
 
 
 def _installed(name):

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import AWS_ERRORS, error_code
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import describe_aws_error
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.backoff import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
 
 KEY = "fleet"
 CONFLICT = "ConditionalCheckFailedException"

@@ -19,11 +19,11 @@ import time
 import traceback
 from contextlib import contextmanager
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.at_once import map_at_once
-from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import backoff_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import describe_k8s_error, k8s_error_details
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import access_checks, access_report, access_unchecked, kube_refusal, refused
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.at_once import map_at_once
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.backoff import backoff_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.permissions import access_checks, access_report, access_unchecked, kube_refusal, refused
 
 try:
     from kubernetes.client import (

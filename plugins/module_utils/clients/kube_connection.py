@@ -43,9 +43,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
     describe_aws_error,
     register_aws_secrets,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import aws_refusal, aws_refusal_text
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.version import user_agent
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.permissions import aws_refusal, aws_refusal_text
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.version import user_agent
 
 try:
     from kubernetes.client import ApiClient, Configuration

@@ -8,8 +8,8 @@ a pod, how many disruptions it allows, which pods count as healthy. Pure.
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, ceil_percent, int_at_least, int_or_percent, is_int
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import pod_is_ready, pod_is_terminating, pod_key, pod_owner_key
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, ceil_percent, int_at_least, int_or_percent, is_int
 
 
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")

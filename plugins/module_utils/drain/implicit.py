@@ -22,9 +22,9 @@ evictions through the same gates as real budgets (``drain.pacing``). Pure.
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import int_or_percent, is_int, scaled_value
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdbs_selecting
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, pod_is_ready, pod_is_terminating, pod_key
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import int_or_percent, is_int, scaled_value
 
 # Gate keys of implicit budgets start with this: a PodDisruptionBudget's key is namespace/name, never this.
 IMPLICIT_PREFIX = "implicit:"

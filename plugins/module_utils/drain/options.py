@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.choices import TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, parse_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import drain_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import wave_lists
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
 
 
 class DrainOptions:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import threading
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import retry_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.backoff import retry_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import is_int
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.implicit import IMPLICIT_PREFIX
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import pod_is_ready
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import budget_wait, gate_key
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import is_int
 
 # While the budgets' watch shows a budget allowing nothing, it is read again only every this many poll intervals (every
 # poll interval without the watch): the watch brings the change that frees a disruption, the read stays the count's

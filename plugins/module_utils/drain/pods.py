@@ -11,7 +11,7 @@ need an option to be evicted.
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 
 
 # Pod annotations that ask not to be evicted, with the value that means "do not".

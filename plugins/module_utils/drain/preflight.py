@@ -29,9 +29,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import 
     pod_owner_key,
     tolerates_every_taint,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, int_at_least
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import eviction_reason
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import homes, pinned_volumes
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, int_at_least
 
 
 # Blocker kinds reported by eviction_preflight and their severity: an "error" stops the drain under the

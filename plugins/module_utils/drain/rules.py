@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.permissions import kube_refusal, kube_refusal_text
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import int_or_percent, scaled_value
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key, pdbs_selecting
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of
-from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import kube_refusal, kube_refusal_text
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import int_or_percent, scaled_value
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 DEFAULT_GRACE_SECONDS = 30

@@ -12,11 +12,11 @@ as :func:`node_outcome` says.
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, parse_time
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdb_key, pdbs_selecting
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import classify_pod, pod_is_finished, pod_is_terminating, pod_key
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import static_blockers
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_time
 
 # Seconds past a pod's deletionTimestamp (the end of the grace period its deletion gave it) after which a pod of a node
 # that is not Ready is deleted with grace 0: no kubelet there will confirm it is gone.

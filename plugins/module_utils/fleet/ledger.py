@@ -21,10 +21,10 @@ worker of an older run is turned away.
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, counted
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import resolved_budget, resolved_waves
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, time_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, counted
 
 STATES = ("waiting", "running", "succeeded", "failed", "pending", "busy", "not started", "skipped")
 FINAL = ("succeeded", "skipped")

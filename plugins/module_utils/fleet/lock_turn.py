@@ -15,7 +15,7 @@ failure; the next run takes it up.
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import lease_lock
 
 FREE, WAIT, BUSY, FAILED = "free", "wait", "busy", "failed"
 # the actions of rollout_lock that mean the rollout may take the lock

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import (
     checked_budget, checked_waves, resolved_budget, resolved_waves, wave_of)
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import counted
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import counted
 
 
 def cluster_estimate(result):

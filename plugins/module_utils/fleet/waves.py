@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, parse_duration, parse_int_or_percent, scaled_value
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import GROUP_TARGETS
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration, parse_int_or_percent, scaled_value
 
 WAVE_KEYS = ("name", "clusters", "max_concurrency", "max_failed_clusters", "soak", "gate")
 DEFAULT_CONCURRENCY = 1

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import counted
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.page import CSS, text
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import time_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import counted
 
 FLEET_CSS = """
 .state{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;color:#fff;background:#5b6673}

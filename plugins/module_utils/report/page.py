@@ -24,7 +24,7 @@ import json
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import (
     NODE_STATES, clock_speed, drain_blockers, drain_end, group_counts, json_tables, node_rows, node_state, phase_bars, step_label,
     surge_priced, time_of)
-from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import permission_text
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.permissions import permission_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import (
     found_by_kind, human_duration, instance_minutes_text, target_text, wave_rows)
 

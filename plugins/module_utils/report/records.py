@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, counted, parse_time
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, counted, parse_time
 
 # A replacement's launch time is read to the second; the termination that caused it is timed to the millisecond.
 LAUNCH_SLACK_SECONDS = 2

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, time_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, counted, truthy
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, time_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import DRAIN_OPTION_VARIABLES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, counted, truthy
 
 # What the step loop counts its terminations as: nodes replaced (an upgrade, a rollback, a cancel's given back), or
 # apart from them (the scale down's pay back of surge left, the relaunch of instances that never became nodes).

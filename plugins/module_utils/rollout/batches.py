@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import int_at_least, parse_time
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import checked_instances
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import int_at_least, parse_time
 
 
 _LATEST = datetime.max.replace(tzinfo=timezone.utc)

@@ -19,9 +19,9 @@ Nothing stops a rollout that is done but an alarm: the scale down only gives bac
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import permission_text
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.permissions import permission_text
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import truthy
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import TAG_PAUSE
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import truthy
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import closing, local_text, start_refusal as window_refusal
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import window_state
 

@@ -18,8 +18,8 @@ version is the explicit, resolved version number (never ``$Latest``/``$Default``
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import INT_RE, PlanError, is_int, truthy
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import TAG_INSTANCE_DETACHED
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import INT_RE, PlanError, is_int, truthy
 
 
 # Node annotation that asks for a node to be replaced even when its launch template is current.

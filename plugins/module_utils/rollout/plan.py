@@ -23,10 +23,10 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
     up_to_date_instances,
     warm_instances,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, ceil_percent, int_at_least, is_int, parse_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import capacity_view, checkpoint_counts, decrement_for, wave_sizes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import instance_target_groups, plan_target_groups
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, ceil_percent, int_at_least, is_int, parse_duration
 
 
 # Tasks of the role that call a module outside the steps once the group is locked (setup, scale up, scale down), and

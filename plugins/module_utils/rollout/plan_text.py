@@ -14,10 +14,10 @@ grouped by kind with the pod, its node and its PodDisruptionBudget named. No Pyt
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.permissions import aws_use, aws_use_text
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import counted
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
-from ansible_collections.nodeops.rollout.plugins.module_utils.permissions import aws_use, aws_use_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import DRAIN_OPTION_VARIABLES
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import counted
 
 # Node names shown per wave; the rest are counted.
 NAMES_SHOWN = 8

@@ -13,10 +13,10 @@ down what followed it only: the nodes not drained yet always have their waves' t
 
 from __future__ import annotations
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, int_at_least, parse_time
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import wave_sizes
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, int_at_least, parse_time
 
 DEFAULT_TIMINGS = {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30}
 

@@ -32,7 +32,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import 
     pod_is_terminating,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import term_matches
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import node_ready
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import node_ready
 
 try:
     from kubernetes.utils.quantity import parse_quantity

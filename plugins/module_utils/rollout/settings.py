@@ -17,17 +17,17 @@ import difflib
 import os
 import re
 
-from ansible_collections.nodeops.rollout.plugins.module_utils import lease_lock
-from ansible_collections.nodeops.rollout.plugins.module_utils.choices import METHODS, RETRY_MODES, TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import METHODS, RETRY_MODES, TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import check_target_options
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import lease_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import ON_FAILURE
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import plan_step_seconds
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import check_target_options
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import (
     PlanError,
     parse_checkpoints,
     parse_duration,

@@ -16,7 +16,7 @@ from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_T
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import TAINT_EFFECTS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import (
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import (
     PlanError,
     ceil_percent,
     floor_percent,

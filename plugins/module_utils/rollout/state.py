@@ -34,9 +34,9 @@ import re
 from collections import namedtuple
 from datetime import datetime, timezone
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.choices import METHODS
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.tags import TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM, TAG_PREFIX, tags_to_dict
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import METHODS
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import TAG_INSTANCE_DETACHED, TAG_INSTANCE_DETACHED_FROM, TAG_PREFIX, tags_to_dict
 
 TAG_STATE = TAG_PREFIX + "state"
 TAG_PROGRESS = TAG_PREFIX + "progress"

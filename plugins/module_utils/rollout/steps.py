@@ -44,17 +44,17 @@ Instances are in ``clients.aws.instance_record``'s shape with ``node`` joined (`
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_health import group_taints, keeping_pods_off
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import next_batch
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_DRAINED_AT
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import group_taints, keeping_pods_off
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import (
     check_standby_policy,
     instance_in_standby,
     instance_is_active,
     instance_is_detached,
 )
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, ceil_percent, int_at_least, parse_time
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.room import nodes_with_room
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, ceil_percent, int_at_least, parse_time
 
 # Post-drain delays that end this close to the first one are waited for together: one termination call, not several.
 COALESCE_SECONDS = 5

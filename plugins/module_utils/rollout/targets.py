@@ -28,7 +28,7 @@ routes through a load balancer the rollout cannot read (:func:`cluster_load_bala
 
 from __future__ import annotations
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, parse_duration
 
 # A target in one of these states still takes connections, or finishes the ones it has.
 HOLDING_STATES = ("healthy", "initial", "draining")

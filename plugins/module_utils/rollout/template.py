@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
 
 AMI_ID_RE = re.compile(r"^ami-[0-9a-f]{8,17}$")
 SYMBOLIC_VERSIONS = ("$Latest", "$Default")

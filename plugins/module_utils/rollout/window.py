@@ -25,7 +25,7 @@ from datetime import datetime, time, timedelta, timezone
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError, parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, parse_duration
 
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 EVERY_DAY = ("*", "daily", "every day", "everyday")

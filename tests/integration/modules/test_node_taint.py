@@ -155,8 +155,9 @@ def test_a_concurrent_writer_between_read_and_write_is_not_overwritten(sandbox, 
     """The write carries the resourceVersion read: the API answers 409, the node is read again, both taints survive."""
     install_collection_loader()
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.nodeops.rollout.plugins.module_utils import node_edits, nodes
     from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_edits
+    from ansible_collections.nodeops.rollout.plugins.module_utils.runners import nodes
 
     name = names[1]
     api = KubeApi(sandbox.kube("nodeops.rollout/0.1.0 node_taint"))

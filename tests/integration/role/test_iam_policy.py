@@ -29,7 +29,7 @@ from tests.integration.every_path import PATHS as COMMON_PATHS, Paths
 from tests.integration.serial_runs import DEMO
 
 install_collection_loader()
-from ansible_collections.nodeops.rollout.plugins.module_utils import permissions  # noqa: E402 pylint: disable=wrong-import-position
+from ansible_collections.nodeops.rollout.plugins.module_utils.core import permissions  # noqa: E402 pylint: disable=wrong-import-position
 
 NODES, AZS, MAX_UNAVAILABLE = 3, 3, 1
 GENERATOR = "tests/integration/role/test_iam_policy.py"

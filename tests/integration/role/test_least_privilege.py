@@ -35,7 +35,7 @@ from tests.integration.every_path import PATHS, Paths
 from tests.integration.serial_runs import DEMO
 
 install_collection_loader()
-from ansible_collections.nodeops.rollout.plugins.module_utils import permissions  # noqa: E402 pylint: disable=wrong-import-position
+from ansible_collections.nodeops.rollout.plugins.module_utils.core import permissions  # noqa: E402 pylint: disable=wrong-import-position
 
 REFERENCE = os.environ.get(KUBE_ENV) == "reference"
 pytestmark = [pytest.mark.reference,

@@ -17,7 +17,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodeops.rollout.plugins.filter import duration_seconds as filter_plugin
 from ansible_collections.nodeops.rollout.plugins.filter.duration_seconds import FilterModule, duration_seconds
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import parse_duration
 
 # Importing controller code (ansible.errors, for this controller-side plugin) marks the whole process as the
 # controller, and module_utils then sends AnsibleModule.warn() to the controller's display instead of the module's

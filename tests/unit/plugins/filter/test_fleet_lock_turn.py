@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 
 from ansible_collections.nodeops.rollout.plugins.filter.fleet_lock_turn import FilterModule
-from ansible_collections.nodeops.rollout.plugins.module_utils.lease_lock import micro_time
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.lease_lock import micro_time
 
 
 def test_the_filter_waits_for_the_stopped_attempts_lock_as_long_as_it_still_stands_from_now():

@@ -19,12 +19,12 @@ import pytest
 from botocore.client import BaseClient
 from moto import mock_aws
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.launch_template import run_launch_template_version
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_group import run_node_group_info
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import tags_to_dict
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
-from ansible_collections.nodeops.rollout.plugins.module_utils.tags import tags_to_dict
-from ansible_collections.nodeops.rollout.plugins.module_utils.surge import run_asg_surge
-from ansible_collections.nodeops.rollout.plugins.module_utils.terminate import run_instance_terminate
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.launch_template import run_launch_template_version
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_group import run_node_group_info
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.surge import run_asg_surge
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.terminate import run_instance_terminate
 from ansible_collections.nodeops.rollout.plugins.modules import (
     asg_surge as asg_surge_module,
     instance_terminate as instance_terminate_module,
@@ -162,7 +162,7 @@ def cluster(request, monkeypatch):
     """Patches the termination gate's Kubernetes client for the tests that use the ``world`` fixture."""
     if "world" not in request.fixturenames:
         return None
-    from ansible_collections.nodeops.rollout.plugins.module_utils import terminate as terminate_utils  # pylint: disable=import-outside-toplevel
+    from ansible_collections.nodeops.rollout.plugins.module_utils.runners import terminate as terminate_utils  # pylint: disable=import-outside-toplevel
     fake = Cluster(request.getfixturevalue("world"))
     monkeypatch.setattr(terminate_utils, "KubeApi", lambda api_client: fake)
     monkeypatch.setattr(terminate_utils, "k8s_client", lambda module: object())

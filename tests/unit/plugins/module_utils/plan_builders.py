@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 
 
 TARGET = {"launch_template_id": "lt-new", "version": 5}

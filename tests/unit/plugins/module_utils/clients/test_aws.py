@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients import aws
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
 
 

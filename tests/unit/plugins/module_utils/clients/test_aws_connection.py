@@ -26,7 +26,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
     describe_aws_error,
     resolve_aws_options,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.version import COLLECTION_VERSION
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.version import COLLECTION_VERSION
 
 pytestmark = pytest.mark.usefixtures("isolated_env")
 

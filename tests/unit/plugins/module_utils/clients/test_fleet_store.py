@@ -11,7 +11,7 @@ import pytest
 from moto import mock_aws
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.fleet_store import FleetStore
-from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
 
 TABLE = "nodeops-fleet"
 

@@ -32,7 +32,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_conne
     eks_token,
     k8s_client,
 )
-from ansible_collections.nodeops.rollout.plugins.module_utils.version import COLLECTION_VERSION
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.version import COLLECTION_VERSION
 
 pytestmark = pytest.mark.usefixtures("isolated_env")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.options import DrainOptions
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 
 @pytest.mark.parametrize("grace_period", [None, "", "  "])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.backoff import retry_after_seconds, retry_delay
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.backoff import retry_after_seconds, retry_delay
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain import rules as drain_rules
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pacing import BudgetGates, paced_by_budget
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, static_blockers

@@ -13,7 +13,7 @@ import pytest
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet import ledger
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import (
     checked_budget, checked_forks, checked_settings, checked_waves, pinned_groups, resolved_waves, wave_of)
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 
 T0 = datetime.datetime(2026, 11, 29, 8, 0, 0, tzinfo=datetime.timezone.utc)
 WAVES = [{"name": "canary", "clusters": ["canary"]},

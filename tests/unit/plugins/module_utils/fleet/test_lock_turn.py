@@ -11,7 +11,7 @@ import datetime
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.lock_turn import lock_turn
-from ansible_collections.nodeops.rollout.plugins.module_utils.lease_lock import LockError
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.lease_lock import LockError
 
 NOW = datetime.datetime(2026, 12, 1, 20, 0, 0, tzinfo=datetime.timezone.utc)
 STOPPED = "awx-job-7@node-1/aaaa"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.report import records
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import node_rows, step_record
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 STEP = {"action": "run", "terminate": ["i-a", "i-b"], "decrement": 1, "validate": ["i-n1", "i-n2"],
         "drain": [{"instance_id": "i-c", "az": "az-1", "node": "node-c"}, {"instance_id": "i-d", "az": "az-2", "node": "node-d"}],

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.report import run
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import apply, group_result, serial_keep, serial_outcome, with_group
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 T0 = datetime(2026, 11, 28, 9, 0, 0, tzinfo=timezone.utc)
 

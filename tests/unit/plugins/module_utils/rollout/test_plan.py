@@ -13,9 +13,9 @@ from hypothesis import given, settings, strategies as st
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import (
     estimate_duration, extra_instance_minutes, plan_step_seconds, rollout_plan, surge_choices, surge_costs, wave_holds,
     wave_timeline)
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import outdated_taint_effect
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import wave_sizes
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import TARGET, assert_plan_error, instance
 
 

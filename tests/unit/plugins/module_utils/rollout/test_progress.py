@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.filter.rollout_progress import FilterModule
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.progress import rollout_progress
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import wave_sizes
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 TIMINGS = {"boot_seconds": 100, "drain_seconds": 50, "post_drain_delay": 10, "validate_seconds": 0}
 START = "2026-11-25T07:00:00Z"

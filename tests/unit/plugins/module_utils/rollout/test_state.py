@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.choices import METHODS
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import METHODS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import state as rs
 
 ALL_PROCESSES = ["AZRebalance", "AddToLoadBalancer", "AlarmNotification", "HealthCheck", "InstanceRefresh",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import targets
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
 
 WEB = {"name": "web", "arn": "arn:tg/web", "target_type": "instance", "deregistration_delay": 300}
 API = {"name": "api", "arn": "arn:tg/api", "target_type": "instance", "deregistration_delay": 60}

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import (
     closing,
     parse_window,
