@@ -228,14 +228,12 @@ def included_files(task, role, values):
     """``(files of the role this task includes, names it could not resolve)``."""
     module, args = module_of(task)
     if module in INCLUDES:
-        name = args.get("file") if isinstance(args, dict) else args
+        name = str(args.get("file") if isinstance(args, dict) else args)
     elif module in ROLE_INCLUDES and isinstance(args, dict) and _short(args.get("name", "")) == role:
-        name = args.get("tasks_from") or "main"
+        name = str(args.get("tasks_from") or "main")
+        name = name if name.endswith((".yml", ".yaml")) else name + ".yml"
     else:
         return [], []
-    name = str(name)
-    if not name.endswith((".yml", ".yaml")):
-        name += ".yml"
     templated = EXPRESSION.findall(name)
     if not templated:
         return [name], []

@@ -64,7 +64,9 @@ TREE = {
         """,
     "roles/rolling_update/tasks/cancel.yml": """
         - name: Every group, cancelled
-          ansible.builtin.include_tasks: main.yml
+          ansible.builtin.include_role:
+            name: nodeops.rollout.rolling_update
+            tasks_from: main
           vars:
             rolling_update__action: cancel
         """,
@@ -81,6 +83,9 @@ TREE = {
     "roles/rolling_update/tasks/hooks.yml": """
         - name: A hook
           ansible.builtin.include_tasks: "{{ rolling_update__hook_file }}"
+        - name: Another role's main, not this one's
+          ansible.builtin.include_role:
+            name: other.collection.rolling
         """,
     "playbooks/serial.yml": """
         - name: A canary, then max_unavailable at a time
@@ -176,8 +181,8 @@ TREE = {
 
 EXPECTED = {
     "task_files": 5,
-    # main.yml 5 (its block and the two inside), node_group.yml 3, cancel.yml 1, upgrade.yml 2, hooks.yml 1
-    "tasks": 12,
+    # main.yml 5 (its block and the two inside), node_group.yml 3, cancel.yml 1, upgrade.yml 2, hooks.yml 2
+    "tasks": 13,
     "rolling_update__names": 15,
     # rolling_update__action == 'rollout' (a role variable compared), rolling_update__left | length > 0; not the
     # registered answer rolling_update__info.action == 'drain', nor the flags
@@ -190,7 +195,7 @@ EXPECTED = {
     # main.yml 1, node_group.yml 1, vars/main.yml 1; not the comment
     "run_record_calls": 3,
     "include_cycles": [["cancel.yml", "main.yml", "node_group.yml"], ["upgrade.yml"]],
-    "include_unresolved": ["hooks.yml: {{ rolling_update__hook_file }}.yml"],
+    "include_unresolved": ["hooks.yml: {{ rolling_update__hook_file }}"],
     "largest_module_utils_file": "plugins/module_utils/step.py",
     "largest_module_utils_lines": 28,
     "import_cycles_modules": [["group", "values"]],
