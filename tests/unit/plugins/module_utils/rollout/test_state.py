@@ -269,9 +269,5 @@ def test_group_state_reads_describe_output():
     assert rs.group_state(group)["surge_owed"] == 6
 
 
-def test_a_rollout_whose_target_is_its_previous_version_is_a_rollback():
+def test_the_state_tag_records_the_version_the_group_launched_before():
     assert rs.state_tags(_state(previous_version=4))[rs.TAG_STATE].endswith("ver=5 prev=4 at=2024-05-01T12:00:00Z")
-    assert not rs.rolling_back(_state(previous_version=4))
-    assert rs.rolling_back(_state(previous_version=4, target_version=4))
-    assert not rs.rolling_back(_state(previous_version=None, target_version=None))
-    assert not rs.rolling_back(None)
