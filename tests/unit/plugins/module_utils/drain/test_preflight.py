@@ -69,7 +69,7 @@ def test_preflight_with_waves_counts_a_budgets_pods_wave_by_wave():
     # drained together, 4 of its pods against 2 disruptions; in the waves the rollout drains, at most 2 in one wave
     assert kinds(eviction_preflight(nodes, pods, [budget]), "node-3") == ["pdb_insufficient"]
     apart = eviction_preflight(nodes, pods, [budget], waves=[["node-1"], ["node-2", "node-3"]])
-    assert all(entry["blockers"] == [] for entry in apart.values()), apart
+    assert sorted(apart) == ["node-1", "node-2", "node-3"] and all(entry["blockers"] == [] for entry in apart.values()), apart
     # a wave that holds more than the budget allows is named as one wave; a node in no wave counts with the others
     crowded = eviction_preflight(nodes, pods, [pdb("web", max_unavailable=1)], waves=[["node-1"], ["node-2"]])
     assert kinds(crowded, "node-1") == ["pdb_insufficient", "pdb_insufficient"] and kinds(crowded, "node-2") == []

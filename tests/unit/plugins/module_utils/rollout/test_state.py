@@ -83,6 +83,7 @@ def test_only_characters_every_aws_service_takes_in_tags():
     tags = rs.state_tags(_state(suspended_processes=["AZRebalance", "ScheduledActions"],
                                 restore_sizes={"min_size": 1, "max_size": 2, "desired_capacity": 3}))
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 +-=._:/@")
+    assert tags
     for value in tags.values():
         assert set(value) <= allowed, value
 
@@ -109,7 +110,7 @@ def test_what_is_written_reads_back_the_same(rollout_id, method, sizes, desired,
                    suspended_processes=processes,
                    restore_sizes=dict(zip(("min_size", "max_size", "desired_capacity"), restore)) if restore else None)
     tags = rs.state_tags(state)
-    assert all(len(value) <= rs.MAX_VALUE_LENGTH for value in tags.values())
+    assert tags and all(len(value) <= rs.MAX_VALUE_LENGTH for value in tags.values())
     assert rs.parse_state(tags, "workers") == state
 
 
