@@ -51,7 +51,9 @@ def assert_nothing_of_ours_left(sandbox):
     group = group_of(sandbox)
     assert not [tag["Key"] for tag in group["Tags"] if tag["Key"].startswith(PREFIX)]
     assert group["SuspendedProcesses"] == []
-    for node in sandbox.core().list_node().items:
+    nodes = sandbox.core().list_node().items
+    assert nodes, "the cluster has no node to check"
+    for node in nodes:
         assert not node.spec.unschedulable, node.metadata.name
         assert not [taint.key for taint in node.spec.taints or [] if taint.key.startswith(PREFIX)], node.metadata.name
         assert not [key for key in node.metadata.annotations or {} if key.startswith(PREFIX)], node.metadata.name

@@ -15,6 +15,7 @@ def assert_left_before_terminated(sandbox, old, size=3, max_unavailable=1):
     assert balancers["serving_without_ready_pods_seconds"] == 0, balancers
     assert balancers["targets_cut"] == 0, balancers["targets_cut_details"]
     events = sandbox.events()
+    assert old, "no old instance to check"
     for instance_id in old:
         left = [e for e in events if e["kind"] == "lb.target" and e["instance_id"] == instance_id and e["state"] == "draining"]
         assert [e["by"] for e in left] == ["load-balancer-controller"], left

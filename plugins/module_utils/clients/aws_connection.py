@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import traceback
 
 from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -460,35 +459,3 @@ def describe_aws_error(exc, operation, resource=None, params=None):
     if option is not None and _botocore_exceptions() and isinstance(exc, _botocore_exceptions().ConnectionError):
         return _one_line("%s: %s: %s" % (option, _unreached(params)[1], text))
     return _one_line("%s: %s" % (option, text) if option else text)
-
-
-def aws_error_details(exc):
-    """Structured facts about an AWS error, for fail_json: code, message, HTTP status and request id when known."""
-    code, message = aws_error_parts(exc)
-    details = dict(code=code, message=_one_line(message))
-    exceptions = _botocore_exceptions()
-    if exceptions and isinstance(exc, exceptions.ClientError):
-        metadata = exc.response.get("ResponseMetadata", {}) or {}
-        details["http_status"] = metadata.get("HTTPStatusCode")
-        details["request_id"] = metadata.get("RequestId")
-        details["attempts"] = (metadata.get("RetryAttempts") or 0) + 1
-    return details
-
-
-def fail_aws_error(module, exc, operation, resource=None, **extra):
-    """Fail the module with describe_aws_error's line first, the error's details and the traceback."""
-    module.fail_json(
-        msg=describe_aws_error(exc, operation, resource),
-        error=aws_error_details(exc),
-        exception=traceback.format_exc(),
-        **extra
-    )
-
-
-def boto3_versions():
-    """The installed boto3/botocore versions (None when missing), for results and error reports."""
-    if not HAS_BOTO3:
-        return dict(boto3=None, botocore=None)
-    import boto3  # pylint: disable=import-outside-toplevel
-    import botocore  # pylint: disable=import-outside-toplevel
-    return dict(boto3=boto3.__version__, botocore=botocore.__version__)

@@ -23,8 +23,7 @@ evictions through the same gates as real budgets (``drain.pacing``). Pure.
 from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import int_or_percent, is_int, scaled_value
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.budgets import pdbs_selecting
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, pod_is_ready, pod_is_terminating, pod_key
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import controller_of, pod_is_ready, pod_is_terminating
 
 # Gate keys of implicit budgets start with this: a PodDisruptionBudget's key is namespace/name, never this.
 IMPLICIT_PREFIX = "implicit:"
@@ -228,16 +227,3 @@ def finding_text(budget):
     source = ", at most %d unavailable as its rolling update" % budget["max_unavailable"] if budget["from_rolling_update"] else ""
     return "%s %s: %d replicas, no PodDisruptionBudget%s: %s (implicit budget; %s)" % (
         budget["kind"], budget["workload"], budget["replicas"], source, pace, OPTION_TEXT)
-
-
-def implicit_budgets_of(pods, pdbs, replicasets, deployments, statefulsets=None, statefulset_pods=None):
-    """``{pod key: implicit budget}`` for the pods of ``pods`` that no PodDisruptionBudget of ``pdbs`` covers and
-    whose workload has one (:func:`implicit_budget`)."""
-    found = {}
-    for pod in pods:
-        if pdbs_selecting(pod, pdbs):
-            continue
-        budget = implicit_budget(pod, replicasets, deployments, statefulsets, statefulset_pods)
-        if budget is not None:
-            found[pod_key(pod)] = budget
-    return found

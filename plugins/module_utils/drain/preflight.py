@@ -34,14 +34,6 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.rules import
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import homes, pinned_volumes
 
 
-# Blocker kinds reported by eviction_preflight and their severity: an "error" stops the drain under the
-# current options, a "warning" lets it finish with a cost (downtime, slower progress, a budget bypassed).
-BLOCKER_KINDS = ("pdb_zero", "pdb_insufficient", "multiple_pdbs", "naked_pod", "emptydir", "do_not_disrupt",
-                 "single_replica", "implicit_budget", "tolerates_all")
-# Blocker kinds of volume_findings: pods a persistent volume pins to a zone.
-VOLUME_BLOCKER_KINDS = ("zonal_volume", "volume_without_node")
-
-
 def _blocker(pod, kind, reason, severity, pdb=None, **extra):
     entry = {"pod": pod, "kind": kind, "reason": reason, "pdb": pdb, "severity": severity}
     entry.update(extra)

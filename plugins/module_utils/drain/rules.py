@@ -21,9 +21,6 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 DEFAULT_GRACE_SECONDS = 30
 
-# Blocker kinds that no amount of waiting resolves under the options given.
-PERMANENT_KINDS = ("naked_pod", "emptydir", "do_not_disrupt", "multiple_pdbs", "api_error")
-
 _MULTIPLE_PDBS_TEXT = "more than one poddisruptionbudget"
 _BUDGET_CAUSE_RE = re.compile(r"disruption budget\s+([^\s]+)\s+needs", re.IGNORECASE)
 

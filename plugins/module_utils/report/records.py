@@ -212,8 +212,6 @@ NODE_STATES = {
     "skipped": "drain skipped after its timeout: left cordoned",
     "terminated": "terminated (drained by an earlier run)",
 }
-# node_drain's statuses that mean its pods are still on it
-STUCK_STATUSES = ("failed", "timeout", "not drained")
 
 
 def node_state(row):

@@ -49,9 +49,6 @@ MICRO_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 DEFAULT_SECONDS = 120
 MIN_SECONDS = 15
 
-ACQUIRE_ACTIONS = ("create", "acquire", "take_over", "renew", "keep", "refuse")
-RELEASE_ACTIONS = ("release", "none", "refuse")
-
 _DNS_LABEL_CHARS = re.compile(r"[^a-z0-9]+")
 _RFC3339 = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$")
 

@@ -32,7 +32,6 @@ DRAIN_SUCCEEDED = "DrainSucceeded"
 DRAIN_BLOCKED = "DrainBlocked"
 DRAIN_FAILED = "DrainFailed"
 TERMINATING = "RolloutTerminating"
-WARNINGS = (DRAIN_BLOCKED, DRAIN_FAILED)
 # what a user should read into a taint the rollout put on, by its effect
 TAINT_MEANS = {"NoSchedule": "no new pod is scheduled here", "PreferNoSchedule": "new pods go to other nodes where they can",
                "NoExecute": "pods that do not tolerate it are evicted"}

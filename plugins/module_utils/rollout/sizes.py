@@ -273,18 +273,6 @@ def decrement_count(value, listed, field="decrement_desired_capacity"):
     return value
 
 
-def choose_decrements(instance_ids, members, count):
-    """The first ``count`` of ``instance_ids`` (in the order listed) that are members of the group; only a
-    member's termination can decrement desired."""
-    chosen = []
-    for instance_id in instance_ids:
-        if len(chosen) >= count:
-            break
-        if instance_id in members:
-            chosen.append(instance_id)
-    return chosen
-
-
 def check_decrement(current, count, state=None, group_name="the group"):
     """Refuse a decrement that AWS would refuse (desired below min) or that would take back more than the surge
     still owed by the recorded rollout (the group would end below its original size)."""

@@ -319,11 +319,6 @@ def group_state(group):
     return parse_state(tags_to_dict(group.get("Tags")), group.get("AutoScalingGroupName"))
 
 
-def rolling_back(state):
-    """Whether a recorded rollout is a rollback: it moves the group back to the version it launched before."""
-    return bool(state) and state.get("previous_version") is not None and state.get("previous_version") == state.get("target_version")
-
-
 def recorded_tags(tags):
     """The state tags present in a group's tags (``{key: value}``), in either format: for diffs and for clearing."""
     return {key: value for key, value in (tags or {}).items() if key in STATE_TAGS or key in LEGACY_TAGS}

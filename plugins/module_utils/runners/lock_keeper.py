@@ -131,7 +131,6 @@ class LockKeeper:
         self._stop = threading.Event()
         self._thread = None
         self._previous_handler = None
-        self.renewals = 0
         self.lost = None
 
     # --- the decision of one check ---------------------------------------------------------------------------------
@@ -147,7 +146,6 @@ class LockKeeper:
             return None
         try:
             self.held_until = self._renew()
-            self.renewals += 1
             return None
         except self._refused as exc:
             return "the lock of %s was lost while this module ran: %s" % (self.what, getattr(exc, "msg", str(exc)))

@@ -179,11 +179,13 @@ def test_detach_surges_as_kops_does_and_tags_every_detached_instance(sandbox):
     assert sizes(group) == (6, 6, 6) and len(in_service(group)) == 6 and not set(detached) & set(in_service(group))
     new = [instance for instance in group["Instances"] if instance["InstanceId"] not in old]
     assert len(new) == 2 and all(instance["LaunchTemplate"]["Version"] == "2" for instance in new)
-    for reservation in ec2.describe_instances(InstanceIds=detached)["Reservations"]:
-        for instance in reservation["Instances"]:
-            tags = {tag["Key"]: tag["Value"] for tag in instance["Tags"]}
-            assert instance["State"]["Name"] == "running"
-            assert tags[PREFIX + "detached"] == result["rollout_id"] and tags[PREFIX + "detached-from"] == GROUP
+    described = [instance for reservation in ec2.describe_instances(InstanceIds=detached)["Reservations"]
+                 for instance in reservation["Instances"]]
+    assert sorted(instance["InstanceId"] for instance in described) == sorted(detached) and len(detached) == 2
+    for instance in described:
+        tags = {tag["Key"]: tag["Value"] for tag in instance["Tags"]}
+        assert instance["State"]["Name"] == "running"
+        assert tags[PREFIX + "detached"] == result["rollout_id"] and tags[PREFIX + "detached-from"] == GROUP
     assert recorded_fields(group)["m"] == "detach" and recorded_fields(group)["surge"] == "2"
 
     again = surge(sandbox, method="detach", surge=2)

@@ -66,7 +66,9 @@ def test_validation_fails_then_passes_as_a_new_node_comes_up(sandbox):
 
     assert now["rc"] == 0 and not now["ok"] and now["evaluations"] == 1  # check mode: one look, no failure
     fresh = sorted(set(new_ids) - set(ids))[0]
-    assert fresh in now["missing"] or now["not_ready"], now["message"]
+    # not joined yet, or joined and not Ready yet
+    unborn = now["missing"] + [now["nodes"][name]["instance_id"] for name in now["not_ready"]]
+    assert fresh in unborn, now["message"]
 
     assert waited["rc"] == 0, waited["output"]
     assert waited["ok"] and waited["passes_done"] == 2 and waited["evaluations"] >= 3

@@ -266,6 +266,7 @@ def test_keyed_groups_compose_and_groups_make_the_groups_and_variables_the_sandb
     for instance_id, (name, zone) in expected.items():
         assert hostvars[name]["instance_id"] == instance_id and hostvars[name]["availability_zone"] == zone
         assert hostvars[name]["ansible_host"] == instance_id and hostvars[name]["rollout_status"] == "outdated"
+    assert by_zone and sum(len(names) for names in by_zone.values()) == len(expected)
     for zone, names in by_zone.items():
         assert members(listed, "zone_" + zone.replace("-", "_")) == sorted(names)
     assert members(listed, "status_outdated") == sorted(hostvars) and members(listed, "lt_1") == sorted(hostvars)

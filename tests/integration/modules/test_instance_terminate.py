@@ -63,6 +63,7 @@ def old_with_workload(sandbox, count):
 def drain_first(sandbox, instance_ids):
     """What the role does before it terminates: drain the instances' nodes, each of which holds workload pods."""
     nodes = [dns_name(sandbox, iid) for iid in instance_ids]
+    assert nodes, "no instance to drain"
     for node in nodes:
         assert_holds_workload(sandbox, node)
     drained = sandbox.run_module("node_drain", nodes=nodes, poll_interval=0.2, retry_max_delay=1.0)

@@ -263,7 +263,7 @@ def test_the_plan_shows_the_waves_and_the_fleets_time_and_changes_nothing(fleet)
     assert "wave canary: c-1 - 1 at once, 0 failures allowed, soak 5s, then gate " in plan.stdout
     assert "wave early: c-2, c-3 - 2 at once, 0 failures allowed: " in plan.stdout
     assert "wave rest: c-4, c-5, c-6 - 2 at once, 0 failures allowed: " in plan.stdout
-    assert all(requests == [] for requests in changed.values()), changed
+    assert sorted(changed) == list(CLUSTERS) and all(requests == [] for requests in changed.values()), changed
 
 
 def test_the_budget_spent_in_wave_two_starts_wave_three_on_no_worker(fleet):
@@ -290,6 +290,7 @@ def test_the_next_run_skips_what_rolled_retries_the_failure_and_caps_the_last_wa
     _wall, slices = fleet["second"]
     outputs = "\n".join(output_of(private) for _rc, private in slices)
     assert [rc for rc, _private in slices] == [0, 0, 0], outputs[-6000:]
+    assert sorted(fleet["after_second"]) == list(CLUSTERS)
     for name, (rolled, _requests) in fleet["after_second"].items():
         assert rolled, (name, outputs[-6000:])
     # the clusters the first run finished are not touched again
@@ -307,7 +308,7 @@ def test_one_process_keeps_the_same_order_and_cap(fleet):
     (wall, slices), back_on = fleet["back"]
     (rc, private), = slices
     assert rc == 0, output_of(private)[-6000:]
-    assert all(back_on.values()), back_on
+    assert sorted(back_on) == list(CLUSTERS) and all(back_on.values()), back_on
     spans = rolled_when([private])
     assert sorted(spans) == list(CLUSTERS), spans
     early, rest = [spans["c-2"], spans["c-3"]], [spans[name] for name in ("c-4", "c-5", "c-6")]
@@ -328,6 +329,7 @@ def test_one_process_keeps_the_same_order_and_cap(fleet):
 
 
 def test_every_clusters_invariant_report_is_clean(fleet):
+    assert sorted(fleet["reports"]) == list(CLUSTERS)
     for name, report in fleet["reports"].items():
         assert report["pdb_violations"] == 0 and report["killed_without_eviction"] == 0, name
 

@@ -150,5 +150,6 @@ def test_the_ledger_records_the_cluster_done_the_budget_unspent_and_the_next_wav
 
 
 def test_every_clusters_invariant_report_is_clean(relaunched):
+    assert sorted(relaunched["reports"]) == list(CLUSTERS)
     for name, report in relaunched["reports"].items():
         assert report["pdb_violations"] == 0 and report["killed_without_eviction"] == 0, name

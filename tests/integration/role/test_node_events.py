@@ -77,7 +77,9 @@ def test_the_nodes_tell_what_the_rollout_did_to_them_and_why(sandbox, tmp_path):
     # one run, named as the lock's holder, in every message
     assert len(runs) == 1 and RUN_ID.match(runs.pop()), runs
     # the new nodes were not touched, so they tell nothing of the rollout
-    for name, uid in group_nodes(sandbox).items():
+    new = group_nodes(sandbox)
+    assert len(new) == NODES, new
+    for name, uid in new.items():
         assert described(sandbox, name, uid) == [], name
 
 
@@ -117,6 +119,7 @@ def test_a_blocked_drain_names_the_pod_and_its_budget_on_the_node(sandbox):
     # two replicas and a budget that wants both (a single replica would be restarted on another node instead)
     pin(sandbox, node, [namespace("held"), deployment("held", "web", 2), budget("held", "web", "web", minAvailable=2)], "held", expect=2)
     pods = sorted(p.metadata.name for p in ready_on(sandbox, "held", node))
+    assert len(pods) == 2, pods
     events = {"run": "change-4711", "target": "launch template lt-0123 version 9"}
     result = sandbox.run_module("node_drain", nodes=[node], timeout_action="skip", poll_interval=0.2, events=events,
                                 module_args={"timeout": "5s"})

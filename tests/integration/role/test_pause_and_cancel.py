@@ -75,7 +75,9 @@ def test_a_pause_request_stops_the_rollout_cleanly_and_the_hooks_see_every_step(
     held = group_view(sandbox)
     assert held["state"]["id"] and held["suspended"] == [] and held["sizes"][2] > NODES, held
     # nothing cordoned or tainted that is not drained: only nodes awaiting their termination keep a mark
-    for node in sandbox.core().list_node().items:
+    nodes = sandbox.core().list_node().items
+    assert nodes, "the cluster has no node to check"
+    for node in nodes:
         annotations = node.metadata.annotations or {}
         marked = node.spec.unschedulable or any(taint.key in MARK_TAINTS for taint in node.spec.taints or [])
         if marked:

@@ -75,7 +75,7 @@ def test_an_abort_alarm_rolls_back_a_rollout_to_an_ssm_parameter_target(sandbox,
     assert result["rolled_back_from"]["version"] == 2 and result["target"]["version"] == 1, result
     assert "rolled back at" in out and "to launch template version 1" in out
     # a real rollout was undone: instances of version 2 served, and a rollback's steps drained them
-    assert launched_versions(sandbox, since) == ["2"] or "2" in launched_versions(sandbox, since)
+    assert "2" in launched_versions(sandbox, since)
     assert any(batch["rollback"] for batch in result["batches"]) and any(not batch["rollback"] for batch in result["batches"])
     assert_back_where_it_was(sandbox, before)
     figures = assert_invariants(sandbox.report(), NODES, MAX_UNAVAILABLE)

@@ -73,7 +73,7 @@ def test_a_pause_request_ends_the_run_cleanly_and_the_next_run_finishes(start_sa
     # nothing cordoned or tainted that is not drained
     assert all(marks == ["nodeops.rollout/outdated", "cordon (ours)"] for marks in node_marks(sandbox).values()), node_marks(sandbox)
     assert "not replaced: node group %s paused" % GROUP in out, out[-3000:]
-    assert all(failed == 0 for _ok, failed in recap(out).values()), recap(out)
+    assert recap(out) and all(failed == 0 for _ok, failed in recap(out).values()), recap(out)
 
     delete_tag(sandbox, PAUSE_TAG)
     rc, out, results = serial(sandbox, tmp_path)

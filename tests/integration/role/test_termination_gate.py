@@ -41,7 +41,9 @@ def assert_rolled_and_clean(sandbox, original, version):
     assert {instance["LaunchTemplate"]["Version"] for instance in group["Instances"]} == {str(version)}
     assert not [tag for tag in group["Tags"] if tag["Key"].startswith("nodeops.rollout/")]
     assert group["SuspendedProcesses"] == []
-    for node in sandbox.core().list_node().items:
+    nodes = sandbox.core().list_node().items
+    assert nodes, "the cluster has no node to check"
+    for node in nodes:
         assert not node.spec.unschedulable, node.metadata.name
         assert not [taint for taint in node.spec.taints or [] if taint.key == TAINT], node.metadata.name
         assert "nodeops.rollout/cordoned" not in (node.metadata.annotations or {}), node.metadata.name
@@ -49,7 +51,9 @@ def assert_rolled_and_clean(sandbox, original, version):
 
 
 def assert_deployments_whole(sandbox):
-    for deployment in sandbox.apps().list_namespaced_deployment("shop").items:
+    deployments = sandbox.apps().list_namespaced_deployment("shop").items
+    assert deployments, "no Deployment in namespace shop"
+    for deployment in deployments:
         assert (deployment.status.ready_replicas or 0) == deployment.spec.replicas, deployment.metadata.name
 
 

@@ -295,7 +295,8 @@ def test_plan_prints_the_plan_of_both_clusters_and_changes_nothing(tmp_path_fact
             for group in autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=list(GROUPS))["AutoScalingGroups"]:
                 assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (NODES_PER_GROUP,) * 3
                 assert str(group["LaunchTemplate"]["Version"]) in ("1", "$Default", "$Latest"), group["LaunchTemplate"]
-            assert all(not n.spec.unschedulable and not n.spec.taints for n in handle.core().list_node().items), name
+            listed = handle.core().list_node().items
+            assert listed and all(not n.spec.unschedulable and not n.spec.taints for n in listed), name
         for name in handles:
             assert "ok: [%s]" % name in output
         # Per group: the outdated nodes, the surge and the batches, and the blockers line.
@@ -304,7 +305,7 @@ def test_plan_prints_the_plan_of_both_clusters_and_changes_nothing(tmp_path_fact
         assert output.count("surge %d, max unavailable %d" % (SURGE, MAX_UNAVAILABLE)) == len(CLUSTERS) * len(GROUPS), output[-6000:]
         assert output.count('"blockers: ') == len(CLUSTERS) * len(GROUPS), output[-6000:]
         nodes = [n.metadata.name for handle in handles.values() for n in handle.core().list_node().items]
-        assert all(node in output for node in nodes), "a node missing from the printed batches"
+        assert nodes and all(node in output for node in nodes), "a node missing from the printed batches"
     finally:
         for handle in handles.values():
             handle.stop()

@@ -78,7 +78,9 @@ def test_a_closing_window_pauses_between_steps_and_the_next_run_resumes(sandbox,
     assert held["state"]["id"] and held["suspended"] == [] and held["sizes"][2] > NODES, held
     marked = node_marks(sandbox)
     assert marked, "the drained nodes wait, cordoned, for their termination"
-    for node in sandbox.core().list_node().items:
+    nodes = sandbox.core().list_node().items
+    assert nodes, "the cluster has no node to check"
+    for node in nodes:
         annotations = node.metadata.annotations or {}
         if node.metadata.name in marked:
             assert node.spec.unschedulable and CORDONED in annotations and DRAINED_AT in annotations, node.metadata.name

@@ -81,6 +81,7 @@ def test_the_connection_groups_extend_the_groups_of_amazon_aws_and_kubernetes_co
 
 def test_the_other_groups_connection_reaches_the_modules_of_our_groups_and_never_the_ledger():
     # the ledger is in none of our groups, and group/aws or amazon.aws's group set for the clusters must not reach it
+    assert len(MODULE_NAMES) > 1 and LEDGER_MODULES, MODULE_NAMES
     for name in MODULE_NAMES + list(LEDGER_MODULES):
         action = importlib.import_module("ansible_collections.nodeops.rollout.plugins.action." + name).ActionModule
         assert action.group_defaults is (name not in LEDGER_MODULES), name

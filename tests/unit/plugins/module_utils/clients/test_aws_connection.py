@@ -292,8 +292,6 @@ def test_throttling_beyond_max_attempts_is_reported_in_one_line(no_backoff_sleep
     assert len(attempts) == 2
     assert describe_aws_error(err.value, "DescribeAutoScalingGroups", "Auto Scaling group 'web'") == (
         "DescribeAutoScalingGroups on Auto Scaling group 'web': Throttling: Rate exceeded (gave up after 2 attempts)")
-    details = aws.aws_error_details(err.value)
-    assert details["code"] == "Throttling" and details["attempts"] == 2 and details["http_status"] == 400
 
 
 # --- describe_aws_error ---------------------------------------------------------------------------------------------
@@ -348,18 +346,6 @@ def test_describe_param_validation_error_is_one_line():
     line = describe_aws_error(err.value, "SetDesiredCapacity", "Auto Scaling group 'web'")
     assert line.startswith("SetDesiredCapacity on Auto Scaling group 'web': ParamValidationError: Parameter validation failed:")
     assert "DesiredCapacity" in line and "\n" not in line
-
-
-def test_fail_aws_error_puts_the_line_first_and_the_details_beside_it(run_module):
-    error = ClientError({"Error": {"Code": "AccessDenied", "Message": "User is not authorized"},
-                         "ResponseMetadata": {"HTTPStatusCode": 403, "RequestId": "req-9"}}, "TerminateInstanceInAutoScalingGroup")
-    with pytest.raises(run_module.ModuleExit) as err:
-        run_module(AWS_ARGUMENT_SPEC, dict(region="us-east-1"),
-                   lambda m: aws.fail_aws_error(m, error, "TerminateInstanceInAutoScalingGroup", "instance i-0abc"))
-    result = err.value.result
-    assert result["msg"] == "TerminateInstanceInAutoScalingGroup on instance i-0abc: AccessDenied: User is not authorized"
-    assert result["error"] == {"code": "AccessDenied", "message": "User is not authorized", "http_status": 403,
-                               "request_id": "req-9", "attempts": 1}
 
 
 def test_collection_version_matches_galaxy_yml():

@@ -53,7 +53,9 @@ def test_the_kubernetes_table_is_every_rule_of_docs_rbac_yaml_in_its_order():
 def test_the_roles_of_the_table_are_bound_to_the_service_account_and_the_group():
     bindings = {(item["roleRef"]["kind"], item["roleRef"]["name"]): item for item in documented_rbac()
                 if item["kind"] in ("RoleBinding", "ClusterRoleBinding")}
-    for kind, name in sorted({(rule.kind, rule.name) for rule in permissions.KUBE_RULES}):
+    roles = sorted({(rule.kind, rule.name) for rule in permissions.KUBE_RULES})
+    assert roles, "the table has no rule"
+    for kind, name in roles:
         subjects = [(subject["kind"], subject["name"]) for subject in bindings[(kind, name)]["subjects"]]
         assert subjects == [("ServiceAccount", "nodeops-rollout"), ("Group", "nodeops-rollout")]
 
@@ -87,6 +89,7 @@ def test_an_operation_names_one_action_of_the_policy():
 def test_every_optional_action_is_outside_the_policy_and_named_in_docs_iam_md():
     with open(os.path.join(COLLECTION, "docs", "iam.md"), encoding="utf-8") as stream:
         text = stream.read()
+    assert permissions.AWS_OPTIONAL_ACTIONS
     for action in permissions.AWS_OPTIONAL_ACTIONS:
         assert permissions.aws_statements(action) == ()
         assert "`%s`" % action in text

@@ -10,14 +10,13 @@ import pytest
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.implicit import (
     finding_text,
     implicit_budget,
-    implicit_budgets_of,
     implicit_status,
     selector_text,
     unknown_replicasets,
     workload_pods,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import drain_preflight, eviction_preflight
-from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import pdb, pod
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.plan_builders import pod
 
 
 def deployment(name="worker", replicas=2, strategy=None, namespace="shop"):
@@ -99,16 +98,6 @@ def test_a_replicaset_without_deployment_and_a_statefulset():
     sts["spec"]["updateStrategy"] = {}
     assert implicit_budget(member, {}, {}, statefulsets={"shop/db": sts})["max_unavailable"] == 1
     assert implicit_budget(member, {}, {}, statefulset_pods={"shop/db": 1}) is None
-
-
-def test_only_pods_no_budget_covers_get_one():
-    dep = deployment()
-    covered = worker("worker-0")
-    free = worker("worker-1", rs="worker-abc")
-    free["metadata"]["labels"] = {"app": "worker", "tier": "free"}
-    covering = pdb("worker", namespace="shop", selector={"matchLabels": {"tier": "free"}}, min_available=1)
-    found = implicit_budgets_of([covered, free], [covering], {"shop/worker-abc": replicaset()}, {"shop/worker": dep})
-    assert list(found) == ["shop/worker-0"]
 
 
 # ---- its status: the workload's Ready pods cluster-wide --------------------------------------------------------------

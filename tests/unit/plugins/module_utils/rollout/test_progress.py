@@ -115,6 +115,7 @@ def test_a_serial_batch_s_end_says_batch_done_with_the_group_s_time_left_and_the
     assert [progress for _step, progress in lines[:-1] if progress["line"].endswith(" done")] == []
     # the time left never falls faster than the time passing (with a step's slack), from the first replacement on
     timed = [(now, progress["left_seconds"]) for now, progress in lines if progress["replaced"]]
+    assert len(timed) > 2, timed
     for (before, left_before), (after, left_after) in zip(timed, timed[1:-1]):
         assert left_before - left_after <= (after - before) + 60, (before, left_before, after, left_after)
     # without the group's steps the clock of each batch starts again, and the estimate jumps

@@ -81,8 +81,11 @@ def test_the_html_report_lands_beside_the_json_result_and_the_sections_are_settl
 
 def test_the_aws_retry_options_are_taken():
     # the modules' retry_mode and max_attempts (AWS_ARGUMENT_SPEC), a survey's string count included
-    settle(aws={"region": "eu-west-1", "retry_mode": "adaptive", "max_attempts": "4"})
-    settle(aws={"retry_mode": "standard", "max_attempts": 10})
+    # (the connection options go to the modules as given: the settings are those of no options at all)
+    defaults = settle()
+    assert settle(aws={"region": "eu-west-1", "retry_mode": "adaptive", "max_attempts": "4"}) == defaults
+    assert settle(aws={"retry_mode": "standard", "max_attempts": 10}) == defaults
+    assert settle(aws={"max_attempts": " 1 "}) == defaults
 
 
 @pytest.mark.parametrize("change, expected", [

@@ -194,14 +194,6 @@ def test_decrement_count_refuses_with_the_field_and_range(value):
                                 "3 (the number of instance_ids)" % (value,))
 
 
-@given(st.lists(st.sampled_from(["i-a", "i-b", "i-c", "i-d", "i-e"]), unique=True, max_size=5),
-       st.sets(st.sampled_from(["i-a", "i-b", "i-c", "i-d", "i-e"])), st.integers(0, 5))
-def test_choose_decrements_takes_members_in_listed_order(ids, members, count):
-    chosen = gs.choose_decrements(ids, members, count)
-    assert len(chosen) <= count and set(chosen) <= members
-    assert chosen == [instance_id for instance_id in ids if instance_id in members][:count]
-
-
 def test_check_decrement_refuses_going_below_min_or_the_owed_surge():
     with pytest.raises(PlanError, match="below its min size 6; decrement at most 0"):
         gs.check_decrement(_sizes(6, 6, 6), 1, None, "workers")

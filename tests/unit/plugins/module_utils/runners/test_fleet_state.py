@@ -14,7 +14,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.fleet import ledge
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.fleet_state import run_fleet_state
 from ansible_collections.nodeops.rollout.plugins.modules import fleet_state as fleet_state_module
 from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.aws_world import AUTH, REGION
-from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fleet.test_fleet_ledger import pinned
+from ansible_collections.nodeops.rollout.tests.unit.plugins.module_utils.fleet.test_ledger import pinned
 
 TABLE = "nodeops-fleet"
 

@@ -152,7 +152,7 @@ def test_bad_options_are_refused_by_name_before_any_call(params, field):
     base = dict(OPTIONS, **params)
     with pytest.raises(PlanError) as raised:
         check_options(base)
-    assert str(raised.value).startswith(field) or field in str(raised.value)
+    assert str(raised.value).startswith(field)
 
 
 def test_new_nodes_are_the_up_to_date_instances_launched_since_the_rollout_started_with_their_ready_time():

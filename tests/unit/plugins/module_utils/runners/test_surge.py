@@ -113,10 +113,12 @@ def test_detach_surges_as_kops_does(world, run):
     assert set(result["detached_instances"]) <= set(before)
     assert world.sizes() == (3, 6, 3)   # desired not decremented: the group launched two replacements
     assert not set(result["detached_instances"]) & set(world.member_ids()) and len(world.member_ids()) == 3
-    for reservation in world.ec2.describe_instances(InstanceIds=result["detached_instances"])["Reservations"]:
-        for instance in reservation["Instances"]:
-            tags = tags_to_dict(instance["Tags"])
-            assert tags[TAG_INSTANCE_DETACHED] == result["rollout_id"] and tags[TAG_INSTANCE_DETACHED_FROM] == "workers"
+    described = [instance for reservation in world.ec2.describe_instances(InstanceIds=result["detached_instances"])["Reservations"]
+                 for instance in reservation["Instances"]]
+    assert sorted(instance["InstanceId"] for instance in described) == sorted(result["detached_instances"])
+    for instance in described:
+        tags = tags_to_dict(instance["Tags"])
+        assert tags[TAG_INSTANCE_DETACHED] == result["rollout_id"] and tags[TAG_INSTANCE_DETACHED_FROM] == "workers"
     assert recorded_state(world)["surge_owed"] == 0
     again = run("asg_surge", name="workers", method="detach", surge=2)
     assert again["changed"] is False and again["detached_instances"] == []

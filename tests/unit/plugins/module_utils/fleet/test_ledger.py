@@ -10,10 +10,9 @@ import datetime
 
 import pytest
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.fleet import ledger
-from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import (
-    checked_budget, checked_forks, checked_settings, checked_waves, pinned_groups, resolved_waves, wave_of)
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
+from ansible_collections.nodeops.rollout.plugins.module_utils.fleet import ledger
+from ansible_collections.nodeops.rollout.plugins.module_utils.fleet.waves import checked_budget, checked_waves, wave_of
 
 T0 = datetime.datetime(2026, 11, 29, 8, 0, 0, tzinfo=datetime.timezone.utc)
 WAVES = [{"name": "canary", "clusters": ["canary"]},
@@ -156,35 +155,6 @@ def test_a_paused_rollout_is_pending_not_a_failure():
     assert ledger.outcome_of({"node_groups": [{"name": "ng", "status": "replaced", "target": {}}]})[0] == "succeeded"
 
 
-@pytest.mark.parametrize("waves, message", [
-    ([], r"fleet_waves: \[\] is not allowed"),
-    ([{"name": "a", "clusters": ["x"], "max_concurrency": 0}], r"fleet_waves\[0\].max_concurrency: 0 is not allowed"),
-    ([{"name": "a", "clusters": ["x"], "soak": "ten"}], r"fleet_waves\[0\].soak: 'ten' is not allowed"),
-    ([{"name": "a", "clusters": []}], r"fleet_waves\[0\].clusters: \[\] is not allowed"),
-    ([{"name": "a", "clusters": ["x"], "size": 3}], r"fleet_waves\[0\].size: not a key of a wave"),
-    ([{"name": "a", "clusters": ["x"]}, {"name": "a", "clusters": ["y"]}], r"fleet_waves\[1\].name: 'a' is not allowed"),
-])
-def test_bad_waves_are_refused_naming_the_field(waves, message):
-    with pytest.raises(PlanError, match=message):
-        checked_waves(waves)
-
-
-def test_percentages_round_down_and_a_wave_rolls_at_least_one():
-    waves = resolved_waves(checked_waves([{"name": "a", "clusters": ["x"], "max_concurrency": "10%", "max_failed_clusters": "50%"}]), [5])
-    assert (waves[0]["max_concurrency"], waves[0]["max_failed_clusters"]) == (1, 2)
-
-
-def test_targets_are_pinned_as_resolved_today():
-    specs = [{"name": "a", "ssm_parameter": "/eks/ami", "max_unavailable": 2}, {"name": "b", "launch_template_version": "$Latest"}]
-    targets = [{"target": {"image_id": "ami-1", "version": 7}, "previous_image_id": "ami-0", "previous_version": 6},
-               {"target": {"image_id": "ami-2", "version": 9}, "previous_image_id": "ami-2", "previous_version": 8}]
-    groups, before = pinned_groups(specs, targets)
-    assert groups == [{"name": "a", "max_unavailable": 2, "image_id": "ami-1"}, {"name": "b", "launch_template_version": "9"}]
-    assert before == [{"name": "a", "image_id": "ami-0", "version": 6}, {"name": "b", "image_id": "ami-2", "version": 8}]
-    with pytest.raises(PlanError, match="a: its target did not resolve: SSM parameter not found"):
-        pinned_groups(specs[:1], [{"msg": "SSM parameter not found"}])
-
-
 def test_a_cluster_whose_target_did_not_resolve_is_left_out_and_holds_no_one_back():
     conf = settings(workers=1)
     doc = ledger.new("fleet-1", conf, T0)
@@ -194,18 +164,6 @@ def test_a_cluster_whose_target_did_not_resolve_is_left_out_and_holds_no_one_bac
     assert ledger.claim(doc, "c-1", "run-1", at(0), GATE_TIMEOUT) == (
         ledger.SKIP, "left out of the plan, its target did not resolve: ng: SSM parameter /x not found")
     assert ledger.claim(doc, "c-2", "run-1", at(0), GATE_TIMEOUT) == (ledger.START, None)
-
-
-def test_a_worker_needs_a_fork_for_each_of_its_clusters():
-    assert checked_forks(6, 6) == 6 and checked_forks(None, 9) is None
-    with pytest.raises(PlanError, match=r"forks: 5 is not allowed for a worker of 6 clusters; .* give at least 6"):
-        checked_forks(5, 6)
-
-
-@pytest.mark.parametrize("workers", [0, -1, "3", True])
-def test_the_number_of_workers_is_a_whole_number_of_at_least_one(workers):
-    with pytest.raises(PlanError, match=r"fleet_workers: .* is not allowed; give how many workers"):
-        checked_settings(WAVES, None, workers)
 
 
 def test_a_relaunched_worker_starts_its_cluster_again_knowing_the_stopped_attempts_lock_holder():
