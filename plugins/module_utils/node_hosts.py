@@ -173,6 +173,44 @@ def batch_instances(batch, hostvars):
     return found
 
 
+def resolved_counts(reads):
+    """``{group: count}``: each node group's max_unavailable as node_group_info resolved it against the group's size (its
+    plan's ``batch_size``), from ``reads``, that module's results (one per group; a group not read is left out)."""
+    counts = {}
+    for read in reads or ():
+        for group in (read or {}).get("node_groups") or ():
+            counts[group["name"]] = (group.get("plan") or {}).get("batch_size")
+    return counts
+
+
+def serial_batches(hosts, hostvars, counts):
+    """The serial playbook's batches, as its play's ``serial`` takes them: a list of batch sizes over ``hosts`` (the
+    play's hosts, in the order the play takes them, ``ansible_play_hosts_all``), each batch the hosts of one node group:
+    a canary of one first, then at most the group's ``counts`` (``{group: its max_unavailable resolved against its size}``,
+    1 for a group not named). A batch also ends where the next host is of another group, so the batches are right
+    whatever order the hosts come in (the inventory plugin lists each group's hosts together; a host pattern that mixes
+    the groups' hosts makes smaller batches, never one over a group's count). Raises RolloutError naming a host that is
+    not an instance of this inventory (:func:`batch_instances`)."""
+    if not isinstance(hosts, (list, tuple)):
+        raise RolloutError("hosts: %r is not allowed; use the play's hosts (ansible_play_hosts_all)" % (hosts,))
+    batch_instances(hosts, hostvars)
+    sizes, started = [], set()
+    group, size, limit = None, 0, 0
+    for host in hosts:
+        name = hostvars[host]["node_group"]
+        if size and (name != group or size >= limit):
+            sizes.append(size)
+            size = 0
+        if not size:
+            group = name
+            limit = int((counts or {}).get(name) or 1) if name in started else 1
+            started.add(name)
+        size += 1
+    if size:
+        sizes.append(size)
+    return sizes or [1]
+
+
 # The parts of the serial playbook (the role's rolling_update__serial_part); 'none' is every other run.
 SERIAL_PARTS = ("none", "start", "batch", "finish")
 
