@@ -26,10 +26,10 @@ options:
     description: Every host's variables (C(hostvars)).
     type: dict
     required: true
-  reads:
+  node_groups:
     description:
-      - The results of M(nodeops.rollout.node_group_info), one per node group (a loop's C(results)) - each group's
-        count is its plan's C(batch_size), its C(max_unavailable) resolved against its size; 1 for a group not read.
+      - The run's node groups (C(nodeops.rollout.resolved_settings)), each C(name) with C(max_unavailable) its count,
+        an integer resolved against its size; 1 for a group not listed.
     type: list
     elements: dict
     required: true
@@ -38,7 +38,7 @@ options:
 EXAMPLES = r"""
 - name: Batch the nodes, each group by its own count
   ansible.builtin.set_fact:
-    batches: "{{ ansible_play_hosts_all | nodeops.rollout.serial_batches(hostvars, groups_read.results) }}"
+    batches: "{{ ansible_play_hosts_all | nodeops.rollout.serial_batches(hostvars, [{'name': 'workers', 'max_unavailable': 2}]) }}"
 """
 
 RETURN = r"""
@@ -51,12 +51,12 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import resolved_counts, serial_batches
+from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import serial_batches
 
 
-def serial_batches_filter(hosts, hostvars, reads):
+def serial_batches_filter(hosts, hostvars, node_groups):
     try:
-        return serial_batches(hosts, hostvars, resolved_counts(reads))
+        return serial_batches(hosts, hostvars, node_groups)
     except RolloutError as exc:
         raise AnsibleFilterError(str(exc)) from None
 

@@ -21,7 +21,6 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.node_hosts import 
     group_name,
     run_groups,
     host_entries,
-    resolved_counts,
     serial_batches,
 )
 
@@ -153,26 +152,29 @@ def _serial_hostvars(groups):
     return {host: {"node_group": group, "instance_id": "i-" + host} for group, hosts in groups for host in hosts}
 
 
+def _counts(**counts):
+    return [{"name": name, "max_unavailable": count} for name, count in counts.items()]
+
+
 def test_the_serial_batches_are_each_group_s_canary_then_its_own_count():
     hostvars = _serial_hostvars([("a", ["a1", "a2", "a3", "a4"]), ("b", ["b1", "b2", "b3", "b4", "b5"])])
     hosts = ["a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4", "b5"]
     # a: 1 + 2 + 1; b (its own count 3): 1 + 3 + 1 - never a batch across the two groups
-    assert serial_batches(hosts, hostvars, {"a": 2, "b": 3}) == [1, 2, 1, 1, 3, 1]
-    # a group not resolved goes one at a time; a count over the group's hosts takes them all after the canary
-    assert serial_batches(hosts, hostvars, {"b": 10}) == [1, 1, 1, 1, 1, 4]
+    assert serial_batches(hosts, hostvars, _counts(a=2, b=3)) == [1, 2, 1, 1, 3, 1]
+    # a group not listed goes one at a time; a count over the group's hosts takes them all after the canary
+    assert serial_batches(hosts, hostvars, _counts(b=10)) == [1, 1, 1, 1, 1, 4]
     # mixed hosts: a batch ends where the next host is of another group (each group's canary still first)
-    assert serial_batches(["a1", "b1", "a2", "a3", "b2", "b3"], hostvars, {"a": 2, "b": 2}) == [1, 1, 2, 2]
-    assert serial_batches([], {}, {}) == [1]
+    assert serial_batches(["a1", "b1", "a2", "a3", "b2", "b3"], hostvars, _counts(a=2, b=2)) == [1, 1, 2, 2]
+    assert serial_batches([], {}, []) == [1]
 
 
-def test_the_serial_batches_read_each_group_s_resolved_count_from_node_group_info():
-    reads = [{"node_groups": [{"name": "a", "plan": {"batch_size": 2}}]}, {"msg": "not found", "failed": True},
-             {"node_groups": [{"name": "b", "plan": {"batch_size": 3}}]}]
-    assert resolved_counts(reads) == {"a": 2, "b": 3}
+def test_the_serial_batches_are_refused_without_resolved_counts_or_hosts_of_the_inventory():
     hostvars = _serial_hostvars([("a", ["a1", "a2", "a3"]), ("b", ["b1", "b2"])])
-    by_reads = SerialBatches().filters()["serial_batches"]
-    assert by_reads(["a1", "a2", "a3", "b1", "b2"], hostvars, reads) == [1, 2, 1, 1]
+    by_groups = SerialBatches().filters()["serial_batches"]
+    assert by_groups(["a1", "a2", "a3", "b1", "b2"], hostvars, _counts(a=2, b=3)) == [1, 2, 1, 1]
+    with pytest.raises(AnsibleFilterError, match=r"node_groups\[1\].max_unavailable: '50%' is not allowed; use the group's resolved count"):
+        by_groups(["a1"], hostvars, _counts(a=2, b="50%"))
     with pytest.raises(AnsibleFilterError, match="host cluster-1 has no node_group and instance_id"):
-        by_reads(["cluster-1"], {"cluster-1": {}}, reads)
+        by_groups(["cluster-1"], {"cluster-1": {}}, [])
     with pytest.raises(AnsibleFilterError, match="hosts: 'a1' is not allowed"):
-        by_reads("a1", hostvars, reads)
+        by_groups("a1", hostvars, [])
