@@ -177,9 +177,10 @@ def serial_batches(hosts, hostvars, node_groups):
     """The serial playbook's batches, as its play's ``serial`` takes them: a list of batch sizes over ``hosts`` (the
     play's hosts, in the order the play takes them, ``ansible_play_hosts_all``), each batch the hosts of one node group:
     a canary of one first, then at most the group's count: its ``max_unavailable`` in ``node_groups`` (the run's, as
-    the role resolved them against each group's size: an integer; 1 for a group not listed). A batch also ends where the next host is of another group, so the batches are right
-    whatever order the hosts come in (the inventory plugin lists each group's hosts together; a host pattern that mixes
-    the groups' hosts makes smaller batches, never one over a group's count). Raises RolloutError naming a host that is
+    the role resolved them against each group's size: an integer; 1 for a group not listed). A batch also ends where
+    the next host is of another group, so the batches are right whatever order the hosts come in (the inventory plugin
+    lists each group's hosts together; a host pattern that mixes the groups' hosts makes smaller batches, never one
+    over a group's count). Raises RolloutError naming a host that is
     not an instance of this inventory (:func:`batch_instances`)."""
     if not isinstance(hosts, (list, tuple)):
         raise RolloutError("hosts: %r is not allowed; use the play's hosts (ansible_play_hosts_all)" % (hosts,))
