@@ -401,6 +401,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.event_writer import EVENTS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.options import DEFAULT_TIMEOUT
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_drain import run_node_drain
 
@@ -412,7 +413,7 @@ def argument_spec():
     spec.update(EVENTS_ARGUMENT_SPEC)
     spec.update(
         nodes=dict(type="list", elements="str", required=True),
-        timeout=dict(type="raw", default="15m"),
+        timeout=dict(type="raw", default=DEFAULT_TIMEOUT),
         timeout_action=dict(type="str", choices=list(TIMEOUT_ACTIONS), default="fail"),
         force=dict(type="bool", default=False),
         grace_period=dict(type="raw"),

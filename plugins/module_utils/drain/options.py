@@ -11,12 +11,16 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.pods import drain_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import wave_lists
 
+# node_drain's timeout when none is given (the module's argument spec takes it from here; the role's own default is in
+# its defaults and argument spec, which the role's unit test keeps equal)
+DEFAULT_TIMEOUT = "15m"
+
 
 class DrainOptions:
     """The module's drain options, validated (raises PlanError naming the field)."""
 
     def __init__(self, params):
-        self.timeout = parse_duration(params.get("timeout", "15m"), "timeout")
+        self.timeout = parse_duration(DEFAULT_TIMEOUT if params.get("timeout") is None else params["timeout"], "timeout")
         self.timeout_action = params.get("timeout_action") or "fail"
         if self.timeout_action not in TIMEOUT_ACTIONS:
             raise PlanError("timeout_action: %r is not allowed; use one of %s"

@@ -24,7 +24,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import lea
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import ON_FAILURE
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import plan_step_seconds
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS, max_unavailable_count
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import check_target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import (
@@ -148,8 +148,14 @@ def check_label_key(value, field):
 
 
 def _count(value, field, allow_zero):
+    """A count checked as the modules check it: max_unavailable (``allow_zero`` false) by the one function that resolves
+    it (rollout.sizes ``max_unavailable_count``; node_group_info resolves it against the group's size, and
+    :func:`resolved_settings` keeps the result), max_surge as a whole number or a percentage."""
     try:
-        parse_int_or_percent(value, field, allow_zero=allow_zero)
+        if allow_zero:
+            parse_int_or_percent(value, field, allow_zero=True)
+        else:
+            max_unavailable_count(value, 0, field)
     except PlanError as exc:
         raise SettingsError(str(exc)) from None
     return value.strip() if isinstance(value, str) else value
@@ -346,6 +352,23 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
             # what a maintenance window must still hold to start a step: its drain, post-drain delay, replacements, validation
             "step_seconds": plan_step_seconds(post_drain_delay=delay, **estimate),
             "controls": rollout if action == "rollout" else rollout_controls()}
+
+
+def resolved_settings(settings, reads):
+    """``settings`` (:func:`check_role_settings`) with each node group's ``max_unavailable`` resolved, once, as the
+    count node_group_info worked out against the group's base size when the read-only pre-pass read it (its plan's
+    ``batch_size``, :func:`rollout.sizes.max_unavailable_count`): every later module of the run, and the serial
+    playbook's batches, are given that integer. ``reads``: node_group_info's results, one per node group (a group not
+    read keeps its setting: the run stops on it first)."""
+    counts = {}
+    for read in reads or ():
+        for group in (read or {}).get("node_groups") or ():
+            batch_size = (group.get("plan") or {}).get("batch_size")
+            if batch_size is not None:
+                counts[group["name"]] = batch_size
+    groups = [dict(group, max_unavailable=counts[group["name"]]) if group["name"] in counts else dict(group)
+              for group in settings.get("node_groups") or ()]
+    return dict(settings, node_groups=groups)
 
 
 def rollout_controls(bake=0, checkpoints=(), alarms=(), windows=(), respect_pause=False):

@@ -47,6 +47,13 @@ def max_unavailable_count(value, group_size, field="max_unavailable"):
     return max(1, min(EKS_MAX_UNAVAILABLE_QUOTA, count))
 
 
+def base_size(state, desired_capacity):
+    """The size a group's counts are resolved against (max_unavailable's percentage, the capacity floor): its desired
+    capacity before the rollout, as the rollout's state recorded it (``original_desired_capacity``), else the group's
+    desired capacity now (no rollout recorded yet)."""
+    return state["original_desired_capacity"] if state else desired_capacity
+
+
 def surge_count(value, az_count, max_unavailable, group_size, field="max_surge"):
     """How many extra instances to launch before draining.
 

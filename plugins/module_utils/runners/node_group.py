@@ -52,7 +52,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_events, skew
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_diff import plan_diff
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import payback_choice, sizes_of, surge_owed_now
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import base_size, max_unavailable_count, payback_choice, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback, taking_pods
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import (
@@ -81,7 +81,7 @@ _PUBLIC_INSTANCE_KEYS = ("instance_id", "az", "lifecycle_state", "health_status"
 def check_settings(params):
     """Refuse bad max_unavailable/max_surge/tags before any API call (the percentages need the group's size later)."""
     if params.get("max_unavailable") is not None:
-        parse_int_or_percent(params["max_unavailable"], "max_unavailable")
+        max_unavailable_count(params["max_unavailable"], 0)
     if params.get("join_timeout") not in (None, ""):
         parse_duration(params["join_timeout"], "join_timeout")
     if params.get("max_surge") is not None:
@@ -196,7 +196,7 @@ def describe_node_group(ec2, group, nodes, params, raw_nodes=None, target_groups
     if nodes is not None:
         join_nodes(records, nodes, raw_nodes)
     azs = group_azs(group)
-    group_size = state["original_desired_capacity"] if state else group["DesiredCapacity"]
+    group_size = base_size(state, group["DesiredCapacity"])
     plan_target = {"launch_template_id": target["launch_template_id"], "version": target["version"],
                    "image_id": target["image_id"]}
     override = params.get("target")

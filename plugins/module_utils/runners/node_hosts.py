@@ -173,6 +173,42 @@ def batch_instances(batch, hostvars):
     return found
 
 
+def serial_batches(hosts, hostvars, node_groups):
+    """The serial playbook's batches, as its play's ``serial`` takes them: a list of batch sizes over ``hosts`` (the
+    play's hosts, in the order the play takes them, ``ansible_play_hosts_all``), each batch the hosts of one node group:
+    a canary of one first, then at most the group's count: its ``max_unavailable`` in ``node_groups`` (the run's, as
+    the role resolved them against each group's size: an integer; 1 for a group not listed). A batch also ends where
+    the next host is of another group, so the batches are right whatever order the hosts come in (the inventory plugin
+    lists each group's hosts together; a host pattern that mixes the groups' hosts makes smaller batches, never one
+    over a group's count). Raises RolloutError naming a host that is
+    not an instance of this inventory (:func:`batch_instances`)."""
+    if not isinstance(hosts, (list, tuple)):
+        raise RolloutError("hosts: %r is not allowed; use the play's hosts (ansible_play_hosts_all)" % (hosts,))
+    batch_instances(hosts, hostvars)
+    counts = {}
+    for index, group in enumerate(node_groups or ()):
+        count = group.get("max_unavailable")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise RolloutError("node_groups[%d].max_unavailable: %r is not allowed; use the group's resolved count, an "
+                               "integer >= 1 (nodeops.rollout.resolved_settings)" % (index, count))
+        counts[group["name"]] = count
+    sizes, started = [], set()
+    group, size, limit = None, 0, 0
+    for host in hosts:
+        name = hostvars[host]["node_group"]
+        if size and (name != group or size >= limit):
+            sizes.append(size)
+            size = 0
+        if not size:
+            group = name
+            limit = counts.get(name, 1) if name in started else 1
+            started.add(name)
+        size += 1
+    if size:
+        sizes.append(size)
+    return sizes or [1]
+
+
 # The parts of the serial playbook (the role's rolling_update__serial_part); 'none' is every other run.
 SERIAL_PARTS = ("none", "start", "batch", "finish")
 

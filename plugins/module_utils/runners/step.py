@@ -48,7 +48,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control im
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, autoscaler_unprotected, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import failed_to_join, node_summary, nodes_by_instance, ready_since
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances, up_to_date_instances
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, sizes_of, surge_owed_now
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import base_size, max_unavailable_count, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_group import join_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import (
@@ -95,7 +95,7 @@ def check_options(params):
     delay = parse_duration(0 if params.get("post_drain_delay") is None else params["post_drain_delay"], "post_drain_delay")
     timeout = parse_duration("10m" if params.get("wait_timeout") is None else params["wait_timeout"], "wait_timeout", minimum=1)
     if params.get("max_unavailable") is not None:
-        max_unavailable_count(params["max_unavailable"], 1)
+        max_unavailable_count(params["max_unavailable"], 0)
     poll = params.get("poll_interval")
     if isinstance(poll, bool) or not isinstance(poll, (int, float)) or poll <= 0:
         raise PlanError("poll_interval: %r is not allowed; use a number of seconds > 0" % (poll,))
@@ -303,7 +303,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
                 if held:
                     holds[record["instance_id"]] = held
         sizes = sizes_of(group)
-        original = state["original_desired_capacity"] if state else sizes["desired_capacity"]
+        original = base_size(state, sizes["desired_capacity"])
         unavailable = max_unavailable_count(self.params.get("max_unavailable"), original)
         owed = surge_owed_now(state, sizes)
         if cancel:

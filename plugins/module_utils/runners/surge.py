@@ -44,6 +44,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes impo
     check_surge_syntax,
     detach_candidates,
     group_settled,
+    max_unavailable_count,
     resolve_surge,
     restore_sizes,
     resume_sizes,
@@ -64,14 +65,14 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state impo
     valid_rollout_id,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import TAG_INSTANCE_DETACHED
-from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, parse_duration, parse_int_or_percent
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, parse_duration
 
 
 def check_options(params):
     """Refuse bad options before any API call."""
     check_surge_syntax(params.get("surge"))
     if params.get("max_unavailable") is not None:
-        parse_int_or_percent(params["max_unavailable"], "max_unavailable")
+        max_unavailable_count(params["max_unavailable"], 0)
     previous = params.get("previous_version")
     if previous is not None and previous < 1:
         raise PlanError("previous_version: %r is not allowed; use a launch template version number (1 or more)" % (previous,))

@@ -4,7 +4,7 @@ settled (a group's own counts over the role's, durations in seconds, the lock's 
 import pytest
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import (
-    SettingsError, check_role_settings, check_variable_names, group_checks, role_error)
+    SettingsError, check_role_settings, check_variable_names, group_checks, resolved_settings, role_error)
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import TASKS_PER_STEP
 
 DEFAULTS = {
@@ -297,3 +297,29 @@ def test_a_yes_or_no_variable_that_is_no_boolean_is_refused_in_one_line_naming_i
         check_role_settings(dict(DEFAULTS, **{field: word}))
     assert check_role_settings(dict(DEFAULTS, rolling_update_plan="yes"))["plan_only"] is True
     assert check_role_settings(dict(DEFAULTS, rolling_update_plan="off"))["plan_only"] is False
+
+
+def test_each_group_s_max_unavailable_is_resolved_once_from_its_read():
+    """After the read-only pre-pass, every group carries the count its read resolved (a percentage of its size, its
+    own over the role's), an integer for every later module; a group not read keeps its setting."""
+    settings = settle(max_unavailable="50%", node_groups=[
+        {"name": "workers"}, {"name": "batch", "max_unavailable": "25%"}, {"name": "gone"}])
+    assert [group["max_unavailable"] for group in settings["node_groups"]] == ["50%", "25%", "50%"]
+    reads = [{"node_groups": [{"name": "workers", "plan": {"batch_size": 3}}]},
+             {"node_groups": [{"name": "batch", "plan": {"batch_size": 1}}]},
+             {"failed": True, "msg": "Auto Scaling group 'gone' not found"}]
+    resolved = resolved_settings(settings, reads)
+    assert [(group["name"], group["max_unavailable"]) for group in resolved["node_groups"]] == [
+        ("workers", 3), ("batch", 1), ("gone", "50%")]
+    assert resolved["node_groups"][0]["max_surge"] is None and resolved["seconds"] == settings["seconds"]
+    # the settings themselves are left as they were
+    assert settings["node_groups"][0]["max_unavailable"] == "50%"
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "rolling_update_max_unavailable: '0' is not allowed"),
+    ("150%", "rolling_update_max_unavailable: '150%' is not allowed"),
+])
+def test_max_unavailable_is_refused_by_the_function_that_resolves_it(value, message):
+    with pytest.raises(SettingsError, match=message):
+        settle(max_unavailable=value)

@@ -348,3 +348,11 @@ def test_surged_sizes_properties(original_max, desired, surge, limit):
         assert sizes["max_size"] == original_max + surge
     else:
         assert sizes["max_size"] <= max(limit, original_max)
+
+
+def test_a_group_s_counts_are_resolved_against_its_size_before_the_rollout():
+    """The base of max_unavailable's percentage and of the floor: the desired capacity the rollout recorded before its
+    surge, else the group's desired capacity now."""
+    state, surged = _state_after_surge(_sizes(3, 6, 4), 4)
+    assert gs.base_size(state, surged["desired_capacity"]) == 4 and gs.base_size(None, 8) == 8
+    assert max_unavailable_count("50%", gs.base_size(state, surged["desired_capacity"])) == 2

@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeops.rollout.plugins.filter.run_groups import FilterModule
 from ansible_collections.nodeops.rollout.plugins.inventory.nodes import InventoryModule
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
+from ansible_collections.nodeops.rollout.plugins.filter.serial_batches import FilterModule as SerialBatches
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_hosts import (
     batch_instances,
     check_host_filters,
@@ -20,6 +21,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_hosts
     group_name,
     run_groups,
     host_entries,
+    serial_batches,
 )
 
 TARGET = {"launch_template_id": "lt-1", "version": 2, "image_id": "ami-0000000000000new"}
@@ -143,3 +145,36 @@ def test_bad_filters_are_refused_naming_the_filter(filters, message):
     with pytest.raises(RolloutError) as err:
         check_host_filters(filters, "include_filters")
     assert str(err.value) == message
+
+
+def _serial_hostvars(groups):
+    """``{host: {"node_group", "instance_id"}}`` for ``[(group, [host, ...]), ...]``."""
+    return {host: {"node_group": group, "instance_id": "i-" + host} for group, hosts in groups for host in hosts}
+
+
+def _counts(**counts):
+    return [{"name": name, "max_unavailable": count} for name, count in counts.items()]
+
+
+def test_the_serial_batches_are_each_group_s_canary_then_its_own_count():
+    hostvars = _serial_hostvars([("a", ["a1", "a2", "a3", "a4"]), ("b", ["b1", "b2", "b3", "b4", "b5"])])
+    hosts = ["a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4", "b5"]
+    # a: 1 + 2 + 1; b (its own count 3): 1 + 3 + 1 - never a batch across the two groups
+    assert serial_batches(hosts, hostvars, _counts(a=2, b=3)) == [1, 2, 1, 1, 3, 1]
+    # a group not listed goes one at a time; a count over the group's hosts takes them all after the canary
+    assert serial_batches(hosts, hostvars, _counts(b=10)) == [1, 1, 1, 1, 1, 4]
+    # mixed hosts: a batch ends where the next host is of another group (each group's canary still first)
+    assert serial_batches(["a1", "b1", "a2", "a3", "b2", "b3"], hostvars, _counts(a=2, b=2)) == [1, 1, 2, 2]
+    assert serial_batches([], {}, []) == [1]
+
+
+def test_the_serial_batches_are_refused_without_resolved_counts_or_hosts_of_the_inventory():
+    hostvars = _serial_hostvars([("a", ["a1", "a2", "a3"]), ("b", ["b1", "b2"])])
+    by_groups = SerialBatches().filters()["serial_batches"]
+    assert by_groups(["a1", "a2", "a3", "b1", "b2"], hostvars, _counts(a=2, b=3)) == [1, 2, 1, 1]
+    with pytest.raises(AnsibleFilterError, match=r"node_groups\[1\].max_unavailable: '50%' is not allowed; use the group's resolved count"):
+        by_groups(["a1"], hostvars, _counts(a=2, b="50%"))
+    with pytest.raises(AnsibleFilterError, match="host cluster-1 has no node_group and instance_id"):
+        by_groups(["cluster-1"], {"cluster-1": {}}, [])
+    with pytest.raises(AnsibleFilterError, match="hosts: 'a1' is not allowed"):
+        by_groups("a1", hostvars, [])
