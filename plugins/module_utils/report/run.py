@@ -318,10 +318,10 @@ def _end(record, way, group, surge, serving, failure, now):
     elif way == "cancelled":
         state = group.get("state") or {}
         _close_phase(record, now)
-        _stop(record, "cancelled", "cancelled",
-              "rollout %s cancelled: %d instance(s) given back, %d node(s) released, sizes restored; the group still launches "
-              "launch template version %s" % (state.get("rollout_id"), len(record["terminated_ids"]),
-                                               len(group.get("marked_all") or []), state.get("target_version")))
+        message = ("rollout %s cancelled: %d instance(s) given back, %d node(s) released, sizes restored; the group still "
+                   "launches launch template version %s")
+        _stop(record, "cancelled", "cancelled", message % (state.get("rollout_id"), len(record["terminated_ids"]),
+                                                           len(group.get("marked_all") or []), state.get("target_version")))
     elif way == "failed":
         if not isinstance(failure, dict):
             raise PlanError("failure: %r is not allowed; use what failed: its reason, task and message" % (failure,))
