@@ -32,10 +32,12 @@ options:
         rollback's phases; C(hook_failure) (with C(failure)) and C(restored) (with C(restore), what asg_surge
         returned) keep those; C(left) (with C(outdated), the outdated nodes left, and C(stopped), whether a group of
         the run failed) says at the end of the serial playbook whether the group is held (C(holding), and C(hold) with its
-        C(reason) and C(message)).
+        C(reason) and C(message)); C(end) (with C(way), as C(nodeops.rollout.group_end) takes it, C(group), the end's
+        read of the group, C(surge), what asg_surge returned, C(serving), the read of the nodes that can take pods, and
+        C(failure), for a failure what failed) keeps how the group ended.
     type: str
     required: true
-    choices: [start, open, close, target, steps, step, drained, step_end, stop, status, rollback, hook_failure, restored, left]
+    choices: [start, open, close, target, steps, step, drained, step_end, stop, status, rollback, hook_failure, restored, left, end]
 """
 
 EXAMPLES = r"""

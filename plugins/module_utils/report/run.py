@@ -241,6 +241,95 @@ def cancel_release(group):
     return [entry for entry in group.get("marked_outdated") or [] if entry.get("node") not in paid] + list(group.get("marked") or [])
 
 
+# The ways a group's run ends, each carried out by the role's one end of a group (tasks/group_end.yml): ``done``, the
+# scale down's end (the group replaced or up to date: its sizes restored); ``held``, a clean stop with the surge kept
+# (a step said pause, or the serial playbook left outdated nodes out or stopped its batches: the record's hold);
+# ``cancelled``, a cancel gave the surge back (the sizes restored); ``failed``, a failure (the group held, when the run
+# still holds it and did not roll it back). A rolled back group ends as ``done`` (its own scale down), then as ``failed``
+# when a failed rollout was rolled back.
+ENDS = ("done", "held", "cancelled", "failed")
+# the first word of the end's task names, as the phase each way of ending closes
+_END_TITLES = {"done": "Scale down", "held": "Pause", "cancelled": "Cancel", "failed": "Rolling update"}
+
+
+def group_end(record, way, group=None, kept=True):
+    """What the end of the group ``way`` (one of ENDS) does, each a plain value the role's end of a group reads:
+    ``read`` (the group's nodes are read first), ``release`` (with ``group``, that read: the entries node_taint's
+    release takes off, each with the marks to take off) and ``releases`` (whether any), ``check_end`` (the end is read
+    again and the run stops if the group is not replaced), ``surge`` (asg_surge's state: held, restored, or None),
+    ``serving`` (the nodes that can take pods are read, for the failure message), ``strict`` (a failure of the end
+    stops the run: not a failure's end, which must not hide the failure it reports), ``closes_window`` (the run starts
+    no later group) and ``title``, ``surge_task`` (the tasks' names). ``kept``: a failed group is still this run's
+    (failure_cause's kept: its lock was ours to the end)."""
+    if way not in ENDS:
+        raise PlanError("way: %r is not allowed; use one of %s" % (way, ", ".join(ENDS)))
+    if not isinstance(record, dict) or "phases" not in record:
+        raise PlanError("record: %r is not a run record; start one with run_record's start" % (record,))
+    # a failed group is held, unless it was rolled back or is another run's now
+    holds = way == "held" or (way == "failed" and truthy(kept) and record["status"] != "rolled back")
+    surge = "held" if holds else "restored" if way in ("done", "cancelled") else None
+    group = group if isinstance(group, dict) else None
+    release = _end_release(record, way, holds, group) if group else []
+    return {
+        "way": way, "read": holds or way != "failed", "release": release, "releases": bool(release),
+        "check_end": way == "done", "surge": surge, "serving": way == "failed" and holds and group is not None,
+        "strict": way != "failed", "closes_window": way == "held" and record["window_closed"],
+        "title": _END_TITLES[way],
+        "surge_task": ("keep the surge, resume the processes this rollout suspended" if surge == "held"
+                       else "restore the group's maximum size and resume our processes"),
+    }
+
+
+def _end_release(record, way, holds, group):
+    """The nodes the end gives back, with the marks it takes off each. Held: the outdated nodes not drained take pods
+    again (the taint and the rollout's cordon come off), drained ones stay cordoned for the run that resumes to
+    terminate, and the new nodes are no longer kept from the cluster-autoscaler; after a failure, the nodes whose drain
+    the run skipped also stay cordoned, with the pods that held them, for the operator (as the skip promises). A
+    cancel: every node the rollout marked. The scale down: the up-to-date nodes."""
+    if holds:
+        kept = set(record["skipped_nodes"]) if way == "failed" else set()
+        undrained = [entry for entry in group.get("marked_undrained") or [] if entry.get("node") not in kept]
+        autoscaler = [dict(entry, marks=["autoscaler"]) for entry in group.get("marked") or []
+                      if "autoscaler" in (entry.get("marks") or [])]
+        return undrained + autoscaler
+    if way == "cancelled":
+        return list(group.get("marked_all") or [])
+    if way == "done":
+        return list(group.get("marked") or [])
+    # a failure that does not hold the group (rolled back, or another run's now) gives nothing back
+    return []
+
+
+def _end(record, way, group, surge, serving, failure, now):
+    """The group ended ``way`` (see :func:`group_end`): ``group``, the end's read of its nodes (None: not read);
+    ``surge``, what asg_surge returned; ``serving``, the read of the nodes that can take pods; ``failure``, for a
+    failure, what failed (reason, failed_task, message, rolled_back_from, action, permission, rollback_error, kept)."""
+    if way not in ENDS:
+        raise PlanError("way: %r is not allowed; use one of %s" % (way, ", ".join(ENDS)))
+    group = group if isinstance(group, dict) else {}
+    surge = surge if isinstance(surge, dict) else {}
+    if way == "done":
+        record["autoscaler_delta"] = int(surge.get("autoscaler_delta") or 0)
+        _close_phase(record, now)
+    elif way == "held":
+        hold = record.get("hold") or {}
+        _stop(record, "paused", hold.get("reason"), "%s. The group is held: it keeps its surge and its nodeops.rollout/* state "
+              "tags, the processes the rollout suspended are resumed, and only drained nodes stay cordoned." % hold.get("message"))
+    elif way == "cancelled":
+        state = group.get("state") or {}
+        _close_phase(record, now)
+        message = ("rollout %s cancelled: %d instance(s) given back, %d node(s) released, sizes restored; the group still "
+                   "launches launch template version %s")
+        _stop(record, "cancelled", "cancelled", message % (state.get("rollout_id"), len(record["terminated_ids"]),
+                                                           len(group.get("marked_all") or []), state.get("target_version")))
+    elif way == "failed":
+        if not isinstance(failure, dict):
+            raise PlanError("failure: %r is not allowed; use what failed: its reason, task and message" % (failure,))
+        _failed(record, dict(failure, resumed=surge.get("resumed_processes") or [],
+                             taking_pods=serving.get("taking_pods") if isinstance(serving, dict) else None,
+                             recorded=group.get("state") if group else None))
+
+
 def _cancel_planned(record, group):
     """The plan of a cancel: what it would give back and release (node_group_info's group, with the rollout recorded)."""
     state = group.get("state") or {}
@@ -324,6 +413,23 @@ def _step_end(record, step, drain, now):
         _close_phase(record, now)
 
 
+def _failed(record, data):
+    """The group failed: why, where, and the words the play stops with."""
+    # a group rolled back after its failure says so, and from which target
+    rolled_back = record["status"] == "rolled back"
+    record["status"] = "rolled back" if rolled_back else "failed"
+    record["stop"] = {"reason": data.get("reason"), "failed_task": data.get("failed_task"), "message": data.get("message")}
+    if data.get("permission"):
+        # a request the identity may not make: which, and the rule or statement that grants it
+        record["stop"]["permission"] = data["permission"]
+    if rolled_back:
+        record["stop"]["rolled_back_from"] = data.get("rolled_back_from")
+    # the group's nodes that can take pods once the failure gave back the nodes not drained, as read (None: unread)
+    record["stop"]["taking_pods"] = data.get("taking_pods")
+    record["failure_message"] = _failure_message(record, data.get("action"), data.get("rollback_error"),
+                                                 truthy(data.get("kept")), bool(data.get("resumed")), data.get("recorded"))
+
+
 def _stop(record, status, reason=None, message=None, **more):
     record["status"] = status
     if status == "paused":
@@ -335,7 +441,7 @@ def _stop(record, status, reason=None, message=None, **more):
 
 EVENTS = ("start", "open", "close", "setup", "recorded", "planned", "cancel_planned", "target", "finish", "failed",
           "steps", "step", "terminated", "drained", "step_end", "stop", "status", "rollback", "hook_failure",
-          "restored", "left")
+          "restored", "left", "end")
 
 
 def apply(record, event, now=None, **data):
@@ -358,19 +464,9 @@ def apply(record, event, now=None, **data):
     elif event == "recorded":
         _recorded(record, data["group"], data["action"])
     elif event == "failed":
-        # a group rolled back after its failure says so, and from which target
-        rolled_back = record["status"] == "rolled back"
-        record["status"] = "rolled back" if rolled_back else "failed"
-        record["stop"] = {"reason": data.get("reason"), "failed_task": data.get("failed_task"), "message": data.get("message")}
-        if data.get("permission"):
-            # a request the identity may not make: which, and the rule or statement that grants it
-            record["stop"]["permission"] = data["permission"]
-        if rolled_back:
-            record["stop"]["rolled_back_from"] = data.get("rolled_back_from")
-        # the group's nodes that can take pods once the failure gave back the nodes not drained, as read (None: unread)
-        record["stop"]["taking_pods"] = data.get("taking_pods")
-        record["failure_message"] = _failure_message(record, data.get("action"), data.get("rollback_error"),
-                                                     truthy(data.get("kept")), bool(data.get("resumed")), data.get("recorded"))
+        _failed(record, data)
+    elif event == "end":
+        _end(record, data["way"], data.get("group"), data.get("surge"), data.get("serving"), data.get("failure"), now)
     elif event == "planned":
         _planned(record, data["group"], data["ltv"], data.get("preflight"), data.get("controls"))
     elif event == "cancel_planned":

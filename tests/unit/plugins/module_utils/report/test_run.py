@@ -338,3 +338,102 @@ def test_a_rollouts_record_keeps_of_the_preflight_only_the_nodes_with_a_finding_
     # the report's table of findings is all the record carries: no pod a node would move, no node without a finding
     assert record["plan"]["preflight"] == {"n-0": {"blocking": found}}
     assert "warnings" not in record["plan"] and "blockers" not in record["plan"]
+
+
+# The end of a group (tasks/group_end.yml carries out what group_end says, and keeps it with the event 'end').
+END_READ = {"state": {"rollout_id": "r7", "target_version": "3"},
+            "marked_undrained": [{"node": "old-1", "marks": ["taint", "cordon"]}, {"node": "skipped-1", "marks": ["cordon"]}],
+            "marked": [{"node": "new-1", "marks": ["autoscaler"]}, {"node": "new-2", "marks": ["taint"]}],
+            "marked_all": [{"node": "old-1", "marks": ["taint", "cordon"]}, {"node": "old-2", "marks": ["cordon"]},
+                           {"node": "new-1", "marks": ["autoscaler"]}]}
+
+
+def skipped_record():
+    """A rollout whose drain of skipped-1 was skipped, then held by a step that said pause (the window closed)."""
+    record = apply(None, "start", now=T0, name="ng")
+    record = apply(record, "steps", now=at(1), total=2, phase="upgrade")
+    this = step(drain=["skipped-1"], decided=2)
+    record = apply(record, "step", now=at(2), step=this)
+    record = apply(record, "drained", now=at(3), step=this, drain=drain(["skipped-1"], skipped=["skipped-1"]))
+    record = apply(record, "step_end", now=at(4), step=this, drain=None)
+    paused = dict(step("pause", decided=5), stop={"reason": "window closed", "message": "the maintenance window closed"})
+    record = apply(record, "step", now=at(5), step=paused)
+    return apply(record, "step_end", now=at(6), step=paused)
+
+
+def test_a_held_group_gives_back_its_undrained_nodes_and_lets_only_the_autoscaler_off_its_new_nodes():
+    end = run.group_end(skipped_record(), "held", group=END_READ)
+    assert end["surge"] == "held" and end["read"] and end["strict"] and not end["check_end"] and not end["serving"]
+    # the undrained outdated nodes with every mark, the new nodes with the autoscaler's only; a new node without it stays
+    assert end["release"] == [{"node": "old-1", "marks": ["taint", "cordon"]}, {"node": "skipped-1", "marks": ["cordon"]},
+                              {"node": "new-1", "marks": ["autoscaler"]}]
+    assert end["closes_window"] and end["title"] == "Pause"
+
+
+def test_a_held_group_is_recorded_paused_with_the_hold_s_reason_and_what_the_hold_kept():
+    record = apply(skipped_record(), "end", now=at(9), way="held", group=END_READ, surge={"changed": True})
+    assert record["status"] == "paused" and record["stop"]["reason"] == "window closed"
+    assert record["stop"]["message"] == ("the maintenance window closed. The group is held: it keeps its surge and its "
+                                         "nodeops.rollout/* state tags, the processes the rollout suspended are resumed, "
+                                         "and only drained nodes stay cordoned.")
+    # held now: no hold asked any more, and the run starts no later group
+    assert not record["holding"] and record["window_closed"] and record["ended"]
+
+
+def test_a_failure_the_run_holds_keeps_the_skipped_drains_cordoned_and_is_best_effort():
+    end = run.group_end(skipped_record(), "failed", group=END_READ)
+    assert [entry["node"] for entry in end["release"]] == ["old-1", "new-1"]
+    assert end["surge"] == "held" and end["serving"] and not end["strict"] and not end["closes_window"]
+    # unread (the best-effort read failed): nothing to give back, nothing to count
+    unread = run.group_end(skipped_record(), "failed", group=None)
+    assert unread["release"] == [] and not unread["releases"] and not unread["serving"] and unread["surge"] == "held"
+
+
+def test_a_failure_rolled_back_or_no_longer_this_run_s_holds_nothing_and_reads_nothing():
+    rolled_back = apply(skipped_record(), "status", now=at(7), status="rolled back")
+    for record, kept in ((rolled_back, True), (skipped_record(), False)):
+        end = run.group_end(record, "failed", group=END_READ, kept=kept)
+        assert end["surge"] is None and not end["read"] and end["release"] == [] and not end["serving"]
+
+
+def test_a_failure_s_end_records_what_the_hold_resumed_and_the_nodes_that_take_pods():
+    failure = {"reason": "drain", "failed_task": "drain 1 nodes", "message": "blocked.", "action": "rollout", "kept": True,
+               "rollback_error": "", "rolled_back_from": {}, "permission": None}
+    record = apply(skipped_record(), "end", now=at(9), way="failed", group=END_READ, surge={"resumed_processes": ["AZRebalance"]},
+                   serving={"taking_pods": ["old-1", "new-1"]}, failure=failure)
+    assert record["status"] == "failed" and record["stop"]["taking_pods"] == ["old-1", "new-1"]
+    assert "2 nodes of the group can take pods now: old-1, new-1." in record["failure_message"]
+    assert "and the processes this rollout suspended were resumed" in record["failure_message"]
+    # the rollout recorded on the group (the end's read) offers no rollback: it records no earlier version
+    assert "nodeops.rollout.cancel" in record["failure_message"]
+    with pytest.raises(PlanError, match="failure"):
+        apply(skipped_record(), "end", now=at(9), way="failed", group=END_READ, surge={})
+
+
+def test_a_cancel_gives_every_marked_node_back_restores_the_group_and_says_what_it_did():
+    record = apply(apply(None, "start", now=T0, name="ng"), "open", now=at(1), phase="cancel")
+    record = dict(record, terminated_ids=["i-1", "i-2"])
+    end = run.group_end(record, "cancelled", group=END_READ)
+    assert end["release"] == END_READ["marked_all"] and end["surge"] == "restored" and end["title"] == "Cancel"
+    record = apply(record, "end", now=at(5), way="cancelled", group=END_READ, surge={"changed": True})
+    assert record["status"] == "cancelled" and record["phase_seconds"] == {"cancel": 4.0}
+    assert record["stop"]["message"] == ("rollout r7 cancelled: 2 instance(s) given back, 3 node(s) released, sizes "
+                                         "restored; the group still launches launch template version 3")
+
+
+def test_the_scale_down_s_end_gives_back_the_up_to_date_nodes_checks_the_end_and_keeps_the_autoscaler_s_move():
+    record = apply(apply(None, "start", now=T0, name="ng"), "open", now=at(1), phase="scale_down")
+    end = run.group_end(record, "done", group=END_READ)
+    assert end["release"] == END_READ["marked"] and end["check_end"] and end["surge"] == "restored" and end["strict"]
+    assert end["surge_task"].startswith("restore") and end["title"] == "Scale down"
+    record = apply(record, "end", now=at(3), way="done", group=END_READ, surge={"autoscaler_delta": 2})
+    assert record["autoscaler_delta"] == 2 and record["phase_seconds"] == {"scale_down": 2.0} and record["status"] == "started"
+    # nothing marked: nothing to give back, and the end is not read again
+    assert not run.group_end(record, "done", group={"marked": []})["releases"]
+
+
+def test_a_way_of_ending_that_is_not_known_is_refused_naming_the_ways():
+    with pytest.raises(PlanError, match="way: 'stopped' is not allowed; use one of done, held, cancelled, failed"):
+        run.group_end(apply(None, "start", now=T0, name="ng"), "stopped")
+    with pytest.raises(PlanError, match="way"):
+        apply(apply(None, "start", now=T0, name="ng"), "end", way="stopped")

@@ -10,9 +10,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodeops.rollout.plugins.filter.run_groups import FilterModule
+from ansible_collections.nodeops.rollout.plugins.filter.serial_batches import FilterModule as SerialBatches
 from ansible_collections.nodeops.rollout.plugins.inventory.nodes import InventoryModule
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.filter.serial_batches import FilterModule as SerialBatches
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_hosts import (
     batch_instances,
     check_host_filters,
