@@ -60,7 +60,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_hosts import run_groups
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.serial_hosts import run_groups
 
 
 def run_groups_filter(groups, part, hosts, batch, hostvars):

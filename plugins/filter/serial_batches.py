@@ -51,7 +51,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
-from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_hosts import serial_batches
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.serial_hosts import serial_batches
 
 
 def serial_batches_filter(hosts, hostvars, node_groups):
