@@ -44,8 +44,9 @@ POINTS = {
                                      "after": _aws("TerminateInstanceInAutoScalingGroup"), "nth": 2}],
     "waiting-for-replacements": [{"match": _aws("DescribeAutoScalingGroups", "rollout_step"),
                                   "after": _aws("TerminateInstanceInAutoScalingGroup"), "after_nth": 2}],
-    "mid-validation": [{"match": _k8s("list", "nodes", "cluster_validate"), "after": _aws("TerminateInstanceInAutoScalingGroup"),
-                        "nth": 2}],
+    # the first validation after a termination: a step validates before each drain, so one always follows the first
+    # termination (how many follow depends on the machine's pace: the steps of the drains that end together merge)
+    "mid-validation": [{"match": _k8s("list", "nodes", "cluster_validate"), "after": _aws("TerminateInstanceInAutoScalingGroup")}],
     "mid-restore": [{"match": _aws("DeleteTags", "asg_surge")}],
 }
 
@@ -129,14 +130,19 @@ def free_the_lock(sandbox, wait_for_lock=False):
 
 def kill_and_rerun(sandbox, directory, point, extra=(), wait_for_lock=False):
     """Run with each hold of ``point`` in turn, killing at each, then run to the end. ``{"killed": [bool per hold],
-    "rc": the last run's rc, "output": its output, "problems": convergence.problems(...)}``."""
+    "ended": the end of the output of a run that ended before its hold ("" when each was killed), "rc": the last run's
+    rc, "output": its output, "problems": convergence.problems(...)}``."""
     original = sizes(sandbox)
-    killed = []
+    killed, ended = [], ""
     for hold in point:
         if killed and not killed[-1]:
             break      # the previous run finished: there is nothing left to kill
         killed.append(run_until_held(sandbox, directory, hold, extra))
         if killed[-1]:
             free_the_lock(sandbox, wait_for_lock)
+        else:
+            logs = sorted(name for name in os.listdir(str(directory)) if name.startswith("run-"))
+            with open(os.path.join(str(directory), logs[-1]), encoding="utf-8") as fh:
+                ended = fh.read()[-3000:]
     rc, output = sandbox.run_role_playbook(directory, extra=list(ROLE_VARS) + list(extra))
-    return {"killed": killed, "rc": rc, "output": output, "problems": problems(sandbox, original, 2)}
+    return {"killed": killed, "ended": ended, "rc": rc, "output": output, "problems": problems(sandbox, original, 2)}

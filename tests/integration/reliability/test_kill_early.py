@@ -13,7 +13,7 @@ from sandbox.drive.kill import POINTS, kill_and_rerun
 @pytest.mark.parametrize("point", ["mid-surge", "surge-then-taint", "mid-drain", "terminated-before-tag-write"])
 def test_a_rollout_killed_early_converges_on_the_rerun(sandbox, tmp_path, point):
     outcome = kill_and_rerun(sandbox, tmp_path, POINTS[point])
-    assert outcome["killed"] == [True] * len(POINTS[point]), "the run ended before the kill point %s" % point
+    assert outcome["killed"] == [True] * len(POINTS[point]), "the run ended before the kill point %s:\n%s" % (point, outcome["ended"])
     assert outcome["rc"] == 0, outcome["output"][-4000:]
     record("kill-" + point, sandbox, killed=outcome["killed"], rerun_rc=outcome["rc"], problems=outcome["problems"])
     assert outcome["problems"] == []

@@ -14,7 +14,7 @@ def test_a_rollout_killed_late_converges_on_the_rerun(sandbox, tmp_path, point):
     wait = point == "mid-validation"
     extra = ["rolling_update_lock_duration=20s"] if wait else []
     outcome = kill_and_rerun(sandbox, tmp_path, POINTS[point], extra=extra, wait_for_lock=wait)
-    assert outcome["killed"] == [True] * len(POINTS[point]), "the run ended before the kill point %s" % point
+    assert outcome["killed"] == [True] * len(POINTS[point]), "the run ended before the kill point %s:\n%s" % (point, outcome["ended"])
     assert outcome["rc"] == 0, outcome["output"][-4000:]
     record("kill-" + point, sandbox, killed=outcome["killed"], rerun_rc=outcome["rc"], problems=outcome["problems"])
     assert outcome["problems"] == []
