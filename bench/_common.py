@@ -300,12 +300,17 @@ class Run:
 
 
 def rollout_rules():
-    """The product's own rules of a rollout's sizes and waves (plugins/module_utils/rollout/sizes.py and steps.py),
-    imported as Ansible imports them: the benches model a rollout with the functions that plan it, never a copy."""
+    """The product's own rules of a rollout's sizes and waves (plugins/module_utils/rollout/sizes.py, steps.py and
+    goals.py), imported as Ansible imports them: the benches model a rollout with the functions that plan it, never a
+    copy. ``(sizes, steps, waves)``, ``waves(nodes, max_unavailable, surge)`` the plan's waves of an upgrade without a
+    canary."""
     install_collection_loader()
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import sizes, steps
-    return sizes, steps
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import goals, sizes, steps
+
+    def waves(nodes, max_unavailable, surge):
+        return goals.planned_waves(goals.goal_for(goals.REPLACE, {"canary": False}), nodes, max_unavailable, surge)
+    return sizes, steps, waves
 
 
 def replacement_waits(nodes, max_unavailable, surge):
@@ -314,11 +319,11 @@ def replacement_waits(nodes, max_unavailable, surge):
 
     The Ready nodes never drop below nodes - max_unavailable and the group never holds more than nodes + surge
     instances, so a wave drains at most surge + max_unavailable nodes (what the surge still serving allows: the
-    plan's ``wave_sizes``, no canary), and the next wave waits for the replacements of the terminations that did not
+    plan's ``planned_waves``, no canary), and the next wave waits for the replacements of the terminations that did not
     pay the surge back (``decrement_for``: only the last ones do)."""
-    _sizes, steps = rollout_rules()
+    _sizes, steps, waves = rollout_rules()
     left, owed, waits = nodes, surge, 0
-    for take in steps.wave_sizes(nodes, max_unavailable, surge, canary=False):
+    for take in waves(nodes, max_unavailable, surge):
         paid = steps.decrement_for(take, left, owed)
         owed -= paid
         left -= take
@@ -333,9 +338,9 @@ def estimate_inputs(delays, nodes, max_unavailable, max_surge, azs, pods_per_nod
     A wave drains surge + U nodes (the first one, the largest); each Deployment has pods_per_node x wave / deployments
     pods on them, and its budget lets ``pdb_max_unavailable`` of its replicas go at a time: that many rounds of pod
     termination + pod start, each followed by the drain's next look at the budget (every 2 wall seconds)."""
-    sizes, steps = rollout_rules()
+    sizes, _steps, waves = rollout_rules()
     surge = sizes.surge_count(str(max_surge).strip() or None, azs, max_unavailable, nodes)
-    wave = max(steps.wave_sizes(nodes, max_unavailable, surge, canary=False) or [0])
+    wave = max(waves(nodes, max_unavailable, surge) or [0])
     replicas = nodes * pods_per_node / deployments
     percent = str(pdb_max_unavailable)
     allowed = max(1, math.floor(replicas * int(percent[:-1]) / 100) if percent.endswith("%") else int(percent))

@@ -481,7 +481,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import GOALS
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import GOALS
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.step import run_rollout_step
 

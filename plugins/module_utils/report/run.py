@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, counted, truthy
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, time_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import GOALS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import DRAIN_OPTION_VARIABLES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
 
@@ -71,9 +72,6 @@ def _close_phase(record, now):
     record["phase_seconds"][phase["name"]] = seconds
     record["phases"].append({"name": phase["name"], "started_at": phase["started_at"], "ended_at": iso(now), "seconds": seconds})
     record["phase_open"] = None
-
-
-GOALS = ("replace", "cancel", "relaunch")
 
 
 def _steps(record, count, total, first=None, bound=None, goal="replace", phase=None, now=None):

@@ -67,7 +67,7 @@ def next_batch(outdated, up_to_date_count, batch_size):
 
 def plan_batches(outdated, sizes):
     """The outdated instances in the order the rollout drains them, cut into waves of ``sizes`` (as
-    ``rollout.steps.wave_sizes`` predicts them), each spread across Availability Zones as :func:`next_batch` does.
+    ``rollout.goals.planned_waves`` predicts them), each spread across Availability Zones as :func:`next_batch` does.
 
     Every outdated instance appears in exactly one wave; a last wave takes what the sizes leave over.
     """

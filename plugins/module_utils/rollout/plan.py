@@ -25,7 +25,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, ceil_percent, int_at_least, is_int, parse_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import capacity_view, checkpoint_counts, decrement_for, wave_sizes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import REPLACE, goal_for, planned_waves
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import capacity_view, checkpoint_counts, decrement_for
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import instance_target_groups, plan_target_groups
 
 
@@ -38,7 +39,7 @@ TASKS_PER_STEP = 3
 
 def wave_timeline(waves, boot_seconds, drain_seconds, post_drain_delay, validate_seconds, surge=0, surge_ready=False,
                   deregistration_delay=0, task_seconds=0, holds=()):
-    """The rollout of ``waves`` (lists of instances, or their sizes; :func:`steps.wave_sizes`) as consecutive spans of
+    """The rollout of ``waves`` (lists of instances, or their sizes; :func:`goals.planned_waves`) as consecutive spans of
     time, the model :func:`estimate_duration` sums: ``[{"wave", "what", "start", "end", "surge_up"}]`` in seconds from
     the start, ``wave`` the wave's number (None outside the waves) and ``surge_up`` the surge instances up during the
     span (instances above the group's desired size).
@@ -241,8 +242,11 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     bake = int_at_least(bake_seconds, "bake_seconds", 0)
     drained = [instance for instance in outdated if not instance_in_standby(instance)]
 
+    # the waves are the steps the upgrade's own method takes on the plan's model of the group
+    upgrade = goal_for(REPLACE, {"canary": True, "checkpoints": checkpoints or ()})
+
     def waves_at(count):
-        sizes = wave_sizes(in_group_outdated, unavailable, count, len(up_to_date), counts=counts, taken=taken)
+        sizes = planned_waves(upgrade, in_group_outdated, unavailable, count, len(up_to_date), original_size=group_size)
         return plan_batches(drained, sizes), wave_holds(sizes, taken, bake, counts)
 
     batches, holds = waves_at(surge)

@@ -5,7 +5,7 @@
 """Where a group's upgrade is, in words a person reads at a glance: nodes replaced of the total, the step's number,
 the time elapsed and the time left. Pure.
 
-The time left is the plan's model (``rollout.plan.estimate_duration`` over ``rollout.steps.wave_sizes`` of what is
+The time left is the plan's model (``rollout.plan.estimate_duration`` over ``rollout.goals.planned_waves`` of what is
 left) corrected by the pace measured so far: once a node is replaced, the model's time for what is left is scaled by
 the upgrade's measured seconds over the model's seconds for what is done. The time since the latest termination counts
 down what followed it only: the nodes not drained yet always have their waves' time left, at that pace.
@@ -16,7 +16,7 @@ from __future__ import annotations
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, int_at_least, parse_time
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import human_duration
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import wave_sizes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import REPLACE, goal_for, planned_waves
 
 DEFAULT_TIMINGS = {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30}
 
@@ -35,7 +35,7 @@ def _waves(outdated, max_unavailable, surge, surge_ready, batch=None, canary=Fal
         first = [1] if canary and outdated else []
         rest = outdated - len(first)
         return first + [batch] * (rest // batch) + ([rest % batch] if rest % batch else [])
-    return wave_sizes(outdated, max_unavailable, surge, up_to_date_count=1 if surge_ready else 0)
+    return planned_waves(goal_for(REPLACE, {"canary": True}), outdated, max_unavailable, surge, up_to_date_count=1 if surge_ready else 0)
 
 
 def _model(outdated, max_unavailable, surge, timings, surge_ready, batch=None, canary=False):

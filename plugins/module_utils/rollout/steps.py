@@ -61,12 +61,10 @@ COALESCE_SECONDS = 5
 
 RUN, WAIT, DONE, BLOCKED = "run", "wait", "done", "blocked"
 
-# What a rollout_step is for: replace the outdated instances (the upgrade, the rollback), cancel the rollout (give
-# its surge back, leave the outdated nodes in place), or relaunch the up-to-date instances that never became Ready nodes
-# (an earlier run waited for them and stopped with NodeCreationFailure: each is drained and terminated without a
-# decrement, so the group launches another in its place).
+# What a rollout_step is for, each goal one class of rollout.goals: replace the outdated instances (the upgrade, the
+# rollback), cancel the rollout (give its surge back, leave the outdated nodes in place), or relaunch the up-to-date
+# instances that never became Ready nodes.
 REPLACE, CANCEL, RELAUNCH = "replace", "cancel", "relaunch"
-GOALS = (REPLACE, CANCEL, RELAUNCH)
 
 # The order in which a cancel gives instances back: those that hold no pods first (never a node, still launching, a
 # node that is not Ready), then those drained already, then the nodes it drains at no cost to the floor (cordoned, a
@@ -337,32 +335,6 @@ def decrement_for(terminating, outdated_left, surge_owed):
     """How many of ``terminating`` outdated instances decrement desired: only as many as the surge still owed
     exceeds the outdated instances that stay after them, so the surge serves until the last terminations."""
     return max(0, min(terminating, surge_owed - (outdated_left - terminating)))
-
-
-def wave_sizes(outdated_count, max_unavailable, surge, up_to_date_count=0, canary=True, counts=None, taken=0):
-    """How many outdated nodes each wave of :func:`next_step` drains when every drain and boot of a wave ends before
-    the next (the plan's model): the surge plus ``max_unavailable`` while the surge serves, less as the last
-    terminations pay it back; a canary of one first when nothing is up to date and nothing is surged; no wave
-    across a checkpoint (``counts``: :func:`checkpoint_counts`; ``taken``: of the original size before the first)."""
-    outdated_count = int_at_least(outdated_count, "outdated_count", 0)
-    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
-    owed = extra = int_at_least(surge, "surge", 0)
-    left = outdated_count
-    ready = bool(int_at_least(up_to_date_count, "up_to_date_count", 0) or extra)
-    sizes = []
-    while left:
-        take = min(left, extra + max_unavailable) if ready or not canary else 1
-        ahead = [count for count in counts or () if count > taken]
-        if ahead:
-            take = min(take, min(ahead) - taken)
-        taken += take
-        paid = decrement_for(take, left, owed)
-        owed -= paid
-        extra -= paid
-        left -= take
-        sizes.append(take)
-        ready = True
-    return sizes
 
 
 def _waits(step, state, held=0):

@@ -23,7 +23,6 @@ naming it (with ``alarms`` in the result), a pause request or a maintenance wind
 
 from __future__ import annotations
 
-import functools
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -45,23 +44,19 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import tags_to_dict
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, pinned_zones, volume_holds
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, stop_before
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import goal_for
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, autoscaler_unprotected, marked_up_to_date
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import failed_to_join, node_summary, nodes_by_instance, ready_since
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import node_summary, nodes_by_instance, ready_since
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import normalize_target, outdated_instances, up_to_date_instances
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import base_size, max_unavailable_count, sizes_of, surge_owed_now
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_group import join_nodes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import (
     BLOCKED,
-    CANCEL,
     DONE,
-    GOALS,
-    RELAUNCH,
     REPLACE,
     WAIT,
-    cancel_step,
     drained_at,
-    next_step,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import (
     checked_target_groups,
@@ -106,8 +101,7 @@ def check_options(params):
         if not isinstance(instance_id, str) or not instance_id.strip().startswith("i-"):
             raise PlanError("limit[%d]: %r is not allowed; use an instance id (i-...)" % (index, instance_id))
     parse_deregistration_timeout(params.get("deregistration_timeout"))
-    if params.get("goal", "replace") not in GOALS:
-        raise PlanError("goal: %r is not allowed; use one of %s" % (params.get("goal"), ", ".join(GOALS)))
+    goal_of(params, delay, timeout)
     parse_duration(DEFAULT_VOLUME_DETACH_TIMEOUT if params.get("volume_detach_timeout") in (None, "") else params["volume_detach_timeout"],
                    "volume_detach_timeout")
     for index, name in enumerate(params.get("abort_alarms") or []):
@@ -162,6 +156,17 @@ def held_since(entries):
     return found
 
 
+def goal_of(params, delay, join_timeout):
+    """The goal of the step (``rollout.goals``), made from the module's options: ``delay`` the post-drain delay and
+    ``join_timeout`` the node-ready timeout, in seconds."""
+    return goal_for(params.get("goal") or REPLACE, {
+        "post_drain_delay": delay, "canary": params.get("canary", True),
+        "skip": [name.strip() for name in params.get("skip") or []], "taint_key": params.get("taint_key"),
+        "limit": None if params.get("limit") is None else [iid.strip() for iid in params["limit"]],
+        "standby": params.get("standby_instances"), "bake_seconds": params.get("bake_time") or 0,
+        "checkpoints": params.get("checkpoints") or (), "join_timeout": join_timeout})
+
+
 class StepReader:  # pylint: disable=too-many-instance-attributes
     """Reads the group, its nodes, the cluster's VolumeAttachments and, for the drained instances, the group's target
     groups; decides; remembers how long each drained instance waited to be let go; asks the operator's controls."""
@@ -174,6 +179,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         self.autoscaling, self.ec2, self.api, self.region, self.elbv2 = autoscaling, ec2, api, region, elbv2
         self.cloudwatch = cloudwatch
         self.target, self.delay = target, delay
+        self.goal = goal_of(params, delay, join_timeout)
         self.target_timeout = parse_deregistration_timeout(params.get("deregistration_timeout"))
         detach = params.get("volume_detach_timeout")
         self.volume_timeout = parse_duration(DEFAULT_VOLUME_DETACH_TIMEOUT if detach in (None, "") else detach,
@@ -273,21 +279,15 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         join_nodes(records, nodes_by_instance(raw_nodes), raw_nodes)
         standby = self.params.get("standby_instances")
         now = self.now()
-        goal = self.params.get("goal") or REPLACE
-        cancel, relaunch = goal == CANCEL, goal == RELAUNCH
+        goal = self.goal
         fresh = [entry["instance_id"] for entry in up_to_date_instances(records, self.target)]
-        if relaunch:
-            # the instances to replace are the up-to-date ones that had the whole node-ready timeout and are no Ready node
-            outdated = [entry["instance_id"] for entry in failed_to_join(records, fresh, now, self.join_timeout)]
-        else:
-            outdated = [entry["instance_id"] for entry in outdated_instances(records, self.target, standby=standby)]
-        # a cancel may give back any instance of the group: every one of them is read as the upgrade reads outdated ones
-        wanted = set(record["instance_id"] for record in records) if cancel else set(outdated)
+        outdated = goal.targets(records, fresh, [entry["instance_id"] for entry in outdated_instances(records, self.target, standby=standby)],
+                                now)
+        wanted = goal.reads(records, outdated)
         nodes_of = {record["instance_id"]: record["node"]["name"] for record in records
                     if record["instance_id"] in wanted and isinstance(record.get("node"), dict)}
         # what holds an instance back matters only once it could be terminated: drained, past the post-drain delay
-        # a node that never became Ready served no load balancer: no post-drain delay for it
-        delay = 0 if relaunch else self.delay
+        delay = goal.post_drain_delay
         drained = [record for record in records if record["instance_id"] in wanted and drained_at(record.get("node"))
                    and drained_at(record["node"]) + timedelta(seconds=delay) <= now]
         holds, pinned = {}, {}
@@ -306,34 +306,14 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         original = base_size(state, sizes["desired_capacity"])
         unavailable = max_unavailable_count(self.params.get("max_unavailable"), original)
         owed = surge_owed_now(state, sizes)
-        if cancel:
-            decide = functools.partial(cancel_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
-                                       now, post_drain_delay=self.delay,
-                                       skip=[name.strip() for name in self.params.get("skip") or []],
-                                       taint_key=self.params.get("taint_key"), holds=holds, pinned=pinned)
-        elif relaunch:
-            # the upgrade's own rule, for the instances that hold no serving node: no surge is paid back by them (the
-            # group launches their replacements), no canary, bake or checkpoint, and the group's limit does not apply
-            decide = functools.partial(next_step, records, outdated, original, unavailable, 0, sizes["desired_capacity"],
-                                       now, post_drain_delay=0, canary=False,
-                                       skip=[name.strip() for name in self.params.get("skip") or []],
-                                       taint_key=self.params.get("taint_key"),
-                                       holds=holds, pinned=pinned, standby=standby)
-        else:
-            decide = functools.partial(next_step, records, outdated, original, unavailable, owed, sizes["desired_capacity"],
-                                       now, post_drain_delay=self.delay, canary=self.params["canary"],
-                                       skip=[name.strip() for name in self.params.get("skip") or []],
-                                       taint_key=self.params.get("taint_key"),
-                                       limit=None if self.params.get("limit") is None else [iid.strip() for iid in self.params["limit"]],
-                                       holds=holds, pinned=pinned, standby=standby,
-                                       bake_seconds=self.params.get("bake_time") or 0,
-                                       checkpoints=self.params.get("checkpoints") or ())
-        step = decide()
+        view = {"instances": records, "outdated_ids": outdated, "original_size": original, "max_unavailable": unavailable,
+                "surge_owed": owed, "desired_capacity": sizes["desired_capacity"], "now": now, "holds": holds, "pinned": pinned}
+        step = goal.step(view)
         if step["needs_room"]:
             # only a step that would drain serving nodes reads the pods: one list, from the API server's cache
             with kube_errors("list", "pods", self.params):
                 pods = self.api.list_pods(resource_version="0")
-            step = decide(room={"nodes": raw_nodes, "pods": pods})
+            step = goal.step(view, room={"nodes": raw_nodes, "pods": pods})
         for entry in step["held"] + step["hold_timed_out"]:
             held = self.held.setdefault(entry["instance_id"], {"since": now, "node": entry["node"],
                                                                "target_groups": [], "volumes": []})
@@ -343,7 +323,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         step["termination_waits"] = self._termination_waits(step)
         step["new_nodes"] = new_nodes(records, set(outdated), raw_nodes, state.get("started_at") if state else None)
         # while the rollout runs, its new nodes are kept from the cluster-autoscaler's scale down
-        step["protect"] = autoscaler_unprotected(records, fresh) if state and goal == REPLACE else []
+        step["protect"] = autoscaler_unprotected(records, fresh) if state and goal.protects_new_nodes else []
         # the last step names what the rollout left on its up-to-date nodes: the scale down gives it back before its
         # one read of the end
         step["marked"] = (marked_up_to_date(records, fresh, self.params.get("taint_key") or DEFAULT_TAINT_KEY)
@@ -354,12 +334,12 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         step["group"] = {"desired_capacity": sizes["desired_capacity"], "original_size": original,
                          "max_unavailable": unavailable, "surge_owed": owed,
                          "rollout_id": state["rollout_id"] if state else None}
-        step["goal"] = goal
-        names = self.params.get("abort_alarms") or [] if goal == REPLACE else []
+        step["goal"] = goal.name
+        names = self.params.get("abort_alarms") or [] if goal.stoppable else []
         step["alarms"] = read_alarms(self.cloudwatch, names, self.params) if names else []
         # a cancel is what an operator does instead of a rollout, a relaunch gives back what no workload uses: no pause,
         # window or alarm stops them
-        step["stop"] = None if goal != REPLACE else stop_before(
+        step["stop"] = None if not goal.stoppable else stop_before(
             step, now, step["alarms"],
             pause=self.params.get("respect_pause", True) and pause_requested(tags_to_dict(group.get("Tags"))),
             windows=self.params.get("windows") or (), step_seconds=self.params.get("step_seconds") or 0)

@@ -12,10 +12,15 @@ from ansible_collections.nodeops.rollout.plugins.filter.rollout_progress import 
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import estimate_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.progress import rollout_progress
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import wave_sizes
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import goal_for, planned_waves
 
 TIMINGS = {"boot_seconds": 100, "drain_seconds": 50, "post_drain_delay": 10, "validate_seconds": 0}
 START = "2026-11-25T07:00:00Z"
+
+
+def planned(outdated, unavailable, surge, up_to_date=0):
+    """The waves the upgrade's method takes on the plan's model of a group."""
+    return planned_waves(goal_for("replace", {"canary": True}), outdated, unavailable, surge, up_to_date)
 
 
 def step(outdated_left, terminate=(), drain=(), delayed=(), action="run", max_unavailable=1, owed=2):
@@ -24,7 +29,7 @@ def step(outdated_left, terminate=(), drain=(), delayed=(), action="run", max_un
 
 
 def model(outdated, owed):
-    waves = wave_sizes(outdated, 1, owed, 1)
+    waves = planned(outdated, 1, owed, 1)
     return estimate_duration(waves, 100, 50, 10, 0, owed, surge_ready=True)
 
 
