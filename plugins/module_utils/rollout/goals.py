@@ -165,8 +165,8 @@ def planned_waves(goal, outdated_count, max_unavailable, surge, up_to_date_count
     left out: the engine's own method (:meth:`Goal.step`) run on ``outdated_count`` Ready outdated nodes,
     ``up_to_date_count`` up-to-date ones and ``surge`` more launched and Ready before the first drain, where every
     drain, termination and boot of a step ends before the next (the post-drain delay and the bake time only cost time,
-    the model's waits end at once; a checkpoint's cap on a wave stays). Raises PlanError when the model's group would
-    be stuck, which the engine would answer ``blocked``. ``original_size``: the group's desired capacity before the
+    the model's waits end at once; a checkpoint's cap on a wave stays). Where the model's group is stuck (the engine
+    would answer ``blocked``), what is left is one more step. ``original_size``: the group's desired capacity before the
     rollout, which the floor and the checkpoints are counted from (default: the outdated and up-to-date nodes).
 
     Each step reads every instance of the model, as the engine reads the group: the model costs the square of the
@@ -185,14 +185,15 @@ def planned_waves(goal, outdated_count, max_unavailable, surge, up_to_date_count
     waves = []
     # each node is drained once, and a step that drains none is followed by one that does
     for _attempt in range(4 * outdated_count + 8):
+        # what the group launches (replacements, or up to a desired capacity above its instances) is Ready at once
+        instances += [_model_instance("new-%d" % number, number, now)
+                      for number in (next(made) for _index in range(desired - len(instances)))]
         view = {"instances": instances, "outdated_ids": outdated, "original_size": original, "max_unavailable": max_unavailable,
                 "surge_owed": owed, "desired_capacity": desired, "now": now, "holds": None, "pinned": {}}
         # the room of the receiving nodes is not modelled: a step that would ask for it drains what the floor lets go
         command = model.step(view)
-        if command["action"] == DONE:
-            return waves
-        if command["action"] == BLOCKED:
-            raise PlanError("the plan's model of the group is stuck: %s" % command["message"])
+        if command["action"] in (DONE, BLOCKED):
+            break
         now += timedelta(seconds=1 + (command["wait_seconds"] or 0))
         if command["action"] != RUN:
             continue
@@ -200,12 +201,13 @@ def planned_waves(goal, outdated_count, max_unavailable, surge, up_to_date_count
         desired -= command["decrement"]
         owed -= command["decrement"]
         instances = [instance for instance in instances if instance["instance_id"] not in gone]
-        instances += [_model_instance("new-%d" % number, number, now)
-                      for number in (next(made) for _index in range(desired - len(instances)))]
         draining = set(entry["instance_id"] for entry in command["drain"])
         for instance in instances:
             if instance["instance_id"] in draining:
                 instance["node"].update(schedulable=False, annotations={ANNOTATION_CORDONED: "true", ANNOTATION_DRAINED_AT: _stamp(now)})
         if draining:
             waves.append(len(draining))
-    raise PlanError("the plan's model of the group took more steps than it has nodes to drain")
+    # a model that cannot go on (the engine would say blocked, and the run says why when it gets there) plans what is
+    # left as one more step: the plan is a forecast, never what stops a rollout
+    left = outdated_count - sum(waves)
+    return waves + [left] if left > 0 else waves

@@ -124,3 +124,15 @@ def test_the_plan_s_model_of_a_full_surge_drains_every_node_at_once_and_a_canary
     assert planned_waves(goal, 30, 3, 30) == [30]
     assert planned_waves(goal, 6, 2, 0) == [1, 2, 2, 1]
     assert planned_waves(goal_for("replace", dict(SETTINGS, canary=False)), 6, 2, 0) == [2, 2, 2]
+
+
+def test_the_plan_s_model_launches_what_the_group_lacks_of_its_size_before_its_first_step():
+    goal = goal_for("replace", SETTINGS)
+    # the cluster-autoscaler took a node of a group of 3 with a decrement: nothing is left to drain, and the scale
+    # down's plan has no step (the model once waited for a launch that never came, and failed the run)
+    assert planned_waves(goal, 0, 1, 0, 2, original_size=3) == []
+    assert planned_waves(goal, 0, 1, 1, 2, original_size=3) == []
+    # two outdated nodes of a group of 4: the two it launches are up to date and Ready, so no canary is needed
+    assert planned_waves(goal, 2, 1, 0, 0, original_size=4) == [1, 1]
+    # a group above its original size (a scale-in of the autoscaler's lowered it) drains what the floor lets go
+    assert planned_waves(goal, 3, 1, 1, 0, original_size=2) == [3]
