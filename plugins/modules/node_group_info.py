@@ -715,8 +715,9 @@ node_groups:
         - C(capacity) - the group's nodes as the capacity floor counts them - C(taking_pods) (the names of the nodes that are Ready,
           not cordoned, with no C(NoSchedule) or C(NoExecute) taint but the rollout's own and the group's own), C(not_counted)
           (each C(node) and C(why) - C(not Ready), C(cordoned), or C(tainted) with the taints that keep pods off it, a
-          startup taint not lifted yet or an operator's C(dedicated) taint) and C(tolerated_taints) (the group's own
-          taints, which every node carries).
+          startup taint not lifted yet or an operator's C(dedicated) taint), C(tolerated_taints) (the group's own
+          taints, which every node carries) and C(floor) (how many of them the capacity floor keeps, the group's size less
+          C(batch_size)).
       type: dict
       sample:
         batch_size: 1

@@ -26,7 +26,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, ceil_percent, int_at_least, is_int, parse_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import REPLACE, goal_for, planned_waves
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import capacity_view, checkpoint_counts, decrement_for
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import capacity_floor, capacity_view, checkpoint_counts, decrement_for
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import instance_target_groups, plan_target_groups
 
 
@@ -206,7 +206,7 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node", "outdated",
     "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks", "warm_pool": None
     or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance ids]},
-    "bake_seconds", "checkpoints", "capacity": {"taking_pods", "not_counted", "tolerated_taints"}}`` (``capacity``:
+    "bake_seconds", "checkpoints", "capacity": {"taking_pods", "not_counted", "tolerated_taints", "floor"}}`` (``capacity``:
     :func:`rollout.steps.capacity_view`; ``taint_effect``: :func:`outdated_taint_effect` of the requested one;
     ``target_groups``: :func:`rollout.targets.plan_target_groups`; each batch also says the ``hold_seconds`` after it,
     its bake time or checkpoint wait). ``surge_choices`` prices the surge the plan uses, EKS's default and 100 %, each
@@ -302,9 +302,9 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         "protected": [instance["instance_id"] for instance in outdated if instance.get("protected_from_scale_in")],
         "termination_hooks": [dict(hook) for hook in termination_hooks or ()],
         "warm_pool": _warm_pool(warm_pool, target),
-        # the nodes that can take pods now, and those that cannot (not Ready, cordoned, a taint the pods do not tolerate):
-        # the floor keeps group_size - batch_size of the first
-        "capacity": capacity_view(instances),
+        # the nodes that can take pods now, and those that cannot (not Ready, cordoned, a taint the pods do not tolerate),
+        # and how many of the first the floor keeps
+        "capacity": dict(capacity_view(instances), floor=capacity_floor(group_size, unavailable)),
     }
 
 

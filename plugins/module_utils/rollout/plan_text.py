@@ -179,7 +179,7 @@ def capacity_line(plan):
     if not not_counted:
         return None
     able = len(capacity.get("taking_pods") or [])
-    floor = max(0, int(plan.get("group_size") or 0) - int(plan.get("batch_size") or plan.get("max_unavailable") or 0))
+    floor = capacity["floor"]
     return ("%d of %d node(s) can take pods now, the floor keeps at least %d of them; not counted: %s"
             % (able, able + len(not_counted), floor,
                "; ".join("%s (%s)" % (entry["node"], entry["why"]) for entry in not_counted)))

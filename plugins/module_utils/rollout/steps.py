@@ -320,6 +320,31 @@ def _waiting_text(held):
     return ["%d drained instance(s) %s" % (count, words.get(kind, "to be let go by %s" % kind)) for kind, count in sorted(kinds.items())]
 
 
+def capacity_floor(original_size, max_unavailable):
+    """The Ready schedulable nodes a group keeps while it rolls: its original size less ``max_unavailable`` (the
+    resolved count), never below none."""
+    return max(0, original_size - max_unavailable)
+
+
+def _read_group(instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now, post_drain_delay,
+                **classified):
+    """The opening of every goal's step (:func:`next_step`, :func:`cancel_step`): the sizes checked, the instances
+    classified (:func:`classify`, with ``classified``'s options), and what the capacity floor lets go.
+    ``(state, (original_size, max_unavailable, surge_owed, floor, budget, pending_launches))``: ``floor`` the Ready
+    schedulable nodes the group keeps (``original_size - max_unavailable``), ``budget`` how many more it has,
+    ``pending_launches`` the instances the group has yet to launch (desired above its members)."""
+    original_size = int_at_least(original_size, "original_size", 0)
+    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
+    surge_owed = int_at_least(surge_owed, "surge_owed", 0)
+    desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
+    delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
+    state = classify(instances, outdated_ids, now, delay, **classified)
+    state["original_size"] = original_size
+    floor = capacity_floor(original_size, max_unavailable)
+    return state, (original_size, max_unavailable, surge_owed, floor, state["capacity"] - floor,
+                   max(0, desired_capacity - state["members"]))
+
+
 def _without_zone(serving, pinned, ready_zones):
     """The serving nodes with a volume pinned to a zone where the group has no Ready up-to-date node:
     ``{node: [zones]}``."""
@@ -408,18 +433,11 @@ def next_step(instances, outdated_ids, original_size, max_unavailable, surge_owe
     ``blocked`` (nothing in flight
     can lift the group back over its floor; ``message`` says why).
     """
-    original_size = int_at_least(original_size, "original_size", 0)
-    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
-    surge_owed = int_at_least(surge_owed, "surge_owed", 0)
-    desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
-    delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
+    state, (original_size, max_unavailable, surge_owed, floor, budget, pending_launches) = _read_group(
+        instances, outdated_ids, original_size, max_unavailable, surge_owed, desired_capacity, now, post_drain_delay,
+        skip=skip, holds=holds, limit=limit, standby=standby, taint_key=taint_key)
     bake = int_at_least(bake_seconds, "bake_seconds", 0)
     counts = checkpoint_counts(checkpoints, original_size)
-    state = classify(instances, outdated_ids, now, delay, skip, holds, limit, standby, taint_key)
-    state["original_size"] = original_size
-    floor = max(0, original_size - max_unavailable)
-    budget = state["capacity"] - floor
-    pending_launches = max(0, desired_capacity - state["members"])
 
     ending = sorted(state["drained"] + state["no_node"], key=lambda entry: not entry["member"])
     terminate = [entry["instance_id"] for entry in ending]
@@ -586,16 +604,10 @@ def cancel_step(instances, outdated_ids, original_size, max_unavailable, surge_o
     (instances given back that still leave the group); ``done`` once nothing is owed, no detached instance runs and
     none given back is still leaving.
     """
-    original_size = int_at_least(original_size, "original_size", 0)
-    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
-    surge_owed = int_at_least(surge_owed, "surge_owed", 0)
-    desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
-    delay = int_at_least(post_drain_delay, "post_drain_delay", 0)
     live = [instance["instance_id"] for instance in instances if not instance_in_standby(instance)]
-    state = classify(instances, live, now, delay, skip, holds, taint_key=taint_key)
-    floor = max(0, original_size - max_unavailable)
-    budget = state["capacity"] - floor
-    pending_launches = max(0, desired_capacity - state["members"])
+    state, (original_size, max_unavailable, surge_owed, floor, budget, pending_launches) = _read_group(
+        instances, live, original_size, max_unavailable, surge_owed, desired_capacity, now, post_drain_delay, skip=skip,
+        holds=holds, taint_key=taint_key)
 
     chosen = _cancel_choice(state, instances, outdated_ids, surge_owed, pinned)
     terminate = [entry["instance_id"] for rank, entry in chosen if rank in (_NO_NODE, _DRAINED)]

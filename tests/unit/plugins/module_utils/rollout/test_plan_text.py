@@ -10,7 +10,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text 
 
 def test_the_plan_names_the_nodes_that_cannot_take_pods_and_the_floor_the_others_keep():
     plan = {"group_size": 4, "batch_size": 1,
-            "capacity": {"taking_pods": ["a", "b", "c"], "tolerated_taints": [],
+            "capacity": {"taking_pods": ["a", "b", "c"], "tolerated_taints": [], "floor": 3,
                          "not_counted": [{"node": "d", "why": "tainted dedicated=infra:NoSchedule"}]}}
     assert capacity_line(plan) == ("3 of 4 node(s) can take pods now, the floor keeps at least 3 of them; not counted: "
                                    "d (tainted dedicated=infra:NoSchedule)")
