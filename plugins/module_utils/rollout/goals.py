@@ -25,6 +25,7 @@ gives back what no workload uses.
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, int_at_least
@@ -40,10 +41,6 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps impo
     cancel_step,
     next_step,
 )
-
-# what a view of the group holds, read by every goal
-VIEW_KEYS = ("instances", "outdated_ids", "original_size", "max_unavailable", "surge_owed", "desired_capacity", "now",
-             "holds", "pinned")
 
 
 class Goal:
@@ -73,7 +70,9 @@ class Goal:
         return set(targets)
 
     def step(self, view, room=None):
-        """The command of the next step for one read of the group (``view``: :data:`VIEW_KEYS`); ``room``: every
+        """The command of the next step for one read of the group (``view``: ``instances``, ``outdated_ids``,
+        ``original_size``, ``max_unavailable``, ``surge_owed``, ``desired_capacity``, ``now``, ``holds``, ``pinned``, as
+        :func:`rollout.steps.next_step` reads them); ``room``: every
         Node and Pod of the cluster, given once the first answer said ``needs_room``."""
         raise NotImplementedError
 
@@ -176,7 +175,7 @@ def planned_waves(goal, outdated_count, max_unavailable, surge, up_to_date_count
     owed = int_at_least(surge, "surge", 0)
     model = type(goal)(dict(goal.settings, post_drain_delay=0, bake_seconds=0, limit=None))
     now = _MODEL_START
-    made = iter(range(1 << 30))
+    made = itertools.count()
     outdated = ["outdated-%d" % next(made) for _index in range(outdated_count)]
     instances = [_model_instance(instance_id, number, now) for number, instance_id in enumerate(outdated)]
     instances += [_model_instance("new-%d" % number, number, now) for number in (next(made) for _index in range(up_to_date_count + owed))]
