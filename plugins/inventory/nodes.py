@@ -45,8 +45,9 @@ options:
     choices: [nodeops.rollout.nodes]
   node_groups:
     description:
-      - The node groups whose instances to list, as O(node_groups[].name) alone or with at most one target, the same
-        shape as the role's C(rolling_update_node_groups). A plain name is taken as O(node_groups[].name).
+      - The node groups whose instances to list, as O(node_groups[].name) alone or with at most one target and its own
+        counts, the same shape as the role's C(rolling_update_node_groups), checked by the same rule. A plain name is
+        taken as O(node_groups[].name).
     type: list
     elements: raw
     required: true
@@ -64,6 +65,15 @@ options:
       launch_template_version:
         description: A version of the group's launch template (a number, V($Latest) or V($Default)).
         type: str
+      max_unavailable:
+        description:
+          - The group's own batch size, over the role's C(rolling_update_max_unavailable), as the role's
+            C(rolling_update_node_groups) takes it - a whole number or a percentage of the group's size.
+          - The playbook C(nodeops.rollout.upgrade_serial) batches the group's hosts by it.
+        type: raw
+      max_surge:
+        description: The group's own surge, over the role's C(rolling_update_max_surge) (a whole number or a percentage).
+        type: raw
   include_filters:
     description:
       - Only the hosts that match one of these filters are listed; without it, every host.

@@ -161,14 +161,33 @@ def _count(value, field, allow_zero):
     return value.strip() if isinstance(value, str) else value
 
 
-def _check_group(index, item, seen, defaults):
-    field = "%snode_groups[%d]" % (VARIABLE_PREFIX, index)
+def check_node_groups(groups, field, defaults=None):
+    """The node groups of the role's ``rolling_update_node_groups`` and of the inventory plugin's ``node_groups``
+    (``field``, the name in the errors), checked by one rule: a list of at least one dict, each with the name of its
+    Auto Scaling group, at most one target, and its own ``max_unavailable``/``max_surge`` as the role's settings are
+    checked. ``defaults`` (``{"max_unavailable", "max_surge"}``) fills a count a group does not give; without it, a
+    count not given stays out (the inventory's groups, which the role settles later). Raises SettingsError naming the
+    field."""
+    if not isinstance(groups, list) or not groups or not all(isinstance(item, dict) for item in groups):
+        raise SettingsError("%s: %r is not allowed; use a list of at least one node group, each a dict with "
+                            "the name of its Auto Scaling group" % (field, groups))
+    seen = {}
+    return [_check_group("%s[%d]" % (field, index), index, item, seen, defaults) for index, item in enumerate(groups)]
+
+
+def target_options(group):
+    """A node group's target as the options of launch_template_version (``{"image_id"|"ssm_parameter"|"version": ...}``)."""
+    return {_MODULE_OPTION.get(target, target): group[target] for target in GROUP_TARGETS if not _empty(group.get(target))}
+
+
+def _check_group(field, index, item, seen, defaults):
     for key in item:
         if key not in GROUP_FIELDS:
             raise SettingsError("%s.%s: not a field of a node group%s; use %s" % (field, key, nearest(key, GROUP_FIELDS), ", ".join(GROUP_FIELDS)))
     name = item.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SettingsError("%s: %r has no name; give each node group the name of its Auto Scaling group" % (field, item))
+    name = name.strip()
     if name in seen:
         raise SettingsError("%s (%s): the group is listed twice (also at index %d); list each node group once"
                             % (field, name, seen[name]))
@@ -176,9 +195,8 @@ def _check_group(index, item, seen, defaults):
     given = [target for target in GROUP_TARGETS if not _empty(item.get(target))]
     if len(given) > 1:
         raise SettingsError("%s (%s): give at most one of %s; got %s" % (field, name, ", ".join(GROUP_TARGETS), ", ".join(given)))
-    options = {_MODULE_OPTION.get(target, target): item[target] for target in given}
     try:
-        check_target_options(options)
+        check_target_options(target_options(item))
     except RolloutError as exc:
         target = given[0]
         raise _renamed(exc, _MODULE_OPTION.get(target, target), "%s.%s" % (field, target)) from None
@@ -186,7 +204,8 @@ def _check_group(index, item, seen, defaults):
     group.update({target: str(item[target]).strip() for target in given})
     for key, allow_zero in (("max_unavailable", False), ("max_surge", True)):
         if _empty(item.get(key)):
-            group[key] = defaults[key]
+            if defaults is not None:
+                group[key] = defaults[key]
         else:
             group[key] = _count(item[key], "%s.%s" % (field, key), allow_zero)
     return group
@@ -310,12 +329,7 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     _check_connection(var("aws"), VARIABLE_PREFIX + "aws", AWS_OPTIONS)
     _check_aws_retries(var("aws"), VARIABLE_PREFIX + "aws")
     _check_connection(var("k8s"), VARIABLE_PREFIX + "k8s", K8S_OPTIONS)
-    groups = var("node_groups")
-    if not isinstance(groups, list) or not groups or not all(isinstance(item, dict) for item in groups):
-        raise SettingsError("%snode_groups: %r is not allowed; use a list of at least one node group, each a dict with "
-                            "the name of its Auto Scaling group" % (VARIABLE_PREFIX, groups))
-    seen = {}
-    node_groups = [_check_group(index, item, seen, defaults) for index, item in enumerate(groups)]
+    node_groups = check_node_groups(var("node_groups"), VARIABLE_PREFIX + "node_groups", defaults)
     try:
         windows = parse_windows(var("window"), VARIABLE_PREFIX + "window")
         bake = parse_hold(0 if _empty(var("bake_time")) else var("bake_time"), VARIABLE_PREFIX + "bake_time")

@@ -23,13 +23,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import plan_batches
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import nodes_by_instance
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, node_name_of, outdated_instances
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import check_target_options
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_node_groups as check_groups, target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.launch_template import resolve_target
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_group import join_nodes
-
-# The node group fields of rolling_update_node_groups that say the target; the option names of launch_template_version.
-TARGET_FIELDS = {"image_id": "image_id", "ssm_parameter": "ssm_parameter", "launch_template_version": "version"}
-GROUP_FIELDS = ("name",) + tuple(TARGET_FIELDS)
 
 
 def group_name(prefix, value):
@@ -38,35 +34,13 @@ def group_name(prefix, value):
 
 
 def check_node_groups(node_groups):
-    """The plugin's ``node_groups``, as ``rolling_update_node_groups`` takes them: each ``{"name"}`` with at most one
-    of ``image_id``, ``ssm_parameter`` and ``launch_template_version``. Raises RolloutError naming the field."""
-    if not isinstance(node_groups, list) or not node_groups:
-        raise RolloutError("node_groups: %r is not allowed; use a list of at least one node group, each with the name of "
-                           "its Auto Scaling group" % (node_groups,))
-    checked, seen = [], set()
-    for index, group in enumerate(node_groups):
-        where = "node_groups[%d]" % index
-        if isinstance(group, str):
-            group = {"name": group}
-        if not isinstance(group, dict) or not isinstance(group.get("name"), str) or not group["name"].strip():
-            raise RolloutError("%s: %r is not allowed; use a dict with the name of an Auto Scaling group" % (where, group))
-        unknown = sorted(set(group) - set(GROUP_FIELDS))
-        if unknown:
-            raise RolloutError("%s: %s is not allowed; use %s" % (where, ", ".join(unknown), ", ".join(GROUP_FIELDS)))
-        targets = [field for field in TARGET_FIELDS if group.get(field) not in (None, "")]
-        if len(targets) > 1:
-            raise RolloutError("%s (%s): give at most one of %s; got %s" % (where, group["name"], ", ".join(TARGET_FIELDS), ", ".join(targets)))
-        if group["name"] in seen:
-            raise RolloutError("%s (%s): the group is listed twice" % (where, group["name"]))
-        seen.add(group["name"])
-        try:
-            check_target_options({TARGET_FIELDS[field]: group[field] for field in targets})
-        except RolloutError as exc:
-            option, _sep, rest = str(exc).partition(": ")
-            field = {value: key for key, value in TARGET_FIELDS.items()}.get(option, option)
-            raise RolloutError("%s.%s: %s" % (where, field, rest)) from None
-        checked.append(dict({"name": group["name"].strip()}, **{field: group[field] for field in targets}))
-    return checked
+    """The plugin's ``node_groups``, as ``rolling_update_node_groups`` takes them (:func:`rollout.settings.check_node_groups`,
+    the role's own check): each ``{"name"}`` with at most one target and its own ``max_unavailable``/``max_surge``; a
+    plain name stands for ``{"name": name}``. A count a group does not give stays out: the role settles it against its
+    own variables. Raises SettingsError naming the field."""
+    if isinstance(node_groups, list):
+        node_groups = [{"name": group} if isinstance(group, str) else group for group in node_groups]
+    return check_groups(node_groups, "node_groups")
 
 
 def host_entries(group_spec, records, target):
@@ -168,8 +142,7 @@ def read_node_hosts(params, node_groups, client_name="nodes"):
         with aws_errors("DescribeAutoScalingGroups", resource, params):
             group = require_group(autoscaling, spec["name"], connection.region, field="node_groups")
             records = [record for record in group_instances(ec2, group, include_detached=False) if instance_is_active(record)]
-        resolved = resolve_target(dict(params, **{TARGET_FIELDS[field]: spec[field] for field in TARGET_FIELDS if field in spec}),
-                                  ec2, ssm, group, connection.region)
+        resolved = resolve_target(dict(params, **target_options(spec)), ec2, ssm, group, connection.region)
         target = {"launch_template_id": resolved["template"]["LaunchTemplateId"], "version": resolved["target_number"],
                   "image_id": resolved["target_image"]}
         join_nodes(records, nodes, raw_nodes)

@@ -1,5 +1,6 @@
 """The serial playbook batches each node group by its own resolved count: rolling_update_max_unavailable given as a
-percentage (50 %, of each group's size) and a group whose own max_unavailable differs from the role's. Each batch holds
+percentage (50 %, of each group's size) and a group whose own max_unavailable, given in the inventory plugin's
+node_groups, differs from the role's. Each batch holds
 the hosts of one group - a canary of one first, then at most the group's count - and the run converges with the
 invariants held and each group above its own floor."""
 
@@ -33,7 +34,9 @@ def inventory(sandbox, tmp_path_factory):
     path.write_text(json.dumps({   # JSON is YAML
         "plugin": "nodeops.rollout.nodes", "region": sandbox.state["region"], "endpoint_url": sandbox.state["aws_url"],
         "kubeconfig": sandbox.state["kubeconfig"],
-        "node_groups": [{"name": name, "image_id": sandbox.state["amis"]["new"]} for name in GROUPS]}))
+        # the second group's own max_unavailable, over the role's, given where the inventory names the groups
+        "node_groups": [{"name": GROUPS[0], "image_id": sandbox.state["amis"]["new"]},
+                        {"name": GROUPS[1], "image_id": sandbox.state["amis"]["new"], "max_unavailable": COUNTS[GROUPS[1]]}]}))
     return path
 
 
@@ -76,12 +79,8 @@ def run(sandbox, inventory, tmp_path_factory):
     report = tmp_path_factory.mktemp("serial-counts-run") / "result.json"
     original = {name: sizes(sandbox, name) for name in GROUPS}
     order, group_of_host = _hostvars(sandbox, inventory)
-    # the second group's own max_unavailable, over the role's (extra variables are the user's: the inventory's groups
-    # name the targets)
-    node_groups = [{"name": GROUPS[0], "image_id": sandbox.state["amis"]["new"]},
-                   {"name": GROUPS[1], "image_id": sandbox.state["amis"]["new"], "max_unavailable": COUNTS[GROUPS[1]]}]
     argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), os.path.join("playbooks", "upgrade_serial.yml"),
-            "-e", "rolling_update_report_file=%s" % report, "-e", json.dumps({"rolling_update_node_groups": node_groups})]
+            "-e", "rolling_update_report_file=%s" % report]
     for item in FAST:
         argv += ["-e", item]
     proc = _run(sandbox, argv)

@@ -44,12 +44,15 @@ def test_outdated_hosts_come_first_alternating_azs_with_what_a_host_needs():
 
 @pytest.mark.parametrize("groups, message", [
     ([], "node_groups: [] is not allowed; use a list of at least one node group"),
-    ([{"image_id": "ami-0123456789abcdef0"}], "node_groups[0]: {'image_id': 'ami-0123456789abcdef0'} is not allowed"),
-    ([{"name": "a", "size": 3}], "node_groups[0]: size is not allowed; use name, image_id, ssm_parameter, launch_template_version"),
+    ([{"image_id": "ami-0123456789abcdef0"}], "node_groups[0]: {'image_id': 'ami-0123456789abcdef0'} has no name"),
+    ([{"name": "a", "size": 3}], "node_groups[0].size: not a field of a node group; use name, image_id, ssm_parameter, "
+     "launch_template_version, max_unavailable, max_surge"),
     ([{"name": "a", "image_id": "ami-0123456789abcdef0", "launch_template_version": 2}],
      "node_groups[0] (a): give at most one of image_id, ssm_parameter, launch_template_version"),
     ([{"name": "a", "image_id": "ubuntu"}], "node_groups[0].image_id: 'ubuntu' is not an AMI id"),
     ([{"name": "a", "launch_template_version": "newest"}], "node_groups[0].launch_template_version: 'newest' is not allowed"),
+    ([{"name": "a", "max_unavailable": "0%"}], "node_groups[0].max_unavailable: '0%' is not allowed"),
+    ([{"name": "a", "max_surge": -1}], "node_groups[0].max_surge: -1 is not allowed"),
     (["a", {"name": "a"}], "node_groups[1] (a): the group is listed twice"),
 ])
 def test_node_groups_are_refused_naming_the_field(groups, message):
@@ -58,9 +61,12 @@ def test_node_groups_are_refused_naming_the_field(groups, message):
     assert str(caught.value).startswith(message), str(caught.value)
 
 
-def test_node_groups_take_a_name_alone_and_the_group_names_are_inventory_safe():
+def test_node_groups_take_a_name_alone_a_group_s_own_counts_and_the_group_names_are_inventory_safe():
     assert check_node_groups(["a", {"name": " b ", "ssm_parameter": "/ami", "image_id": ""}]) == [
         {"name": "a"}, {"name": "b", "ssm_parameter": "/ami"}]
+    # a group's own counts are kept as given (the role resolves them); a count not given stays out, for the role's own
+    assert check_node_groups([{"name": "a", "max_unavailable": "50%"}, {"name": "b", "max_surge": 0}]) == [
+        {"name": "a", "max_unavailable": "50%"}, {"name": "b", "max_surge": 0}]
     assert group_name("az_", "eu-west-1a") == "az_eu_west_1a" and group_name("node_group_", "prod.workers") == "node_group_prod_workers"
 
 
