@@ -109,7 +109,8 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
     if not isinstance(step, dict):
         raise PlanError("step: %r is not allowed; use the step rollout_step returned" % (step,))
     group = step.get("group") or {}
-    max_unavailable = _count(group.get("max_unavailable") or 1, "max_unavailable", 1)
+    # the group's resolved count, as rollout_step worked it out
+    max_unavailable = group.get("max_unavailable") or 1
     owed = _count(group.get("surge_owed") or 0, "surge_owed")
     draining = len(step.get("drain") or [])
     # drained already (terminated now, or in their post-drain delay) are not waves any more

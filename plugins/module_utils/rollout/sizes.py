@@ -62,7 +62,6 @@ def surge_count(value, az_count, max_unavailable, group_size, field="max_surge")
     of ``group_size``, rounded up.
     """
     az_count = int_at_least(az_count, "az_count", 0)
-    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
     group_size = int_at_least(group_size, "group_size", 0)
     if value is None:
         return max(2 * az_count, max_unavailable)
@@ -119,15 +118,14 @@ def check_surge_syntax(value, field="surge"):
     return parse_int_or_percent(value, field, allow_zero=True)
 
 
-def resolve_surge(value, group_size, az_count, max_unavailable=None):
+def resolve_surge(value, group_size, az_count, max_unavailable=1):
     """The surge as a number of instances.
 
     ``None`` is the EKS default, the larger of twice the number of Availability Zones and maxUnavailable
-    (``max_unavailable`` resolved against ``group_size``, one node by default); a percentage is of
-    ``group_size``, rounded up; a whole number is taken as is (0: no extra instances).
+    (``max_unavailable``, the group's resolved count, one node by default); a percentage is of ``group_size``, rounded
+    up; a whole number is taken as is (0: no extra instances).
     """
-    unavailable = max_unavailable_count(max_unavailable, group_size)
-    return surge_count(value, az_count, unavailable, group_size, field="surge")
+    return surge_count(value, az_count, max_unavailable, group_size, field="surge")
 
 
 def surged_sizes(current, surge, max_size_limit=None):

@@ -334,7 +334,7 @@ def _read_group(instances, outdated_ids, original_size, max_unavailable, surge_o
     schedulable nodes the group keeps (``original_size - max_unavailable``), ``budget`` how many more it has,
     ``pending_launches`` the instances the group has yet to launch (desired above its members)."""
     original_size = int_at_least(original_size, "original_size", 0)
-    max_unavailable = int_at_least(max_unavailable, "max_unavailable", 1)
+    # max_unavailable is the group's resolved count (rollout.sizes.max_unavailable_count), never text here
     surge_owed = int_at_least(surge_owed, "surge_owed", 0)
     desired_capacity = int_at_least(desired_capacity, "desired_capacity", 0)
     delay = int_at_least(post_drain_delay, "post_drain_delay", 0)

@@ -165,8 +165,9 @@ class _Surge:
         refusal = tag_room_refusal(group_tags(self.group), self.name)
         if refusal:
             raise RolloutError("name: %s" % refusal)
-        surge = resolve_surge(params.get("surge"), self.current["desired_capacity"], len(group_azs(self.group)),
-                              params.get("max_unavailable"))
+        desired = self.current["desired_capacity"]
+        surge = resolve_surge(params.get("surge"), desired, len(group_azs(self.group)),
+                              max_unavailable_count(params.get("max_unavailable"), desired))
         if params["method"] == "scale":
             surged = surged_sizes(self.current, surge, params.get("max_size_limit"))
             self.new_sizes = surged if surge else None

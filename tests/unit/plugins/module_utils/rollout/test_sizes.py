@@ -60,12 +60,12 @@ def test_an_inconsistent_group_is_refused():
 
 
 @pytest.mark.parametrize("value, desired, azs, unavailable, expected", [
-    (None, 6, 3, None, 6),          # EKS: max(2 x AZs, maxUnavailable)
-    (None, 40, 2, "25%", 10),       # maxUnavailable 10 beats 2 x 2
-    ("50%", 5, 3, None, 3),         # percentages round up
-    (0, 5, 3, None, 0),
-    ("0%", 5, 3, None, 0),
-    (7, 5, 3, None, 7),
+    (None, 6, 3, 1, 6),          # EKS: max(2 x AZs, maxUnavailable)
+    (None, 40, 2, 10, 10),       # maxUnavailable 10 (the resolved count, 25 % of 40) beats 2 x 2
+    ("50%", 5, 3, 1, 3),         # percentages round up
+    (0, 5, 3, 1, 0),
+    ("0%", 5, 3, 1, 0),
+    (7, 5, 3, 1, 7),
 ])
 def test_resolve_surge(value, desired, azs, unavailable, expected):
     assert gs.resolve_surge(value, desired, azs, unavailable) == expected
@@ -328,7 +328,6 @@ def test_surge_bad_input_names_the_field(value):
 
 def test_surge_other_inputs_are_checked():
     assert_plan_error(lambda: surge_count(None, -1, 1, 6), "az_count")
-    assert_plan_error(lambda: surge_count(None, 3, 0, 6), "max_unavailable")
 
 
 @given(st.integers(min_value=0, max_value=1000), st.integers(min_value=0, max_value=1000),
