@@ -11,8 +11,8 @@ version_added: 0.3.0
 author: nodeops.rollout maintainers (@nodeops)
 description:
   - Builds C(rolling_update_hook) for one event of the role's hooks from the node group's run record
-    (C(nodeops.rollout.run_record)) - the event, the group, the step (for C(before_batch), C(after_drain) and
-    C(after_batch)) with the nodes and instance ids it drains and the instances it terminates, the nodes drained (for
+    (C(nodeops.rollout.run_record)) - the event, the group, the step (for C(before_step), C(after_drain) and
+    C(after_step)) with the nodes and instance ids it drains and the instances it terminates, the nodes drained (for
     C(after_drain)), whether the run rolls back, a message, and the group's entry of C(rolling_update_result) so far.
 positional: event
 options:
@@ -24,7 +24,7 @@ options:
     description: The hook event.
     type: str
     required: true
-    choices: [before_batch, after_drain, after_batch, on_failure, after_rollout]
+    choices: [before_step, after_drain, after_step, on_failure, after_rollout]
   step:
     description: The step M(nodeops.rollout.rollout_step) returned (its C(step)), for the step's events.
     type: dict
@@ -46,7 +46,7 @@ EXAMPLES = r"""
 - name: Run one hook task file
   ansible.builtin.include_tasks: "{{ hook_file }}"
   vars:
-    rolling_update_hook: "{{ rolling_update__run | nodeops.rollout.hook_context('after_batch', step=rolling_update__step.step) }}"
+    rolling_update_hook: "{{ rolling_update__run | nodeops.rollout.hook_context('after_step', step=rolling_update__step.step) }}"
 """
 
 RETURN = r"""

@@ -671,7 +671,7 @@ def serial_outcome(state, host=None, group=None, instance_id=None):
 
 
 # The hook events of a step: their task files get the step's number, nodes, instance ids and terminations.
-STEP_HOOK_EVENTS = ("before_batch", "after_drain", "after_batch")
+STEP_HOOK_EVENTS = ("before_step", "after_drain", "after_step")
 
 
 def hook_context(record, event, step=None, drained=None, rollback=False, message=""):

@@ -75,7 +75,9 @@ def check_boolean(value, field):
 
 
 # where the role includes the task files of rolling_update_hooks
-HOOK_EVENTS = ("before_batch", "after_drain", "after_batch", "on_failure", "after_rollout")
+HOOK_EVENTS = ("before_step", "after_drain", "after_step", "on_failure", "after_rollout")
+# the step events' names before they were named for the step they fire around (a batch is the serial playbook's)
+HOOK_ALIASES = {"before_batch": "before_step", "after_batch": "after_step"}
 _ALARM_NAME_LIMIT = 255
 GROUP_TARGETS = ("image_id", "ssm_parameter", "launch_template_version")
 # the module option behind each role field, where the names differ
@@ -247,7 +249,7 @@ def check_alarm_names(value, field):
 
 def check_hooks(value, field, base_dir=None):
     """``{event: task file or [task files]}`` (or ``"event=file,event=file"``) -> ``{event: [absolute paths]}``: every
-    event one of HOOK_EVENTS, every file there (a relative path is taken from ``base_dir``, the playbook's directory)."""
+    event one of HOOK_EVENTS (or HOOK_ALIASES, its name before), every file there (a relative path is taken from ``base_dir``, the playbook's directory)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return {}
     if isinstance(value, str):
@@ -263,15 +265,16 @@ def check_hooks(value, field, base_dir=None):
         raise SettingsError("%s: %r is not allowed; use a dict of event to task files, the events among %s"
                             % (field, value, ", ".join(HOOK_EVENTS)))
     hooks = {}
-    for event, files in value.items():
+    for given, files in value.items():
+        event = HOOK_ALIASES.get(given, given)
         if event not in HOOK_EVENTS:
-            raise SettingsError("%s: %r is not an event; use %s" % (field, event, ", ".join(HOOK_EVENTS)))
+            raise SettingsError("%s: %r is not an event; use %s" % (field, given, ", ".join(HOOK_EVENTS)))
         files = [files] if isinstance(files, str) else files
         if not isinstance(files, (list, tuple)) or not files:
-            raise SettingsError("%s.%s: %r is not allowed; use a task file or a list of them" % (field, event, files))
+            raise SettingsError("%s.%s: %r is not allowed; use a task file or a list of them" % (field, given, files))
         paths = []
         for index, path in enumerate(files):
-            where = "%s.%s[%d]" % (field, event, index)
+            where = "%s.%s[%d]" % (field, given, index)
             if not isinstance(path, str) or not path.strip():
                 raise SettingsError("%s: %r is not allowed; use the path of a task file" % (where, path))
             full = path.strip() if os.path.isabs(path.strip()) else os.path.join(base_dir or os.getcwd(), path.strip())
@@ -279,7 +282,8 @@ def check_hooks(value, field, base_dir=None):
                 raise SettingsError("%s: %s is not a file%s; give the path of a task file, absolute or relative to the playbook's "
                                     "directory" % (where, path, " (%s)" % full if full != path.strip() else ""))
             paths.append(os.path.normpath(full))
-        hooks[event] = paths
+        # an alias and its event both given: the files of both, in the order given
+        hooks[event] = hooks.get(event, []) + paths
     return hooks
 
 

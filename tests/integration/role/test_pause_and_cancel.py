@@ -52,7 +52,7 @@ def test_a_pause_request_stops_the_rollout_cleanly_and_the_hooks_see_every_step(
     log = tmp_path / "hooks.jsonl"
     hook = tmp_path / "log.yml"
     hook.write_text(LOG_HOOK.format(log=log))
-    hooks = {event: str(hook) for event in ("before_batch", "after_drain", "after_batch", "after_rollout")}
+    hooks = {event: str(hook) for event in ("before_step", "after_drain", "after_step", "after_rollout")}
     since = sandbox.now()
     watcher = Watcher(sandbox, since, terminated_by_rollout, lambda event: set_tag(sandbox, PAUSE_TAG, "true"))
     watcher.start()
@@ -85,16 +85,16 @@ def test_a_pause_request_stops_the_rollout_cleanly_and_the_hooks_see_every_step(
 
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     events = [call["event"] for call in calls]
-    assert events[0] == "before_batch" and events[-1] == "after_rollout", events
+    assert events[0] == "before_step" and events[-1] == "after_rollout", events
     drains = [call for call in calls if call["event"] == "after_drain"]
     assert drains and all(call["drained"] and set(call["drained"]) <= set(call["nodes"]) for call in drains), drains
     for call in calls[:-1]:
         assert call["group"] == GROUP and isinstance(call["step"], int) and call["rollback"] is False, call
         assert len(call["nodes"]) == len(call["instance_ids"]) and (call["nodes"] or call["terminate"]), call
-    steps = [call["step"] for call in calls if call["event"] == "before_batch"]
+    steps = [call["step"] for call in calls if call["event"] == "before_step"]
     assert steps == sorted(set(steps)), steps
     assert calls[-1]["result"]["status"] == "paused" and calls[-1]["message"].startswith("a pause was requested"), calls[-1]
-    replaced = [call["result"]["nodes_replaced"] for call in calls if call["event"] == "after_batch"]
+    replaced = [call["result"]["nodes_replaced"] for call in calls if call["event"] == "after_step"]
     assert replaced == sorted(replaced) and replaced[-1] == result["nodes_replaced"], replaced
 
     # while the tag is there, a run does not start

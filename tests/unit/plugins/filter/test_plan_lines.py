@@ -143,7 +143,7 @@ def test_the_operator_s_controls_and_the_holds_are_stated():
     controls = {"on_failure": "rollback", "previous_version": 4, "alarms": [{"name": "shop-5xx", "state": "OK"}],
                 "window": {"windows": ["Mon,Tue 22:00 4h Europe/Berlin"], "open": False,
                            "next_start": "Mon 2026-11-30 22:00 CET (Europe/Berlin), 2026-11-30T21:00:00Z"},
-                "refusal": "rolling_update_window: ... is outside the maintenance window", "hooks": {"after_batch": ["/h/notify.yml"]}}
+                "refusal": "rolling_update_window: ... is outside the maintenance window", "hooks": {"after_step": ["/h/notify.yml"]}}
     lines = plan_lines(plan, "workers", 10, TARGET, preflight={}, controls=controls)
     assert lines[2:8] == [
         "on a failure of the new nodes: roll back to launch template version 4",
@@ -152,7 +152,7 @@ def test_the_operator_s_controls_and_the_holds_are_stated():
         "holds: bake 10m 00s after each wave; checkpoint at 50% (5 nodes), then 30m 00s",
         "abort alarms: shop-5xx (OK)",
         "would not start now: rolling_update_window: ... is outside the maintenance window",
-        "hooks: after_batch /h/notify.yml",
+        "hooks: after_step /h/notify.yml",
     ]
     assert lines[8].split() == ["wave", "nodes", "AZs", "then", "node", "names"]
     assert "hold 30m 00s" in lines[9] and "hold 10m 00s" in lines[10]

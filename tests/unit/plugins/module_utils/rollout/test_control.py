@@ -85,7 +85,7 @@ EVICTION = {"kind": "kubernetes", "verb": "create", "api_group": "", "resource":
     ("nodeops.rollout.cluster_validate", {"msg": "NodeCreationFailure: 1 of 2 instance(s) did not become Ready"}, None,
      "node creation", True),
     ("nodeops.rollout.cluster_validate", {"msg": "critical pod kube-system/coredns-1 not Ready"}, None, "validation", True),
-    ("ansible.builtin.fail", {"msg": "The after_batch hook /h.yml failed"}, {"event": "after_batch", "file": "/h.yml",
+    ("ansible.builtin.fail", {"msg": "The after_step hook /h.yml failed"}, {"event": "after_step", "file": "/h.yml",
                                                                              "message": "smoke test failed"}, "hook", True),
     ("nodeops.rollout.node_drain", {"msg": "node n1 not drained after 900s (timeout)"}, None, "other", False),
     ("nodeops.rollout.rollout_lock", {"msg": "held by awx-job-7"}, None, "other", False),

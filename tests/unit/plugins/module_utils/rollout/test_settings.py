@@ -116,10 +116,10 @@ def test_the_aws_retry_options_are_taken():
     ({"checkpoints": [{"percent": 120, "wait": "1m"}]}, "rolling_update_checkpoints[0].percent: 120 is not allowed; use a whole percentage"),
     ({"checkpoints": "20%:1m,20%:2m"}, "rolling_update_checkpoints[1].percent: 20% is listed twice"),
     ({"abort_alarms": ["api-5xx", ""]}, "rolling_update_abort_alarms[1]: '' is not allowed; use the name of a CloudWatch alarm"),
-    ({"hooks": {"before_drain": "/etc/hostname"}}, "rolling_update_hooks: 'before_drain' is not an event; use before_batch, "
-                                                   "after_drain, after_batch, on_failure, after_rollout"),
-    ({"hooks": {"after_batch": "/nonexistent/hook.yml"}}, "rolling_update_hooks.after_batch[0]: /nonexistent/hook.yml is not a file"),
-    ({"hooks": "after_batch"}, "rolling_update_hooks: 'after_batch' is not allowed; use a dict of event to task files"),
+    ({"hooks": {"before_drain": "/etc/hostname"}}, "rolling_update_hooks: 'before_drain' is not an event; use before_step, "
+                                                   "after_drain, after_step, on_failure, after_rollout"),
+    ({"hooks": {"after_step": "/nonexistent/hook.yml"}}, "rolling_update_hooks.after_step[0]: /nonexistent/hook.yml is not a file"),
+    ({"hooks": "after_step"}, "rolling_update_hooks: 'after_step' is not allowed; use a dict of event to task files"),
     ({"aws": {"retry_mode": "legacy"}}, "rolling_update_aws.retry_mode: 'legacy' is not allowed; use one of standard, adaptive"),
     ({"aws": {"max_attempts": "0"}}, "rolling_update_aws.max_attempts: '0' is not allowed; use a whole number, at least 1"),
     ({"node_groups": []}, "rolling_update_node_groups: [] is not allowed; use a list of at least one node group"),
@@ -157,17 +157,29 @@ def test_the_operator_s_controls_settle_from_a_survey_s_strings(tmp_path):
     settings = check_role_settings(dict(DEFAULTS, rolling_update_on_failure="rollback", rolling_update_window="Sat,Sun 22:00 4h Europe/Berlin",
                                         rolling_update_bake_time="10m", rolling_update_checkpoints="50%:30m, 25%:15m",
                                         rolling_update_abort_alarms="api-5xx, latency-p99,api-5xx",
-                                        rolling_update_hooks="after_batch=notify.yml,on_failure=%s" % hook), str(tmp_path))
+                                        rolling_update_hooks="after_step=notify.yml,on_failure=%s" % hook), str(tmp_path))
     assert settings["on_failure"] == "rollback" and settings["bake_seconds"] == 600
     assert settings["windows"] == ["Sat,Sun 22:00 4h Europe/Berlin"]
     # in the modules' own form, the waits in seconds
     assert settings["checkpoints"] == [{"percent": 25, "wait": 900}, {"percent": 50, "wait": 1800}]
     assert settings["abort_alarms"] == ["api-5xx", "latency-p99"]
-    assert settings["hooks"] == {"after_batch": [str(hook)], "on_failure": [str(hook)]}
+    assert settings["hooks"] == {"after_step": [str(hook)], "on_failure": [str(hook)]}
     # one step of the window's check: a drain, the post-drain delay, a boot and a validation
     assert settings["step_seconds"] == 90 + 60 + 180 + 10 + 2 * 3 * 1  # and two steps of three one-second tasks
     # a bake (or a checkpoint's wait) is waited for within one step, by rollout_step, which keeps the lock alive
     assert settings["lock_duration"] == 120
+
+
+def test_the_step_hooks_take_their_names_before_as_aliases(tmp_path):
+    first, second = tmp_path / "first.yml", tmp_path / "second.yml"
+    for hook in (first, second):
+        hook.write_text("---\n[]\n")
+    settings = check_role_settings(dict(DEFAULTS, rolling_update_hooks={"before_batch": str(first), "before_step": str(second),
+                                                                        "after_batch": [str(second)]}), str(tmp_path))
+    # both names of the event give their files to the one event, in the order given; no event keeps the old name
+    assert settings["hooks"] == {"before_step": [str(first), str(second)], "after_step": [str(second)]}
+    with pytest.raises(SettingsError, match=r"^rolling_update_hooks\.after_batch\[0\]: /nonexistent\.yml is not a file"):
+        check_role_settings(dict(DEFAULTS, rolling_update_hooks={"after_batch": "/nonexistent.yml"}), str(tmp_path))
 
 
 def test_without_controls_nothing_is_added():
