@@ -37,9 +37,11 @@ The other figures:
 - ``max_unavailable_hops``: the handoffs of the value from the role variable ``<role>_max_unavailable`` to
   ``rollout/steps.py`` ``next_step``, found by following the name, shortest path first. In the role's YAML a hop is
   each time the value is given a new name: a fact (``set_fact``), a variable (``vars:``, ``vars/``), a loop variable
-  (``loop:`` -> ``loop_var``), a task argument (the module's option); then one hop from the option to the functions
-  of the runner (a module_utils file the module imports) that read the option's key; then one hop per call that
-  passes it on (a local assigned from it is the same hop's value; ``functools.partial(f, ...)`` calls ``f``).
+  (``loop:`` -> ``loop_var``), a task argument (the module's option), and ``query('varnames', regex)`` reads each
+  role variable its regex matches; then one hop from the option to the functions of the runner (the
+  module_utils/runners/ file the module imports) that read the option's key; then one hop per call that passes it on (a
+  local assigned from it is the same hop's value, and so is a dict built from it; ``functools.partial(f, ...)`` calls
+  ``f``; a call on an object it holds, ``goal.step(view)``, reaches each imported method of that name).
   ``max_unavailable_path`` lists each name on the way.
 """
 
@@ -472,16 +474,29 @@ def yaml_places(root=ROOT, role=ROLE, word=MAX_UNAVAILABLE):
     return places
 
 
+VARNAMES = re.compile(r"""query\(\s*['"](?:ansible\.builtin\.)?varnames['"]\s*,\s*['"]([^'"]+)['"]""")
+
+
+def role_variables(root=ROOT, role=ROLE):
+    """The names of the role's variables (its defaults)."""
+    return sorted(_load(os.path.join(root, "roles", role, "defaults", "main.yml")) or {})
+
+
 def yaml_flow(root=ROOT, role=ROLE):
     """``{name: {(next name, file)}}``: where the role's YAML hands a value on under a new name. A task's argument
-    is named ``<module>.<option>``."""
+    is named ``<module>.<option>``. ``query('varnames', regex)`` reads each of the role's variables the regex
+    matches (the role gathers its settings so, then reads their values by those names)."""
     edges = collections.defaultdict(set)
+    variables_of_role = role_variables(root, role)
 
     def hand(value, to, where):
         if "{{" in str(to):
             return
         for text in strings_of(value):
-            for name in names_read(text):
+            read = set(names_read(text))
+            for pattern in VARNAMES.findall(text):
+                read.update(name for name in variables_of_role if re.search(pattern, name))
+            for name in read:
                 if name != to:
                     edges[name].add((str(to), where))
 
@@ -547,6 +562,14 @@ class _Code:
         self.tree(path)
         return sorted(qualified for (where, qualified) in self.defs if where == path)
 
+    def methods_elsewhere(self, path, call_name):
+        """The methods named ``call_name`` of the classes in the files ``path`` imports from: what a call on an object
+        the function was given (``self.goal.step(view)``) may reach, each of them."""
+        found = []
+        for source in sorted(set(_imported(self.tree(path)).values())):
+            found += [(source, qualified) for qualified in self.functions(source) if qualified.endswith("." + call_name)]
+        return found
+
     def resolve(self, path, call_name, method):
         """The ``(file, qualified name)`` a call in ``path`` reaches, or None."""
         tree = self.tree(path)
@@ -565,7 +588,7 @@ class _Code:
         names = [arg.arg for arg in function.args.posonlyargs + function.args.args]
         return names[1:] if cls and names and names[0] in ("self", "cls") else names
 
-    def passes(self, path, qualified, names, key):
+    def passes(self, path, qualified, names, key, word=None):
         """``{(file, function, parameter)}`` the function hands the value on to: every call with an argument that
         reads it (or a local assigned from it)."""
         function, _cls = self.defs[(path, qualified)]
@@ -588,19 +611,31 @@ class _Code:
                 func, args = args[0], args[1:]
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
             method = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
-            if name is None or (isinstance(func, ast.Attribute) and not method):
+            if name is None:
                 continue
-            target = self.resolve(path, name, method)
-            if target is None or target == (path, qualified):
-                continue
-            parameters = self.parameters(target)
-            for position, arg in enumerate(args):
-                if position < len(parameters) and _reads(arg, tracked, key):
-                    found.add(target + (parameters[position],))
-            for keyword in node.keywords:
-                if keyword.arg in parameters and _reads(keyword.value, tracked, key):
-                    found.add(target + (keyword.arg,))
+            if isinstance(func, ast.Attribute) and not method:
+                # a method of an object the function holds (goal.step, self.goal.step): each imported method of that name
+                targets = self.methods_elsewhere(path, name) if isinstance(func.value, (ast.Name, ast.Attribute)) else []
+            else:
+                targets = [self.resolve(path, name, method)]
+            for target in targets:
+                if target is None or target == (path, qualified):
+                    continue
+                parameters = self.parameters(target)
+                for position, arg in enumerate(args):
+                    if position < len(parameters) and _reads(arg, tracked, key) and _same_key(arg, word):
+                        found.add(target + (parameters[position],))
+                for keyword in node.keywords:
+                    if keyword.arg in parameters and _reads(keyword.value, tracked, key) and _same_key(keyword.value, word):
+                        found.add(target + (keyword.arg,))
         return found
+
+
+def _same_key(expression, word):
+    """False for a read of another key of a dict that carries the value (``view["now"]`` when following
+    ``view["max_unavailable"]``), else True."""
+    key = _key_of(expression)
+    return word is None or key is None or key == word
 
 
 def _runner_chain(code, module, word, goal_file, goal_name):
@@ -610,7 +645,10 @@ def _runner_chain(code, module, word, goal_file, goal_name):
     if not os.path.isfile(os.path.join(code.root, module_file)):
         return None
     starts = []
-    for runner in sorted(set(_imported(code.tree(module_file)).values())):
+    imported = sorted(set(_imported(code.tree(module_file)).values()))
+    # the module's body is its runner (module_utils/runners/); what else it imports (its choices, say) reads no option
+    runners = [path for path in imported if path.startswith(os.path.join("plugins", "module_utils", "runners") + os.sep)] or imported
+    for runner in runners:
         for qualified in code.functions(runner):
             function, _cls = code.defs[(runner, qualified)]
             if any(_key_of(node) == word for node in ast.walk(function)):
@@ -619,7 +657,7 @@ def _runner_chain(code, module, word, goal_file, goal_name):
     while queue:
         node = queue.popleft()
         names, key = ((), word) if node[2] is None else ((node[2],), None)
-        for other in code.passes(node[0], node[1], names, key):
+        for other in code.passes(node[0], node[1], names, key, word):
             edges[node].add((other, None))
             if other not in seen:
                 seen.add(other)

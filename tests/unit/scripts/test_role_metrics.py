@@ -282,6 +282,42 @@ def test_a_fact_fewer_is_a_hop_fewer(metrics, tmp_path, capsys):
     assert "roles/rolling_update/tasks/node_group.yml: rolling_update__max_unavailable" not in figures["max_unavailable_path"]
 
 
+def test_settings_gathered_by_their_names_are_followed(metrics, tmp_path, capsys):
+    files = dict(TREE)
+    files["roles/rolling_update/tasks/main.yml"] = files["roles/rolling_update/tasks/main.yml"].replace(
+        "{{ {'rolling_update_max_unavailable': rolling_update_max_unavailable} | nodeops.rollout.rollout_settings }}",
+        "{{ query('ansible.builtin.varnames', '^rolling_update_[^_]') | nodeops.rollout.rollout_settings }}")
+    figures = _figures(metrics, _write(tmp_path, files), capsys)
+    # the variable is read by the names the query matches: the same way, the same hops
+    assert figures["max_unavailable_path"] == EXPECTED["max_unavailable_path"]
+    # a query whose pattern the variable does not match reads it not
+    files["roles/rolling_update/tasks/main.yml"] = files["roles/rolling_update/tasks/main.yml"].replace("'^rolling_update_[^_]'", "'^other_'")
+    assert _figures(metrics, _write(tmp_path / "other", files), capsys)["max_unavailable_hops"] is None
+
+
+def test_a_method_of_an_object_the_runner_holds_is_followed_to_the_key_it_reads(metrics, tmp_path, capsys):
+    files = dict(TREE)
+    files["plugins/module_utils/step.py"] = files["plugins/module_utils/step.py"].replace(
+        """                decide = functools.partial(next_step, [], count)
+                return decide()""",
+        """                view = {"instances": [], "max_unavailable": count}
+                return self.goal.step(view)""").replace(
+        "from %(package)s.rollout.steps import next_step", "from %(package)s.rollout.goals import Replace")
+    files["plugins/module_utils/rollout/goals.py"] = """
+        from %(package)s.rollout.steps import next_step
+
+
+        class Replace:
+            def step(self, view):
+                return next_step(view["instances"], view["max_unavailable"])
+        """
+    figures = _figures(metrics, _write(tmp_path, files), capsys)
+    assert figures["max_unavailable_hops"] == EXPECTED["max_unavailable_hops"] + 1
+    # the dict's other key (instances) is not the value followed
+    assert figures["max_unavailable_path"][-2:] == ["plugins/module_utils/rollout/goals.py Replace.step(view)",
+                                                    "plugins/module_utils/rollout/steps.py next_step(max_unavailable)"]
+
+
 def test_a_runner_that_does_not_pass_it_on_has_no_hops(metrics, tmp_path, capsys):
     files = dict(TREE)
     files["plugins/module_utils/step.py"] = files["plugins/module_utils/step.py"].replace(

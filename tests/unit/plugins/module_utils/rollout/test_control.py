@@ -86,7 +86,7 @@ EVICTION = {"kind": "kubernetes", "verb": "create", "api_group": "", "resource":
      "node creation", True),
     ("nodeops.rollout.cluster_validate", {"msg": "critical pod kube-system/coredns-1 not Ready"}, None, "validation", True),
     ("ansible.builtin.fail", {"msg": "The after_step hook /h.yml failed"}, {"event": "after_step", "file": "/h.yml",
-                                                                             "message": "smoke test failed"}, "hook", True),
+                                                                            "message": "smoke test failed"}, "hook", True),
     ("nodeops.rollout.node_drain", {"msg": "node n1 not drained after 900s (timeout)"}, None, "other", False),
     ("nodeops.rollout.rollout_lock", {"msg": "held by awx-job-7"}, None, "other", False),
     ("nodeops.rollout.rollout_step", {"msg": "outdated node(s) are left to drain, but the group has 2 Ready"}, {}, "other", False),
