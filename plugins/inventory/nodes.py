@@ -74,6 +74,10 @@ options:
       max_surge:
         description: The group's own surge, over the role's C(rolling_update_max_surge) (a whole number or a percentage).
         type: raw
+      strategy:
+        description: The group's own strategy, over the role's C(rolling_update_strategy).
+        type: str
+        choices: [surge, terminate_first]
   include_filters:
     description:
       - Only the hosts that match one of these filters are listed; without it, every host.

@@ -689,13 +689,15 @@ node_groups:
         - C(post_drain_delay) - how the post-drain delay (C(timings.post_drain_delay)) was settled, with O(load_balancers) -
           C(set) (O(post_drain_delay) was given) and C(unseen) (as in RV(node_groups[].load_balancers)); null without
           the read.
-        - C(surge_choices) - the surge priced, so that it is chosen knowingly - at the surge the plan uses, at EKS's
-          default (the larger of twice the AZs and the batch size) and at 100 % (a new instance for each outdated one,
-          all at once), each never more than the outdated instances in the group; choices that come to the same count
-          are one entry. Each has C(surge), C(choices) (the names of the choices it is - V(configured), V(EKS default),
-          V(100%)), C(eta_seconds) and C(wave_count) (as the plan's, by the waves the rollout would drain at that surge)
-          and C(extra_instance_minutes), the instances above the group's desired size over the rollout. The smallest
-          surge first; empty when nothing in the group is outdated.
+        - C(surge_choices) - the surge priced, so that it is chosen knowingly - at the surge the plan uses, at none
+          (the strategy C(terminate_first)), at EKS's default (the larger of twice the AZs and the batch size) and at
+          100 % (a new instance for each outdated one, all at once), each never more than the outdated instances in the
+          group; choices that come to the same count are one entry. Each has C(surge), C(choices) (the names of the
+          choices it is - V(configured), V(terminate first), V(EKS default), V(100%)), C(eta_seconds) and C(wave_count)
+          (as the plan's, by the waves the rollout would drain at that surge), C(extra_instance_minutes), the instances
+          above the group's desired size over the rollout, and C(fewest_ready), the fewest Ready schedulable nodes the
+          group keeps at that surge (never below the floor, its size less the batch size). The smallest surge first;
+          empty when nothing in the group is outdated.
         - C(target_groups) - the target groups watched (the group's own and the cluster's load balancers', see
           RV(node_groups[].load_balancers)), each with C(name), C(arn), C(target_type), C(deregistration_delay) (seconds),
           C(waited_for) (true for instance targets - a drained instance is terminated only once it has left them, see
@@ -731,11 +733,18 @@ node_groups:
             nodes: [ip-10-0-1-2.eu-west-1.compute.internal]
             hold_seconds: 0
         surge_choices:
+          - surge: 0
+            choices: [terminate first]
+            eta_seconds: 2179
+            wave_count: 6
+            extra_instance_minutes: 0.0
+            fewest_ready: 5
           - surge: 6
             choices: [configured, EKS default, 100%]
             eta_seconds: 379
             wave_count: 1
             extra_instance_minutes: 36.6
+            fewest_ready: 6
 window:
   description:
     - With O(windows), C(windows) (each as text), C(open), C(closes_at) (when open) and C(next_start) (when closed), the times

@@ -160,8 +160,16 @@ def _stamp(moment):
 
 
 def planned_waves(goal, outdated_count, max_unavailable, surge, up_to_date_count=0, original_size=None):
-    """How many outdated nodes each step of ``goal`` drains on the plan's model of a group, the steps that drain none
-    left out: the engine's own method (:meth:`Goal.step`) run on ``outdated_count`` Ready outdated nodes,
+    """How many outdated nodes each step of ``goal`` drains on the plan's model of a group (:func:`planned_steps`'s
+    ``waves``)."""
+    return planned_steps(goal, outdated_count, max_unavailable, surge, up_to_date_count, original_size)["waves"]
+
+
+def planned_steps(goal, outdated_count, max_unavailable, surge, up_to_date_count=0, original_size=None):
+    """``{"waves", "fewest_ready"}``: how many outdated nodes each step of ``goal`` drains on the plan's model of a
+    group, the steps that drain none left out, and the fewest Ready schedulable nodes the model's group has between two
+    steps (a step's drains are out; what it terminates is replaced by the next step's read, and while it boots the group
+    has no more). The engine's own method (:meth:`Goal.step`) run on ``outdated_count`` Ready outdated nodes,
     ``up_to_date_count`` up-to-date ones and ``surge`` more launched and Ready before the first drain, where every
     drain, termination and boot of a step ends before the next (the post-drain delay and the bake time only cost time,
     the model's waits end at once; a checkpoint's cap on a wave stays). Where the model's group is stuck (the engine
@@ -182,6 +190,7 @@ def planned_waves(goal, outdated_count, max_unavailable, surge, up_to_date_count
     original = outdated_count + up_to_date_count if original_size is None else int_at_least(original_size, "original_size", 0)
     desired = original + owed
     waves = []
+    fewest = len(instances)
     # each node is drained once, and a step that drains none is followed by one that does
     for _attempt in range(4 * outdated_count + 8):
         # what the group launches (replacements, or up to a desired capacity above its instances) is Ready at once
@@ -206,7 +215,8 @@ def planned_waves(goal, outdated_count, max_unavailable, surge, up_to_date_count
                 instance["node"].update(schedulable=False, annotations={ANNOTATION_CORDONED: "true", ANNOTATION_DRAINED_AT: _stamp(now)})
         if draining:
             waves.append(len(draining))
+            fewest = min(fewest, sum(1 for instance in instances if instance["node"]["schedulable"]))
     # a model that cannot go on (the engine would say blocked, and the run says why when it gets there) plans what is
     # left as one more step: the plan is a forecast, never what stops a rollout
     left = outdated_count - sum(waves)
-    return waves + [left] if left > 0 else waves
+    return {"waves": waves + [left] if left > 0 else waves, "fewest_ready": fewest}

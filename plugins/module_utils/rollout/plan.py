@@ -25,7 +25,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated i
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, ceil_percent, int_at_least, is_int, parse_duration
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import max_unavailable_count, outdated_taint_effect, surge_count
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import REPLACE, goal_for, planned_waves
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import REPLACE, goal_for, planned_steps
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import capacity_floor, capacity_view, checkpoint_counts, decrement_for
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import instance_target_groups, plan_target_groups
 
@@ -120,38 +120,40 @@ def extra_instance_minutes(timeline):
 
 
 # The surges an operator weighs, in the order a choice that comes to the same count names them.
-SURGE_CHOICES = ("configured", "EKS default", "100%")
+SURGE_CHOICES = ("configured", "terminate first", "EKS default", "100%")
 
 
 def surge_choices(configured, eks_default, outdated_count):
-    """The surges to price: the ``configured`` one, EKS's default (``eks_default``: :func:`sizes.surge_count` of None)
-    and 100 % (a new instance for every outdated one in the group, all at once), each capped as the plan caps the
-    surge at the ``outdated_count`` in the group. Choices that come to the same count are one entry naming them all:
-    ``[{"surge", "choices": ["configured", "EKS default", ...]}]``, the smallest surge first; none when nothing is
-    outdated in the group."""
+    """The surges to price: the ``configured`` one, none (the strategy ``terminate_first``), EKS's default
+    (``eks_default``: :func:`sizes.surge_count` of None) and 100 % (a new instance for every outdated one in the
+    group, all at once), each capped as the plan caps the surge at the ``outdated_count`` in the group. Choices that
+    come to the same count are one entry naming them all: ``[{"surge", "choices": ["configured", "EKS default",
+    ...]}]``, the smallest surge first; none when nothing is outdated in the group."""
     outdated_count = int_at_least(outdated_count, "outdated_count", 0)
     if not outdated_count:
         return []
     counts = {}
-    for choice, count in zip(SURGE_CHOICES, (configured, eks_default, outdated_count)):
+    for choice, count in zip(SURGE_CHOICES, (configured, 0, eks_default, outdated_count)):
         counts.setdefault(min(int_at_least(count, "surge", 0), outdated_count), []).append(choice)
     return [{"surge": count, "choices": counts[count]} for count in sorted(counts)]
 
 
 def surge_costs(choices, waves, timings, deregistration_delay=0):
-    """Each of :func:`surge_choices` priced: its ``eta_seconds`` (:func:`estimate_duration`), ``wave_count`` and
-    ``extra_instance_minutes`` (:func:`extra_instance_minutes`, to a tenth). ``waves`` gives for each choice's surge
-    ``(waves, holds)``, the waves the rollout drains at that surge and the hold after each; ``timings``: the plan's."""
+    """Each of :func:`surge_choices` priced: its ``eta_seconds`` (:func:`estimate_duration`), ``wave_count``,
+    ``extra_instance_minutes`` (:func:`extra_instance_minutes`, to a tenth) and ``fewest_ready``, the fewest Ready
+    schedulable nodes the group keeps at it. ``waves`` gives for each choice's surge ``(waves, holds, fewest_ready)``,
+    the waves the rollout drains at that surge, the hold after each and the fewest Ready
+    (:func:`rollout.goals.planned_steps`); ``timings``: the plan's."""
     priced = []
     for choice in choices:
-        drained, holds = waves[choice["surge"]]
+        drained, holds, fewest = waves[choice["surge"]]
         timeline = wave_timeline(drained, timings["boot_seconds"], timings["drain_seconds"],
                                  timings["post_drain_delay"], timings["validate_seconds"], surge=choice["surge"],
                                  deregistration_delay=deregistration_delay, task_seconds=timings["task_seconds"],
                                  holds=holds)
         priced.append(dict(choice, eta_seconds=timeline[-1]["end"] if timeline else 0,
                            wave_count=sum(1 for wave in drained if (wave if is_int(wave) else len(wave))),
-                           extra_instance_minutes=round(extra_instance_minutes(timeline), 1)))
+                           extra_instance_minutes=round(extra_instance_minutes(timeline), 1), fewest_ready=fewest))
     return priced
 
 
@@ -202,15 +204,17 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     "surge_requested", "outdated": [{"instance_id", "az", "node", "launch_time", "lifecycle_state", "reason",
     "reasons"}], "outdated_count", "up_to_date": [instance ids], "up_to_date_count", "canary",
     "batches": [{"index", "canary", "instance_ids", "azs", "nodes"}], "batch_count", "eta_seconds",
-    "surge_choices": [{"surge", "choices", "eta_seconds", "wave_count", "extra_instance_minutes"}], "timings",
+    "surge_choices": [{"surge", "choices", "eta_seconds", "wave_count", "extra_instance_minutes", "fewest_ready"}],
+    "timings",
     "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node", "outdated",
     "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks", "warm_pool": None
     or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance ids]},
     "bake_seconds", "checkpoints", "capacity": {"taking_pods", "not_counted", "tolerated_taints", "floor"}}`` (``capacity``:
     :func:`rollout.steps.capacity_view`; ``taint_effect``: :func:`outdated_taint_effect` of the requested one;
     ``target_groups``: :func:`rollout.targets.plan_target_groups`; each batch also says the ``hold_seconds`` after it,
-    its bake time or checkpoint wait). ``surge_choices`` prices the surge the plan uses, EKS's default and 100 %, each
-    by the waves the rollout would drain at it (:func:`surge_costs`).
+    its bake time or checkpoint wait). ``surge_choices`` prices the surge the plan uses, none (terminate first), EKS's
+    default and 100 %, each by the waves the rollout would drain at it and the fewest Ready nodes it keeps
+    (:func:`surge_costs`).
     """
     standby = check_standby_policy(standby)
     target = normalize_target(target)
@@ -246,15 +250,16 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     upgrade = goal_for(REPLACE, {"canary": True, "checkpoints": checkpoints or ()})
 
     def waves_at(count):
-        sizes = planned_waves(upgrade, in_group_outdated, unavailable, count, len(up_to_date), original_size=group_size)
-        return plan_batches(drained, sizes), wave_holds(sizes, taken, bake, counts)
+        planned = planned_steps(upgrade, in_group_outdated, unavailable, count, len(up_to_date), original_size=group_size)
+        sizes = planned["waves"]
+        return plan_batches(drained, sizes), wave_holds(sizes, taken, bake, counts), planned["fewest_ready"]
 
-    batches, holds = waves_at(surge)
+    at_surge = waves_at(surge)
+    batches, holds, _fewest = at_surge
     canary = bool(batches) and not up_to_date and not surge
     deregistration_delay = max([tg["deregistration_delay"] for tg in instance_target_groups(target_groups)] or [0])
     choices = surge_choices(surge, surge_count(None, az_count, unavailable, group_size), in_group_outdated)
-    waves = dict((choice["surge"], (batches, holds) if choice["surge"] == surge else waves_at(choice["surge"]))
-                 for choice in choices)
+    waves = dict((choice["surge"], at_surge if choice["surge"] == surge else waves_at(choice["surge"])) for choice in choices)
 
     entries = []
     for instance in outdated:

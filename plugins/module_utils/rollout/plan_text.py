@@ -90,10 +90,14 @@ def instance_minutes_text(minutes):
 
 def surge_choice_rows(plan):
     """The plan's surge priced (``surge_choices``) as a table: ``(headers, rows)``, each row ``["6 (configured, EKS
-    default)", "4m 10s", "31"]``, the smallest surge first; no rows in a plan without them."""
-    headers = ["surge", "estimated", "extra instance-minutes"]
+    default)", "4m 10s", "31", "9 of 9"]``, the smallest surge first; no rows in a plan without them. The last column
+    is the fewest Ready schedulable nodes the group keeps at that surge, of its size (``?`` from a plan that did not
+    say)."""
+    headers = ["surge", "estimated", "extra instance-minutes", "fewest Ready"]
+    size = (plan or {}).get("group_size")
     rows = [["%s (%s)" % (choice.get("surge"), ", ".join(choice.get("choices") or [])),
-             human_duration(choice.get("eta_seconds")), instance_minutes_text(choice.get("extra_instance_minutes"))]
+             human_duration(choice.get("eta_seconds")), instance_minutes_text(choice.get("extra_instance_minutes")),
+             "?" if choice.get("fewest_ready") is None else "%d of %s" % (choice["fewest_ready"], size)]
             for choice in (plan or {}).get("surge_choices") or []]
     return headers, rows
 

@@ -25,6 +25,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control im
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import plan_step_seconds
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS, max_unavailable_count
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.strategies import STRATEGIES, TERMINATE_FIRST, check_strategy, strategy_surge
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import check_target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import (
@@ -55,6 +56,7 @@ DURATIONS = {
     "estimate_task": (0, False),
 }
 CHOICES = {
+    "strategy": STRATEGIES,
     "surge_method": METHODS,
     "standby_instances": STANDBY_POLICIES,
     "taint_effect": OUTDATED_TAINT_EFFECTS,
@@ -87,7 +89,7 @@ DRAIN_OPTION_VARIABLES = {"timeout_action": "rolling_update_drain_timeout_action
                           "delete_emptydir_data": "rolling_update_delete_emptydir_data",
                           "restart_single_replica": "rolling_update_restart_single_replica"}
 # the fields of an item of rolling_update_node_groups
-GROUP_FIELDS = ("name",) + GROUP_TARGETS + ("max_unavailable", "max_surge")
+GROUP_FIELDS = ("name",) + GROUP_TARGETS + ("max_unavailable", "max_surge", "strategy")
 # Variables named rolling_update_* that are not options of the role (meta/argument_specs.yml) and still belong to it: the
 # playbooks' own (the hosts pattern, the serial waves; the argument spec's "Playbook variables") and the role's outputs a
 # later run sees (the fact, the AWX artifact a workflow passes on, a hook's input).
@@ -210,6 +212,18 @@ def _check_group(field, index, item, seen, defaults):
                 group[key] = defaults[key]
         else:
             group[key] = _count(item[key], "%s.%s" % (field, key), allow_zero)
+    # the group's strategy settles its surge: terminate_first launches none (a surge of its own that asks for one is
+    # refused); the role's surge is not the group's own, and gives way
+    own = not _empty(item.get("strategy"))
+    strategy = item["strategy"] if own else (defaults or {}).get("strategy")
+    if strategy is not None:
+        try:
+            group["strategy"] = check_strategy(strategy, "%s.strategy" % field if own else VARIABLE_PREFIX + "strategy")
+            if strategy == TERMINATE_FIRST and (defaults is not None or not _empty(item.get("max_surge"))):
+                group["max_surge"] = strategy_surge(strategy, item.get("max_surge"), "%s.max_surge" % field,
+                                                    "%s.strategy" % field if own else VARIABLE_PREFIX + "strategy")
+        except PlanError as exc:
+            raise SettingsError(str(exc)) from None
     return group
 
 
@@ -329,7 +343,13 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
         raise SettingsError("%svalidate_passes: %r is not allowed; use a whole number, at least 1" % (VARIABLE_PREFIX, passes))
     defaults = {"max_unavailable": _count(var("max_unavailable"), VARIABLE_PREFIX + "max_unavailable", False),
                 # None: the default surge (the modules' max_surge unset)
-                "max_surge": None if _empty(var("max_surge")) else _count(var("max_surge"), VARIABLE_PREFIX + "max_surge", True)}
+                "max_surge": None if _empty(var("max_surge")) else _count(var("max_surge"), VARIABLE_PREFIX + "max_surge", True),
+                "strategy": var("strategy")}
+    try:
+        # the role's strategy and surge say the same (its groups may each say otherwise)
+        strategy_surge(var("strategy"), defaults["max_surge"], VARIABLE_PREFIX + "max_surge", VARIABLE_PREFIX + "strategy")
+    except PlanError as exc:
+        raise SettingsError(str(exc)) from None
     _check_connection(var("aws"), VARIABLE_PREFIX + "aws", AWS_OPTIONS)
     _check_aws_retries(var("aws"), VARIABLE_PREFIX + "aws")
     _check_connection(var("k8s"), VARIABLE_PREFIX + "k8s", K8S_OPTIONS)

@@ -67,22 +67,26 @@ def test_long_waves_name_a_few_nodes_and_count_the_rest_and_an_up_to_date_group_
 
 
 def test_the_surge_priced_is_a_table_under_the_waves_each_count_once_the_smallest_first():
-    priced = dict(PLAN, surge_choices=[
+    priced = dict(PLAN, group_size=18, surge_choices=[
+        {"surge": 0, "choices": ["terminate first"], "eta_seconds": 6139, "wave_count": 18, "extra_instance_minutes": 0.0,
+         "fewest_ready": 17},
         {"surge": 6, "choices": ["configured", "EKS default"], "eta_seconds": 1111, "wave_count": 3,
-         "extra_instance_minutes": 97.6},
-        {"surge": 18, "choices": ["100%"], "eta_seconds": 379, "wave_count": 1, "extra_instance_minutes": 109.8}])
+         "extra_instance_minutes": 97.6, "fewest_ready": 17},
+        {"surge": 18, "choices": ["100%"], "eta_seconds": 379, "wave_count": 1, "extra_instance_minutes": 109.8,
+         "fewest_ready": 18}])
     lines = plan_lines(priced, "workers", 10, TARGET, preflight={})
     assert lines[5:] == [
         "surge priced (extra instance-minutes: instances above the group's desired size, over the rollout):",
-        "  surge                        estimated  extra instance-minutes",
-        "  6 (configured, EKS default)  18m 31s    98",
-        "  18 (100%)                    6m 19s     110",
+        "  surge                        estimated  extra instance-minutes  fewest Ready",
+        "  0 (terminate first)          1h 42m     0                       17 of 18",
+        "  6 (configured, EKS default)  18m 31s    98                      17 of 18",
+        "  18 (100%)                    6m 19s     110                     18 of 18",
         "blockers: none", "warnings: none"]
-    # a small surge is not rounded to none, no surge is none
+    # a small surge is not rounded to none, no surge is none; a plan written before the fewest Ready says so
     small = dict(PLAN, surge_choices=[
         {"surge": 0, "choices": ["configured"], "eta_seconds": 2179, "extra_instance_minutes": 0.0},
         {"surge": 1, "choices": ["EKS default", "100%"], "eta_seconds": 400, "extra_instance_minutes": 0.4}])
-    assert [line.split()[-1] for line in plan_lines(small, "workers", 1, TARGET)[-2:]] == ["0", "0.4"]
+    assert [line.split()[-2:] for line in plan_lines(small, "workers", 1, TARGET)[-2:]] == [["0", "?"], ["0.4", "?"]]
     # a plan without them (a result written before) prints none
     assert not any(line.startswith("surge priced") for line in plan_lines(PLAN, "workers", 10, TARGET))
 

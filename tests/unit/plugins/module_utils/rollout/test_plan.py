@@ -115,10 +115,11 @@ def test_the_timeline_of_a_surge_up_already_starts_with_it_and_holds_keep_the_su
 
 
 @pytest.mark.parametrize("configured, eks_default, outdated, expected", [
-    (6, 6, 6, [(6, ["configured", "EKS default", "100%"])]),          # the default for 6 nodes in 3 AZs is all of them
-    (6, 6, 18, [(6, ["configured", "EKS default"]), (18, ["100%"])]),
-    (0, 6, 18, [(0, ["configured"]), (6, ["EKS default"]), (18, ["100%"])]),
-    (30, 6, 18, [(6, ["EKS default"]), (18, ["configured", "100%"])]),  # capped as the plan caps it
+    # the default for 6 nodes in 3 AZs is all of them; terminate first, no surge, is always priced
+    (6, 6, 6, [(0, ["terminate first"]), (6, ["configured", "EKS default", "100%"])]),
+    (6, 6, 18, [(0, ["terminate first"]), (6, ["configured", "EKS default"]), (18, ["100%"])]),
+    (0, 6, 18, [(0, ["configured", "terminate first"]), (6, ["EKS default"]), (18, ["100%"])]),
+    (30, 6, 18, [(0, ["terminate first"]), (6, ["EKS default"]), (18, ["configured", "100%"])]),  # capped as the plan caps it
     (2, 6, 0, []),
 ])
 def test_surge_choices_name_each_count_once(configured, eks_default, outdated, expected):
@@ -130,39 +131,54 @@ def test_surge_costs_price_each_choice_by_its_own_waves():
     timings = {"boot_seconds": 180, "drain_seconds": 90, "post_drain_delay": 60, "validate_seconds": 30,
                "task_seconds": 1}
     choices = surge_choices(2, 6, 6)
-    priced = surge_costs(choices, {2: ([3, 3], [0, 0]), 6: ([6], [0])}, timings)
+    # each surge's waves, holds and fewest Ready nodes (rollout.goals.planned_steps), passed through
+    priced = surge_costs(choices, {0: ([1] * 6, [0] * 6, 5), 2: ([3, 3], [0, 0], 5), 6: ([6], [0], 6)}, timings)
     assert priced == [
-        {"surge": 2, "choices": ["configured"], "eta_seconds": 925, "wave_count": 2, "extra_instance_minutes": 24.4},
+        # six waves of one: each a drain, the post-drain delay and a boot (330 s), a validation between two (30 s), and
+        # the role's tasks of 1 s
+        {"surge": 0, "choices": ["terminate first"], "eta_seconds": 6 * 330 + 5 * 30 + 49, "wave_count": 6,
+         "extra_instance_minutes": 0.0, "fewest_ready": 5},
+        {"surge": 2, "choices": ["configured"], "eta_seconds": 925, "wave_count": 2, "extra_instance_minutes": 24.4,
+         "fewest_ready": 5},
         {"surge": 6, "choices": ["EKS default", "100%"], "eta_seconds": 379, "wave_count": 1,
-         "extra_instance_minutes": 36.6}]
+         "extra_instance_minutes": 36.6, "fewest_ready": 6}]
 
 
 def test_the_plan_prices_the_surge_of_six_nodes_in_three_azs():
     instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(2)])
     # EKS's default, max(2 x 3 AZs, 1) = 6, is every outdated node: one row, one wave of 6; the 6 surge instances are up
     # from their boot to the wave's terminations, 210 + 156 s
+    # The 6 new nodes are Ready before the wave drains the 6 old ones: 12 - 6 = 6 Ready, the group's size. Terminate
+    # first: a canary of one, then one at a time, each of the 6 waves draining, waiting and booting its replacement,
+    # nothing above the group's size, and 6 - 1 = 5 Ready while a wave is out (the floor).
+    terminate_first = {"surge": 0, "eta_seconds": 6 * (90 + 60 + 180) + 5 * 30 + (10 + 3 * 13), "wave_count": 6,
+                       "extra_instance_minutes": 0.0, "fewest_ready": 5}
     assert rollout_plan(instances, TARGET, max_unavailable=1)["surge_choices"] == [
+        dict(terminate_first, choices=["terminate first"]),
         {"surge": 6, "choices": ["configured", "EKS default", "100%"], "eta_seconds": 379, "wave_count": 1,
-         "extra_instance_minutes": 36.6}]
-    # no surge: a canary of one, then one at a time; each of the 6 waves drains, waits and boots its replacement
+         "extra_instance_minutes": 36.6, "fewest_ready": 6}]
     plan = rollout_plan(instances, TARGET, max_unavailable=1, max_surge=0)
     assert plan["surge_choices"] == [
-        {"surge": 0, "choices": ["configured"], "eta_seconds": 6 * (90 + 60 + 180) + 5 * 30 + (10 + 3 * 13),
-         "wave_count": 6, "extra_instance_minutes": 0.0},
+        dict(terminate_first, choices=["configured", "terminate first"]),
         {"surge": 6, "choices": ["EKS default", "100%"], "eta_seconds": 379, "wave_count": 1,
-         "extra_instance_minutes": 36.6}]
+         "extra_instance_minutes": 36.6, "fewest_ready": 6}]
     assert plan["surge_choices"][0]["eta_seconds"] == plan["eta_seconds"]
 
 
 def test_the_plan_prices_100_percent_apart_from_the_default_of_a_bigger_group():
     instances = group([("i-%s%d" % (az, n), "eu-west-1" + az, "4", n) for az in "abc" for n in range(6)])
-    default, full = rollout_plan(instances, TARGET, max_unavailable=1)["surge_choices"]
-    # surge 6 over 18: waves of 7, 7 and 4; the second pays 2 back, the last the other 4
+    first, default, full = rollout_plan(instances, TARGET, max_unavailable=1)["surge_choices"]
+    # terminate first: 18 waves of one, 17 of 18 Ready while each is out
+    assert (first["surge"], first["choices"], first["wave_count"], first["fewest_ready"]) == (0, ["terminate first"], 18, 17)
+    # surge 6 over 18: waves of 7, 7 and 4; the second pays 2 back, the last the other 4; the first wave leaves
+    # 24 - 7 = 17 Ready, the floor (the surge lets more drain at once, never the group go lower)
     assert (default["surge"], default["choices"], default["wave_count"]) == (6, ["configured", "EKS default"], 3)
+    assert default["fewest_ready"] == 17
     assert default["eta_seconds"] == 6 + 210 + (156 + 180) + (186 + 180) + 186 + 7 == 1111
     assert default["extra_instance_minutes"] == round((6 * (210 + 156 + 180 + 186) + 4 * (180 + 186)) / 60.0, 1) == 97.6
     # 100 %: 18 new instances at once, one wave, no replacement to boot
     assert (full["surge"], full["choices"], full["wave_count"], full["eta_seconds"]) == (18, ["100%"], 1, 379)
+    assert full["fewest_ready"] == 18   # 36 - 18: blue-green's arithmetic, every new node up before the old drain
     assert full["extra_instance_minutes"] == 18 * (210 + 156) / 60.0 == 109.8
 
 
@@ -285,7 +301,9 @@ def test_rollout_plan_properties(specs, max_unavailable, max_surge):
         configured = [choice for choice in choices if "configured" in choice["choices"]]
         assert [(choice["surge"], choice["eta_seconds"], choice["wave_count"]) for choice in configured] == [
             (result["surge"], result["eta_seconds"], result["batch_count"])]
-        assert sorted(name for choice in choices for name in choice["choices"]) == ["100%", "EKS default", "configured"]
+        assert sorted(name for choice in choices for name in choice["choices"]) == ["100%", "EKS default", "configured", "terminate first"]
+        # no surge keeps the floor; every surge keeps at least as many Ready
+        assert choices[0]["surge"] == 0 and choices[0]["fewest_ready"] >= result["group_size"] - result["batch_size"]
         assert [choice["surge"] for choice in choices] == sorted(set(choice["surge"] for choice in choices))
         assert all((choice["extra_instance_minutes"] > 0) == (choice["surge"] > 0) for choice in choices)
         assert choices[-1]["surge"] == len(outdated_ids) and "100%" in choices[-1]["choices"]

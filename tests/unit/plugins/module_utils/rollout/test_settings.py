@@ -9,7 +9,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan impor
 
 DEFAULTS = {
     "rolling_update_node_groups": [{"name": "workers", "image_id": "ami-0123456789abcdef0"}],
-    "rolling_update_max_unavailable": 1, "rolling_update_max_surge": "", "rolling_update_surge_method": "scale",
+    "rolling_update_max_unavailable": 1, "rolling_update_max_surge": "", "rolling_update_strategy": "surge",
+    "rolling_update_surge_method": "scale",
     "rolling_update_standby_instances": "ignore",
     "rolling_update_taint_key": "nodeops.rollout/outdated", "rolling_update_taint_effect": "NoSchedule",
     "rolling_update_drain_timeout": "15m", "rolling_update_drain_timeout_action": "fail", "rolling_update_grace_period": "",
@@ -36,7 +37,8 @@ def test_the_defaults_settle_with_a_short_lock_kept_alive():
     assert settings["lock_duration"] == 120 and settings["seconds"]["hook_timeout"] == 600
     # the role's renewals wait while half of it is left, as the modules' do
     assert settings["lock_min_valid"] == 60
-    assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": None}]
+    assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": None,
+                                        "strategy": "surge"}]
     # the plan's estimate: the boot and drain the operator expects, the waits they configured (2 passes 10 s apart), and
     # the time Ansible takes per task; the post-drain delay is each group's, settled from its load balancers
     assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "validate_seconds": 10, "task_seconds": 1}
@@ -282,7 +284,7 @@ def test_a_misspelt_field_of_a_node_group_is_refused_in_one_line_naming_the_near
     with pytest.raises(SettingsError) as err:
         settle(node_groups=[{"name": "workers", "ami_id": "ami-0123456789abcdef0"}])
     assert str(err.value) == ("rolling_update_node_groups[0].ami_id: not a field of a node group (did you mean image_id?); use name, "
-                              "image_id, ssm_parameter, launch_template_version, max_unavailable, max_surge")
+                              "image_id, ssm_parameter, launch_template_version, max_unavailable, max_surge, strategy")
     with pytest.raises(SettingsError, match=r"^rolling_update_node_groups\[1\]\.maxSurge: not a field of a node group \(did you mean max_surge\?\)"):
         settle(node_groups=[{"name": "a"}, {"name": "b", "maxSurge": 2}])
     # nothing close: the fields allowed alone
@@ -335,3 +337,30 @@ def test_each_group_s_max_unavailable_is_resolved_once_from_its_read():
 def test_max_unavailable_is_refused_by_the_function_that_resolves_it(value, message):
     with pytest.raises(SettingsError, match=message):
         settle(max_unavailable=value)
+
+
+def test_terminate_first_settles_each_group_with_no_surge_and_a_group_may_say_otherwise():
+    settings = settle(strategy="terminate_first", node_groups=[{"name": "gpu"}, {"name": "web", "strategy": "surge"},
+                                                               {"name": "batch", "strategy": "surge", "max_surge": 3}])
+    assert [(g["name"], g["strategy"], g["max_surge"]) for g in settings["node_groups"]] == [
+        ("gpu", "terminate_first", 0), ("web", "surge", None), ("batch", "surge", 3)]
+    # a group of its own terminate_first gives way to no role surge
+    settings = settle(max_surge="50%", node_groups=[{"name": "gpu", "strategy": "terminate_first"}, {"name": "web"}])
+    assert [(g["strategy"], g["max_surge"]) for g in settings["node_groups"]] == [("terminate_first", 0), ("surge", "50%")]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"strategy": "blue_green"}, "rolling_update_strategy: 'blue_green' is not allowed; use one of surge, terminate_first"),
+    ({"strategy": "terminate_first", "max_surge": "2"},
+     "rolling_update_max_surge: '2' is not allowed with rolling_update_strategy terminate_first, which launches no extra instance"),
+    ({"node_groups": [{"name": "gpu", "strategy": "minimal"}]},
+     "rolling_update_node_groups[0].strategy: 'minimal' is not allowed; use one of surge, terminate_first"),
+    ({"node_groups": [{"name": "gpu", "strategy": "terminate_first", "max_surge": "25%"}]},
+     "rolling_update_node_groups[0].max_surge: '25%' is not allowed with rolling_update_node_groups[0].strategy terminate_first"),
+    ({"strategy": "terminate_first", "node_groups": [{"name": "a"}, {"name": "gpu", "max_surge": 1}]},
+     "rolling_update_node_groups[1].max_surge: 1 is not allowed with rolling_update_strategy terminate_first"),
+])
+def test_a_strategy_and_a_surge_that_contradict_it_are_refused_naming_the_field(changes, message):
+    with pytest.raises(SettingsError) as caught:
+        settle(**changes)
+    assert str(caught.value).startswith(message), str(caught.value)

@@ -46,7 +46,7 @@ def test_outdated_hosts_come_first_alternating_azs_with_what_a_host_needs():
     ([], "node_groups: [] is not allowed; use a list of at least one node group"),
     ([{"image_id": "ami-0123456789abcdef0"}], "node_groups[0]: {'image_id': 'ami-0123456789abcdef0'} has no name"),
     ([{"name": "a", "size": 3}], "node_groups[0].size: not a field of a node group; use name, image_id, ssm_parameter, "
-     "launch_template_version, max_unavailable, max_surge"),
+     "launch_template_version, max_unavailable, max_surge, strategy"),
     ([{"name": "a", "image_id": "ami-0123456789abcdef0", "launch_template_version": 2}],
      "node_groups[0] (a): give at most one of image_id, ssm_parameter, launch_template_version"),
     ([{"name": "a", "image_id": "ubuntu"}], "node_groups[0].image_id: 'ubuntu' is not an AMI id"),
@@ -121,3 +121,9 @@ def test_bad_filters_are_refused_naming_the_filter(filters, message):
     with pytest.raises(RolloutError) as err:
         check_host_filters(filters, "include_filters")
     assert str(err.value) == message
+
+
+def test_node_groups_keep_a_group_s_own_strategy_checked_as_the_role_checks_it():
+    assert check_node_groups([{"name": "gpu", "strategy": "terminate_first"}]) == [{"name": "gpu", "strategy": "terminate_first"}]
+    with pytest.raises(RolloutError, match=r"^node_groups\[0\]\.max_surge: 2 is not allowed with node_groups\[0\]\.strategy terminate_first"):
+        check_node_groups([{"name": "gpu", "strategy": "terminate_first", "max_surge": 2}])
