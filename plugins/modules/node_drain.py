@@ -147,8 +147,27 @@ options:
         cordons it, in the same request, so that the AWS Load Balancer Controller or the cloud provider deregisters the
         node from external load balancers while its pods are evicted, and the target groups' deregistration delay
         runs alongside the drain instead of after it.
+      - With O(target_groups), no pod is evicted before the nodes have left them.
     type: bool
     default: false
+  target_groups:
+    description:
+      - The target groups the drained nodes' instances serve in, as M(nodeops.rollout.node_group_info) returns them in
+        C(load_balancers.target_groups) (each with C(name), C(arn), C(target_type), C(deregistration_delay)); only those
+        of C(target_type) V(instance) are read.
+      - With O(exclude_from_load_balancers=true), once the nodes are labelled the drain waits until none of these target
+        groups sends their instances new connections (each target V(draining), V(unused) or gone, read every half
+        second) before it evicts a pod, for at most O(target_leave_timeout); a node whose pods went first would be sent
+        requests it has no pod for until its load balancer controller reacts. Needs
+        C(elasticloadbalancing:DescribeTargetHealth). Not read in check mode.
+    type: list
+    elements: dict
+  target_leave_timeout:
+    description:
+      - How long the drain waits for the nodes to leave O(target_groups) before it evicts anyway (the result's
+        C(load_balancers) then says which nodes still served). Seconds or a duration such as V(60s).
+    type: raw
+    default: 60s
   new_node_zones:
     description:
       - The Availability Zones new nodes will be launched in (the node group's zones). A pod whose persistent volume is
@@ -228,6 +247,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+load_balancers:
+  description:
+    - With O(target_groups) and O(exclude_from_load_balancers), how the nodes left their target groups before their pods
+      were evicted - C(waited_seconds), C(still_serving) (node to the target groups that still sent it new connections
+      when the wait ended; empty when every node had left) and C(timed_out) (the wait reached O(target_leave_timeout)).
+      Null when there was nothing to leave (or in check mode).
+  returned: always
+  type: dict
+  sample: {"waited_seconds": 1.2, "still_serving": {}, "timed_out": false}
 events:
   description: The Events written on the nodes (see O(events)).
   returned: success
@@ -401,7 +429,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connec
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.event_writer import EVENTS_ARGUMENT_SPEC
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_connection import K8S_ARGUMENT_SPEC, k8s_client
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import TIMEOUT_ACTIONS
-from ansible_collections.nodeops.rollout.plugins.module_utils.drain.options import DEFAULT_TIMEOUT
+from ansible_collections.nodeops.rollout.plugins.module_utils.drain.options import DEFAULT_LEAVE_TIMEOUT, DEFAULT_TIMEOUT
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.lock_keeper import LOCK_ARGUMENT_SPEC, run_keeping_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_drain import run_node_drain
 
@@ -424,6 +452,8 @@ def argument_spec():
         implicit_budget=dict(type="bool", default=True),
         max_concurrent_nodes=dict(type="int"),
         exclude_from_load_balancers=dict(type="bool", default=False),
+        target_groups=dict(type="list", elements="dict"),
+        target_leave_timeout=dict(type="raw", default=DEFAULT_LEAVE_TIMEOUT),
         new_node_zones=dict(type="list", elements="str"),
         waves=dict(type="list", elements="raw"),
         max_concurrent_evictions=dict(type="int", default=10),

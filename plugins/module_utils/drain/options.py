@@ -14,6 +14,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight im
 # node_drain's timeout when none is given (the module's argument spec takes it from here; the role's own default is in
 # its defaults and argument spec, which the role's unit test keeps equal)
 DEFAULT_TIMEOUT = "15m"
+# how long a drain waits for its labelled nodes to leave their target groups before it evicts anyway
+DEFAULT_LEAVE_TIMEOUT = "60s"
 
 
 class DrainOptions:
@@ -40,6 +42,10 @@ class DrainOptions:
             self.grace_period = parse_duration(grace_period, "grace_period")
         self.max_concurrent_nodes = self._positive(params, "max_concurrent_nodes", None)
         self.exclude_from_load_balancers = bool(params.get("exclude_from_load_balancers"))
+        # how long the labelled nodes may take to leave their target groups (the runner's target_groups) before their
+        # pods are evicted anyway
+        self.target_leave_timeout = parse_duration(DEFAULT_LEAVE_TIMEOUT if params.get("target_leave_timeout") in (None, "")
+                                                   else params["target_leave_timeout"], "target_leave_timeout")
         zones = params.get("new_node_zones")
         if zones is not None and (not isinstance(zones, (list, tuple)) or not all(isinstance(z, str) and z.strip() for z in zones)):
             raise PlanError("new_node_zones: %r is not allowed; use a list of Availability Zone names" % (zones,))

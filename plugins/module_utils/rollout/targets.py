@@ -32,6 +32,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import
 
 # A target in one of these states still takes connections, or finishes the ones it has.
 HOLDING_STATES = ("healthy", "initial", "draining")
+# A target in one of these states is sent new connections: a node whose pods are evicted while its instance is one
+# serves requests it has no pod for (the drain waits for its deregistration first, node_drain's target_groups).
+SERVING_STATES = ("healthy", "initial")
 # Seconds allowed beyond a target group's deregistration delay before the instance is terminated anyway.
 MARGIN_SECONDS = 30
 # The post-drain delay where a load balancer routes to the nodes and the rollout cannot read when a node has left it:
@@ -42,6 +45,19 @@ BLIND_DELAY_SECONDS = 60
 def instance_target_groups(target_groups):
     """The target groups whose targets are instances (an ``ip`` target group lists pods, which the drain moved)."""
     return [group for group in target_groups if group.get("target_type") == "instance"]
+
+
+def still_serving(target_groups, targets, instance_ids):
+    """``{instance id: [target group names]}`` of the ``instance_ids`` that an instance target group of
+    ``target_groups`` still sends new connections to (``targets``: ``{arn: {target id: state}}``); empty once each has
+    left them (its target draining, unused or gone)."""
+    serving = {}
+    for group in instance_target_groups(target_groups):
+        states = targets.get(group["arn"]) or {}
+        for instance_id in instance_ids:
+            if states.get(instance_id) in SERVING_STATES:
+                serving.setdefault(instance_id, []).append(group.get("name") or group["arn"])
+    return serving
 
 
 def checked_target_groups(value, field="target_groups"):

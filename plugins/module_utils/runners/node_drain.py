@@ -18,6 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import aws_clients, aws_errors, target_states
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, node_pods, with_pool_size
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import BudgetWatch
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError, reports_errors
@@ -33,12 +34,15 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.work import pod_work
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_events
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import LABEL_EXCLUDE_LB
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import INSTANCE_NODE_FIELDS, node_ready, node_summary
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import INSTANCE_NODE_FIELDS, instance_id_of, node_ready, node_summary
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import checked_target_groups, instance_target_groups, still_serving
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_drain_loop import NodeLoop
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.nodes import NodeNotFound, cordon_nodes, node_event_writer, node_names, read_nodes
 
 # Upper bound of threads sending evictions, all nodes together.
 MAX_EVICTION_THREADS = 64
+# seconds between two reads of the target groups while the drained nodes leave them (a controller reacts in about one)
+LEAVE_POLL_SECONDS = 0.5
 
 
 def utc_now_text():
@@ -73,8 +77,13 @@ class Drain(NodeLoop):
 
     def __init__(self, api, names, options, check_mode=False, diff=False, clock=time.monotonic, sleep=time.sleep,
                  now_text=utc_now_text, watch=False, drained_text=utc_now_precise, utc_now=lambda: datetime.now(timezone.utc),
-                 events=None):
+                 events=None, target_groups=(), read_targets=None):
         self.api = api
+        # the instance target groups the drained nodes leave before their pods are evicted, and ``read_targets()``,
+        # their targets now (``{arn: {target id: state}}``)
+        self.target_groups = list(target_groups)
+        self.read_targets = read_targets
+        self.load_balancers = None
         self.events = events   # clients.event_writer.NodeEvents: the Events on the nodes, or None
         self.cordoned_nodes = {}   # name -> the node as the cordon wrote it
         self.watch = watch
@@ -288,6 +297,7 @@ class Drain(NodeLoop):
         cordoned = cordon_nodes(self.api, self.names,
                                 labels={LABEL_EXCLUDE_LB: "true"} if self.opts.exclude_from_load_balancers else None)
         results = {name: node_result("draining", message="") for name in self.names}
+        self.load_balancers = self.leave_load_balancers(cordoned)
         for name in self.names:
             results[name]["cordoned"] = cordoned[name]["cordoned"]
             if cordoned[name]["cordoned"] and self.events is not None:
@@ -307,8 +317,34 @@ class Drain(NodeLoop):
                 self.pacing.watch.stop()
         self.cordoned_nodes = {name: cordoned[name]["node"] for name in self.names}
         self._record_outcomes(results)
-        return drain_result(self.names, results, round(self.clock() - started, 3), started_at, self.survey.pods_by_node,
-                            self.diff)
+        output = drain_result(self.names, results, round(self.clock() - started, 3), started_at, self.survey.pods_by_node,
+                              self.diff)
+        output["load_balancers"] = self.load_balancers
+        return output
+
+    def leave_load_balancers(self, cordoned):
+        """Once the nodes carry the label that takes them out of external load balancers, wait until no target group
+        of ``target_groups`` sends their instances new connections (each target draining, unused or gone) before any pod
+        is evicted: a node whose pods went first would be sent requests it has no pod for, for as long as its load
+        balancer controller takes to react. Bounded by the option ``target_leave_timeout``, after which the pods are
+        evicted anyway and the result says which nodes still served. ``{"waited_seconds", "still_serving": {node:
+        [target group names]}, "timed_out"}``; None when there is nothing to leave."""
+        if not (self.opts.exclude_from_load_balancers and self.target_groups and self.read_targets):
+            return None
+        instances = {}
+        for name in self.names:
+            instance_id = instance_id_of(((cordoned[name]["node"] or {}).get("spec") or {}).get("providerID"))
+            if instance_id:
+                instances[instance_id] = name
+        started = self.clock()
+        while True:
+            serving = still_serving(self.target_groups, self.read_targets(), sorted(instances))
+            waited = self.clock() - started
+            if not serving or waited >= self.opts.target_leave_timeout:
+                break
+            self.sleep(LEAVE_POLL_SECONDS)
+        return {"waited_seconds": round(waited, 3), "still_serving": {instances[iid]: names for iid, names in serving.items()},
+                "timed_out": bool(serving)}
 
 
 @reports_errors
@@ -320,7 +356,16 @@ def run_node_drain(module, make_client):
     api_client = with_pool_size(make_client(module), min(MAX_EVICTION_THREADS, workers * options.max_concurrent_evictions) + workers + 4)
     api = KubeApi(api_client)
     events = node_event_writer(module, api)
-    drain = Drain(api, names, options, check_mode=module.check_mode, diff=module._diff, watch=True, events=events)
+    target_groups = instance_target_groups(checked_target_groups(module.params["target_groups"])) if module.params.get("target_groups") else []
+    read_targets = None
+    if target_groups and options.exclude_from_load_balancers and not module.check_mode:
+        elbv2 = aws_clients(module, "elbv2")[1]
+
+        def read_targets():
+            with aws_errors("DescribeTargetHealth", "the target groups %s" % ", ".join(tg["name"] for tg in target_groups), module.params):
+                return {tg["arn"]: target_states(elbv2, tg["arn"]) for tg in target_groups}
+    drain = Drain(api, names, options, check_mode=module.check_mode, diff=module._diff, watch=True, events=events,
+                  target_groups=target_groups, read_targets=read_targets)
     try:
         with kube_errors("drain", "nodes %s" % ", ".join(names)):
             output = drain.run()

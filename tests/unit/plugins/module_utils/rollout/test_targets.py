@@ -110,3 +110,15 @@ def test_target_groups_given_to_a_step_are_checked_naming_the_option():
         with pytest.raises(PlanError) as raised:
             targets.checked_target_groups(bad)
         assert str(raised.value).startswith("target_groups: ")
+
+
+def test_an_instance_is_still_served_while_an_instance_target_group_sends_it_new_connections():
+    groups = [{"name": "web", "arn": "arn:web", "target_type": "instance", "deregistration_delay": 60},
+              {"name": "api", "arn": "arn:api", "target_type": "instance", "deregistration_delay": 60},
+              # an ip target group lists pods, never an instance
+              {"name": "pods", "arn": "arn:pods", "target_type": "ip", "deregistration_delay": 60}]
+    states = {"arn:web": {"i-1": "healthy", "i-2": "draining", "i-3": "initial"},
+              "arn:api": {"i-1": "unused", "i-2": "healthy"}, "arn:pods": {"i-4": "healthy"}}
+    assert targets.still_serving(groups, states, ["i-1", "i-2", "i-3", "i-4", "i-5"]) == {"i-1": ["web"], "i-2": ["api"], "i-3": ["web"]}
+    # once each has left (draining, unused, gone), nothing
+    assert targets.still_serving(groups, {"arn:web": {"i-1": "draining"}}, ["i-1"]) == {}

@@ -54,6 +54,67 @@ def single_replica(kube, node, strategy=None):
     return dep
 
 
+WEB_TG = {"name": "web", "arn": "arn:tg/web", "target_type": "instance", "deregistration_delay": 60}
+PODS_TG = {"name": "pods", "arn": "arn:tg/pods", "target_type": "ip", "deregistration_delay": 60}
+
+
+class TargetGroups:
+    """The target groups as a load balancer controller changes them: each read answers the next of ``answers`` (the
+    last for good), and records whether any pod had been evicted by then."""
+
+    def __init__(self, kube, answers):
+        self.kube, self.answers, self.reads = kube, list(answers), []
+
+    def __call__(self):
+        self.reads.append(any(verb == "evict_pod" for verb, _target in self.kube.mutating()))
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def drain_behind(kube, answers, timeout="60s"):
+    """A drain of n1 and n2 behind the target group web, on a clock that moves only when the drain sleeps."""
+    targets = TargetGroups(kube, answers)
+    slept = []
+    result = drain.Drain(kube, ["n1", "n2"], options(exclude_from_load_balancers=True, target_leave_timeout=timeout),
+                         now_text=lambda: "2024-05-01T12:00:00Z", target_groups=[WEB_TG], read_targets=targets,
+                         sleep=slept.append, clock=lambda: float(sum(slept))).run()
+    return result, targets, slept
+
+
+def test_no_pod_is_evicted_before_the_labelled_nodes_have_left_their_target_groups():
+    kube = cluster("n1", "n2")
+    kube.add_pod(make_pod("web-1", "n1"))
+    kube.add_pod(make_pod("web-2", "n2"))
+    # the controller deregisters n1 first, then n2; an instance of another group stays healthy, and is not waited for
+    answers = [{"arn:tg/web": {"i-n1": "healthy", "i-n2": "healthy", "i-other": "healthy"}},
+               {"arn:tg/web": {"i-n1": "draining", "i-n2": "healthy", "i-other": "healthy"}},
+               {"arn:tg/web": {"i-n1": "draining", "i-n2": "draining", "i-other": "healthy"}}]
+    result, targets, slept = drain_behind(kube, answers)
+    assert [result["nodes"][name]["status"] for name in ("n1", "n2")] == ["drained", "drained"]
+    # three reads, all before the first eviction, half a second apart
+    assert targets.reads == [False, False, False] and slept[:2] == [drain.LEAVE_POLL_SECONDS] * 2
+    assert result["load_balancers"] == {"waited_seconds": 1.0, "still_serving": {}, "timed_out": False}
+
+
+def test_a_node_that_never_leaves_is_drained_once_the_wait_is_over_and_named():
+    kube = cluster("n1", "n2")
+    kube.add_pod(make_pod("web-1", "n1"))
+    answers = [{"arn:tg/web": {"i-n1": "draining", "i-n2": "healthy"}}]
+    result, targets, slept = drain_behind(kube, answers, timeout="5s")
+    assert result["nodes"]["n1"]["status"] == "drained" and kube.pods == {}
+    assert result["load_balancers"] == {"waited_seconds": 5.0, "still_serving": {"n2": ["web"]}, "timed_out": True}
+    # ten reads half a second apart, then the pods went
+    assert len(targets.reads) == 11 and not any(targets.reads)
+
+
+def test_a_drain_without_target_groups_waits_for_nothing_and_one_whose_nodes_are_out_waits_no_more():
+    kube = cluster("n1")
+    kube.add_pod(make_pod("web-1", "n1"))
+    assert run(kube, ["n1"], exclude_from_load_balancers=True)["load_balancers"] is None
+    kube = cluster("n1", "n2")
+    result, targets, _slept = drain_behind(kube, [{"arn:tg/web": {}}])
+    assert result["load_balancers"] == {"waited_seconds": 0.0, "still_serving": {}, "timed_out": False} and len(targets.reads) == 1
+
+
 def test_a_node_is_cordoned_and_every_movable_pod_evicted_daemonset_and_mirror_pods_left_alone():
     kube = cluster("n1")
     kube.add_pod(make_pod("web-1", "n1"))
