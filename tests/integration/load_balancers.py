@@ -21,3 +21,14 @@ def assert_left_before_terminated(sandbox, old, size=3, max_unavailable=1):
         assert [e["by"] for e in left] == ["load-balancer-controller"], left
         terminated = next(e["t"] for e in events if e["kind"] == "instance.terminated" and e["instance_id"] == instance_id)
         assert terminated >= left[0]["until"], (instance_id, left, terminated)
+
+
+def attach_target_group(sandbox, group, delay, name="web"):
+    """An instance target group of ``delay`` seconds of deregistration delay attached to Auto Scaling ``group``; its ARN."""
+    elbv2 = sandbox.aws("elbv2")
+    arn = elbv2.create_target_group(Name=name, Protocol="HTTP", Port=30080, VpcId=sandbox.state["vpc_id"],
+                                    TargetType="instance")["TargetGroups"][0]["TargetGroupArn"]
+    elbv2.modify_target_group_attributes(TargetGroupArn=arn, Attributes=[
+        {"Key": "deregistration_delay.timeout_seconds", "Value": str(delay)}])
+    sandbox.aws("autoscaling").attach_load_balancer_target_groups(AutoScalingGroupName=group, TargetGroupARNs=[arn])
+    return arn

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from sandbox.drive.handle import wait_until
-from tests.integration.load_balancers import assert_left_before_terminated
+from tests.integration.load_balancers import assert_left_before_terminated, attach_target_group
 
 pytestmark = pytest.mark.reference
 
@@ -38,12 +38,8 @@ def member_ids(sandbox):
 
 
 def test_nodes_leave_the_target_group_while_they_drain_and_are_terminated_only_once_they_have_left(sandbox, tmp_path):
-    elbv2, autoscaling = sandbox.aws("elbv2"), sandbox.aws("autoscaling")
-    arn = elbv2.create_target_group(Name="web", Protocol="HTTP", Port=30080, VpcId=sandbox.state["vpc_id"],
-                                    TargetType="instance")["TargetGroups"][0]["TargetGroupArn"]
-    elbv2.modify_target_group_attributes(TargetGroupArn=arn, Attributes=[
-        {"Key": "deregistration_delay.timeout_seconds", "Value": str(DELAY)}])
-    autoscaling.attach_load_balancer_target_groups(AutoScalingGroupName=GROUP, TargetGroupARNs=[arn])
+    elbv2 = sandbox.aws("elbv2")
+    arn = attach_target_group(sandbox, GROUP, DELAY)
     old = member_ids(sandbox)
     assert targets(elbv2, arn) == {instance_id: "healthy" for instance_id in old}
 

@@ -12,7 +12,7 @@ import pytest
 from sandbox.drive.convergence import problems, sizes
 from sandbox.drive.handle import promised_floor
 from tests.integration.controls import GROUP, QUICK, assert_invariants
-from tests.integration.load_balancers import assert_left_before_terminated
+from tests.integration.load_balancers import assert_left_before_terminated, attach_target_group
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 NODES, AZS = 4, 2
@@ -51,12 +51,7 @@ def test_the_plan_shows_terminate_first_priced_beside_the_surges_and_changes_not
 
 @pytest.fixture(scope="module")
 def rolled(sandbox, tmp_path_factory):
-    elbv2, autoscaling = sandbox.aws("elbv2"), sandbox.aws("autoscaling")
-    arn = elbv2.create_target_group(Name="web", Protocol="HTTP", Port=30080, VpcId=sandbox.state["vpc_id"],
-                                    TargetType="instance")["TargetGroups"][0]["TargetGroupArn"]
-    elbv2.modify_target_group_attributes(TargetGroupArn=arn, Attributes=[
-        {"Key": "deregistration_delay.timeout_seconds", "Value": str(DELAY)}])
-    autoscaling.attach_load_balancer_target_groups(AutoScalingGroupName=GROUP, TargetGroupARNs=[arn])
+    attach_target_group(sandbox, GROUP, DELAY)
     directory = tmp_path_factory.mktemp("terminate-first")
     report = directory / "result.json"
     original, old, since = sizes(sandbox, GROUP), members(sandbox), sandbox.now()
