@@ -7,8 +7,8 @@ through ``playbooks/upgrade.yml`` with ``rolling_update_max_unavailable: --max-u
 - ``planned``: what the plan priced for the strategy it ran (its ``surge_choices`` row): ``eta_seconds``,
   ``extra_instance_minutes`` and ``fewest_ready``;
 - ``measured``: ``window_sim_seconds`` (the first to the last mutating request of the collection),
-  ``extra_instance_minutes`` (the group's in-service instances above its size before the rollout, integrated over the
-  window from the sandbox's ``asg.size`` events), ``max_instances`` and ``fewest_ready`` (the invariant report's
+  ``extra_instance_minutes`` (the group's instances above its size before the rollout, each from its launch to its
+  termination, integrated over the window), ``max_instances`` and ``fewest_ready`` (the invariant report's
   ``min_ready_schedulable_nodes``), with the rest of ``_common.invariants``.
 
 Simulated seconds throughout. One JSON line per run on stdout and a table of them on stderr. Run from the repository
@@ -29,16 +29,24 @@ STRATEGIES = (
 
 
 def extra_instance_minutes(events, group, size, start, end):
-    """Instance-minutes of the group's in-service instances above ``size``, from ``start`` to ``end`` (sim seconds),
-    and the most in service at once."""
-    history = [e for e in events if e["kind"] == "asg.size" and e["group"] == group and e["t"] <= end]
-    total, most = 0.0, 0
-    for entry, after in zip(history, history[1:] + [{"t": end}]):
-        low, high = max(entry["t"], start), max(min(after["t"], end), start)
-        total += max(0, entry["in_service"] - size) * (high - low)
-        if entry["t"] <= end and after["t"] >= start:
-            most = max(most, entry["in_service"])
-    return round(total / 60.0, 1), most
+    """Instance-minutes of the group's instances above ``size`` from ``start`` to ``end`` (sim seconds), an instance
+    counted from its launch to its termination (``instance.launched``, ``instance.terminated``), and the most the
+    group had at once in that span."""
+    alive, total, most, last = 0, 0.0, 0, start
+    for event in events:
+        if event.get("group") != group or event["kind"] not in ("instance.launched", "instance.terminated"):
+            continue
+        t = event["t"]
+        if t > end:
+            break
+        if t > start:
+            total += max(0, alive - size) * (t - last)
+            last = t
+        alive += 1 if event["kind"] == "instance.launched" else -1
+        if t >= start:
+            most = max(most, alive)
+    total += max(0, alive - size) * max(0.0, end - last)
+    return round(total / 60.0, 1), max(most, alive)
 
 
 def one(args, label, role_vars):
