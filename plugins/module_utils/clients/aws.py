@@ -348,6 +348,11 @@ def target_states(elbv2, arn):
     return {entry["Target"]["Id"]: (entry.get("TargetHealth") or {}).get("State") for entry in health}
 
 
+def target_group_states(elbv2, target_groups):
+    """``{arn: {target id: state}}`` of each of ``target_groups`` (:func:`target_group_record`'s shape)."""
+    return {group["arn"]: target_states(elbv2, group["arn"]) for group in target_groups}
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Launch templates, images, SSM parameters
 # ---------------------------------------------------------------------------------------------------------

@@ -168,10 +168,10 @@ def _count(value, field, allow_zero):
 def check_node_groups(groups, field, defaults=None):
     """The node groups of the role's ``rolling_update_node_groups`` and of the inventory plugin's ``node_groups``
     (``field``, the name in the errors), checked by one rule: a list of at least one dict, each with the name of its
-    Auto Scaling group, at most one target, and its own ``max_unavailable``/``max_surge`` as the role's settings are
-    checked. ``defaults`` (``{"max_unavailable", "max_surge"}``) fills a count a group does not give; without it, a
-    count not given stays out (the inventory's groups, which the role settles later). Raises SettingsError naming the
-    field."""
+    Auto Scaling group, at most one target, and its own ``max_unavailable``/``max_surge``/``strategy`` as the role's
+    settings are checked. ``defaults`` (``{"max_unavailable", "max_surge", "strategy"}``) fills what a group does not
+    give; without it, what is not given stays out (the inventory's groups, which the role settles later). Raises
+    SettingsError naming the field."""
     if not isinstance(groups, list) or not groups or not all(isinstance(item, dict) for item in groups):
         raise SettingsError("%s: %r is not allowed; use a list of at least one node group, each a dict with "
                             "the name of its Auto Scaling group" % (field, groups))
@@ -216,12 +216,12 @@ def _check_group(field, index, item, seen, defaults):
     # refused); the role's surge is not the group's own, and gives way
     own = not _empty(item.get("strategy"))
     strategy = item["strategy"] if own else (defaults or {}).get("strategy")
+    strategy_field = "%s.strategy" % field if own else VARIABLE_PREFIX + "strategy"
     if strategy is not None:
         try:
-            group["strategy"] = check_strategy(strategy, "%s.strategy" % field if own else VARIABLE_PREFIX + "strategy")
+            group["strategy"] = check_strategy(strategy, strategy_field)
             if strategy == TERMINATE_FIRST and (defaults is not None or not _empty(item.get("max_surge"))):
-                group["max_surge"] = strategy_surge(strategy, item.get("max_surge"), "%s.max_surge" % field,
-                                                    "%s.strategy" % field if own else VARIABLE_PREFIX + "strategy")
+                group["max_surge"] = strategy_surge(strategy, item.get("max_surge"), "%s.max_surge" % field, strategy_field)
         except PlanError as exc:
             raise SettingsError(str(exc)) from None
     return group

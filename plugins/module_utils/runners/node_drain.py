@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import aws_clients, aws_errors, target_states
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import aws_clients, aws_errors, target_group_states
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors, node_pods, with_pool_size
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.pod_watch import BudgetWatch
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError, reports_errors
@@ -347,6 +347,17 @@ class Drain(NodeLoop):
                 "timed_out": bool(serving)}
 
 
+def _target_reader(module, target_groups):
+    """A function that reads ``target_groups``' targets now (``{arn: {target id: state}}``), one client for all reads."""
+    elbv2 = aws_clients(module, "elbv2")[1]
+    where = "the target groups %s" % ", ".join(group["name"] for group in target_groups)
+
+    def read():
+        with aws_errors("DescribeTargetHealth", where, module.params):
+            return target_group_states(elbv2, target_groups)
+    return read
+
+
 @reports_errors
 def run_node_drain(module, make_client):
     """node_drain: validate the options, build the client (``make_client(module)``), drain, exit the module."""
@@ -359,11 +370,7 @@ def run_node_drain(module, make_client):
     target_groups = instance_target_groups(checked_target_groups(module.params["target_groups"])) if module.params.get("target_groups") else []
     read_targets = None
     if target_groups and options.exclude_from_load_balancers and not module.check_mode:
-        elbv2 = aws_clients(module, "elbv2")[1]
-
-        def read_targets():
-            with aws_errors("DescribeTargetHealth", "the target groups %s" % ", ".join(tg["name"] for tg in target_groups), module.params):
-                return {tg["arn"]: target_states(elbv2, tg["arn"]) for tg in target_groups}
+        read_targets = _target_reader(module, target_groups)
     drain = Drain(api, names, options, check_mode=module.check_mode, diff=module._diff, watch=True, events=events,
                   target_groups=target_groups, read_targets=read_targets)
     try:

@@ -35,7 +35,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
     hold_seconds,
     read_alarms,
     require_group,
-    target_states,
+    target_group_states,
     termination_hooks,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube import KubeApi, kube_errors
@@ -221,7 +221,7 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
                     self.target_groups = instance_target_groups(group_target_groups(self.elbv2, group))
         if self.target_groups:
             with aws_errors("DescribeTargetHealth", "the target groups of Auto Scaling group '%s'" % self.params["name"], self.params):
-                self.targets = {tg["arn"]: target_states(self.elbv2, tg["arn"]) for tg in self.target_groups}
+                self.targets = target_group_states(self.elbv2, self.target_groups)
         return self.targets
 
     def read_attachments(self):

@@ -226,3 +226,16 @@ def test_the_target_groups_of_the_cluster_s_load_balancers_are_found_by_dns_name
         # a TargetGroupBinding may outlive its target group: the ones that exist are found, the gone one left out
         gone = group["TargetGroupArn"].replace("web-nodes", "gone-nodes")
         assert list(aws.existing_target_groups(elbv2, [group["TargetGroupArn"], gone])) == [group["TargetGroupArn"]]
+
+
+def test_target_group_states_reads_each_target_group_once():
+    calls = []
+
+    class Elbv2:
+        def describe_target_health(self, TargetGroupArn):  # noqa: N803 (boto3's name)
+            calls.append(TargetGroupArn)
+            return {"TargetHealthDescriptions": [{"Target": {"Id": "i-1"}, "TargetHealth": {"State": "healthy"}}]}
+
+    groups = [{"name": "web", "arn": "arn:tg/web"}, {"name": "api", "arn": "arn:tg/api"}]
+    assert aws.target_group_states(Elbv2(), groups) == {"arn:tg/web": {"i-1": "healthy"}, "arn:tg/api": {"i-1": "healthy"}}
+    assert calls == ["arn:tg/web", "arn:tg/api"]
