@@ -432,6 +432,13 @@ class Sandbox:
                         self._send(400, {"error": str(exc)})
                         return
                     self._send(200, {"ok": True})
+                elif self.path == "/instances/age":
+                    try:
+                        answer = sandbox.aws.age_instances(body.get("instance_ids"), body.get("seconds"))
+                    except (TypeError, ValueError) as exc:
+                        self._send(400, {"error": str(exc)})
+                        return
+                    self._send(200, {"ok": True, "launch_times": answer})
                 elif self.path == "/version":
                     try:
                         sandbox.set_control_plane_version(body.get("gitVersion"))

@@ -75,6 +75,15 @@ options:
       - Description of a version this module creates (at most 255 characters).
       - Default names the AMI and the source version.
     type: str
+  max_node_age:
+    description:
+      - Rotation by age, as Karpenter's C(expireAfter) - an instance launched longer ago than this is outdated even when it
+        runs the target version, with the reason C(age) and its launch time.
+      - A duration (V(720h), V(30d)) or seconds, at least one hour. The time before which an instance is aged is settled
+        now, and returned in RV(target) as C(launched_before), so every later read of the rollout compares with one time
+        and the instances it launches are never aged by it.
+      - Unset, nothing is outdated for its age.
+    type: str
 seealso:
   - module: nodeops.rollout.node_group_info
   - module: nodeops.rollout.asg_surge
@@ -165,6 +174,8 @@ target:
   description:
     - The target as node_group_info and the role use it, C(launch_template_id), C(version) and C(image_id), and
       C(ssm_parameter) when the AMI came from O(ssm_parameter) (node_group_info reads the Kubernetes version in its path).
+    - With O(max_node_age), also C(launched_before) (an instance launched before it is outdated, the reason C(age)) and
+      C(max_node_age) in seconds.
   returned: success
   type: dict
   sample:
@@ -192,6 +203,7 @@ def argument_spec():
         version=dict(type="str"),
         set_default=dict(type="bool", default=False),
         version_description=dict(type="str"),
+        max_node_age=dict(type="str"),
     )
     return spec
 

@@ -93,6 +93,14 @@ options:
             names the Kubernetes version of an EKS-optimized AMI (C(/aws/service/eks/optimized-ami/1.30/...)) when the AMI's
             name does not (see RV(node_groups.versions)).
         type: str
+      launched_before:
+        description:
+          - With a C(max_node_age), the time before which an instance is outdated whatever it runs (the reason C(age)), as
+            M(nodeops.rollout.launch_template_version) returns it; the plan lists these instances in RV(node_groups[].plan.aged).
+        type: str
+      max_node_age:
+        description: The max_node_age behind O(target.launched_before), in seconds (for the reason's text).
+        type: int
   timings:
     description:
       - What the estimated duration of the plan (C(eta_seconds) in RV(node_groups[].plan)) assumes, each as seconds or a duration.
@@ -706,6 +714,9 @@ node_groups:
           runs from the start of each drain.
         - C(standby) - C(policy) (O(standby_instances)) and C(instances), every instance in Standby with C(instance_id), C(az),
           C(node), C(outdated) and C(reasons). Instances in Standby are in no batch.
+        - C(aged) - rotation by age, null without C(max_node_age) in O(target): C(launched_before), C(max_node_age)
+          (seconds) and C(instances), the outdated instances launched before that time, each C(instance_id), C(node),
+          C(launch_time) and C(only_age) (true when its age is its only reason: it runs the target).
         - C(protected) - the outdated instances protected from scale in. They are replaced like the others, since scale-in
           protection does not hold back C(TerminateInstanceInAutoScalingGroup).
         - C(termination_hooks) - the group's termination lifecycle hooks, each C(name), C(heartbeat_timeout) (seconds) and
@@ -857,6 +868,8 @@ def argument_spec():
             version=dict(type="raw", required=True),
             image_id=dict(type="str"),
             ssm_parameter=dict(type="str"),
+            launched_before=dict(type="str"),
+            max_node_age=dict(type="int"),
         )),
     )
     return spec

@@ -82,6 +82,14 @@ options:
       ssm_parameter:
         description: The SSM parameter the AMI was resolved from, when it was.
         type: str
+      launched_before:
+        description:
+          - With a C(max_node_age), the time before which an instance is outdated whatever it runs (the reason C(age)), as
+            M(nodeops.rollout.launch_template_version) returns it.
+        type: str
+      max_node_age:
+        description: The max_node_age behind O(target.launched_before), in seconds (for the reason's text).
+        type: int
   max_unavailable:
     description:
       - How many nodes may be below the group's original desired capacity at once, a whole number or a percentage of
@@ -496,6 +504,8 @@ def argument_spec():
             version=dict(type="raw", required=True),
             image_id=dict(type="str"),
             ssm_parameter=dict(type="str"),
+            launched_before=dict(type="str"),
+            max_node_age=dict(type="int"),
         )),
         max_unavailable=dict(type="raw"),
         post_drain_delay=dict(type="raw", default=0),

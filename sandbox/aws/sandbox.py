@@ -423,6 +423,28 @@ class AwsSandbox:  # pylint: disable=too-many-instance-attributes
     def _backend(self, kind):
         return self._moto[kind][ACCOUNT_ID][self.region]
 
+    def age_instances(self, instance_ids, seconds):
+        """Make instances ``seconds`` older: their EC2 ``LaunchTime`` moves that far back, as if they had been launched
+        then (nodes that have run for weeks, which a test cannot wait for). Returns the launch times, by instance id."""
+        # pylint: disable=import-outside-toplevel
+        import datetime
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+            raise ValueError("seconds: %r is not allowed; use how many seconds older the instances get, above 0" % (seconds,))
+        if not isinstance(instance_ids, list) or not instance_ids:
+            raise ValueError("instance_ids: %r is not allowed; use a list of instance ids" % (instance_ids,))
+        found = {}
+        with self.lock:
+            for reservation in list(self._backend("ec2").reservations.values()):
+                for instance in reservation.instances:
+                    if instance.id in instance_ids:
+                        instance.launch_time = instance.launch_time - datetime.timedelta(seconds=seconds)
+                        found[instance.id] = instance.launch_time.strftime("%Y-%m-%dT%H:%M:%SZ")
+        missing = sorted(set(instance_ids) - set(found))
+        if missing:
+            raise ValueError("instance_ids: %s not found" % ", ".join(missing))
+        self.changed()
+        return found
+
     def register_eks_cluster(self, endpoint, ca_data="", name=EKS_CLUSTER):
         """An EKS cluster ``name`` whose DescribeCluster answers ``endpoint`` (the sandbox's API server) and ``ca_data``
         (base64 of its CA, empty for plain HTTP), as EKS does for a cluster: what ``eks_cluster`` connects through. moto

@@ -162,13 +162,13 @@ def parse_time(value, field):
     return stamp
 
 
-_DURATION_RE = re.compile(r"^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$")
+_DURATION_RE = re.compile(r"^(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$")
 
 
 def parse_duration(value, field, minimum=0):
     """Read a duration as whole seconds: an integer (``90``) or a string ``"90"``, ``"90s"``, ``"15m"``, ``"1h30m"``.
 
-    Units h, m and s may be combined in that order. Negative numbers, fractions, booleans and other units
+    Units d, h, m and s may be combined in that order (``"30d"``, ``"1d12h"``). Negative numbers, fractions, booleans and other units
     are refused with a message naming ``field``, as is a duration shorter than ``minimum`` seconds (1 for a
     timeout or an interval, where 0 makes no sense). This is the one parser of durations: the modules and the
     role (through the ``nodeops.rollout.duration_seconds`` filter) use it.
@@ -187,8 +187,8 @@ def parse_duration(value, field, minimum=0):
         elif not text or not match:
             raise error
         else:
-            hours, minutes, secs = (int(group) if group else 0 for group in match.groups())
-            seconds = hours * 3600 + minutes * 60 + secs
+            days, hours, minutes, secs = (int(group) if group else 0 for group in match.groups())
+            seconds = days * 86400 + hours * 3600 + minutes * 60 + secs
     else:
         raise error
     if seconds < max(minimum, 0):

@@ -13,13 +13,17 @@ Pure. An *instance* is::
                       "taints": [...], "labels": {...}, "annotations": {...}}}
 
 (``clients.aws.instance_record`` builds it). A *target* is ``{"launch_template_id": "lt-0123", "version": 5}`` where the
-version is the explicit, resolved version number (never ``$Latest``/``$Default``); it may also carry ``"image_id"``.
+version is the explicit, resolved version number (never ``$Latest``/``$Default``); it may also carry ``"image_id"``, and
+with a ``max_node_age`` (seconds) the ``launched_before`` time it settles (:func:`aged_target`): an instance launched
+before it is outdated on the target's own version (the reason ``age``).
 """
 
 from __future__ import annotations
 
+from datetime import timedelta, timezone
+
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import TAG_INSTANCE_DETACHED
-from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import INT_RE, PlanError, is_int, truthy
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import INT_RE, PlanError, is_int, parse_time, truthy
 
 
 # Node annotation that asks for a node to be replaced even when its launch template is current.
@@ -44,6 +48,12 @@ WARM_PREFIX = "Warmed:"
 # (they are not part of the desired capacity), ``wait`` waits for them to return to service and replaces them then.
 STANDBY_POLICIES = ("ignore", "terminate", "wait")
 DEFAULT_STANDBY_POLICY = "ignore"
+
+# The reason an instance launched more than max_node_age ago is outdated on the target's own version: how each such
+# reason begins (the plan lists these nodes apart).
+AGE_REASON = "age"
+# The shortest max_node_age allowed: a node younger than a rollout takes would be replaced again by the next run.
+MIN_NODE_AGE = 3600
 
 
 def _explicit_version(value):
@@ -73,7 +83,33 @@ def normalize_target(target):
         raise PlanError("target.version: %r is not allowed; use the explicit version number (an integer >= 1); "
                         "resolve $Latest or $Default first" % (raw_version,))
     image_id = target.get("image_id")
-    return {"launch_template_id": template_id.strip(), "version": version, "image_id": image_id or None}
+    checked = {"launch_template_id": template_id.strip(), "version": version, "image_id": image_id or None}
+    if target.get("launched_before") is not None:
+        checked["launched_before"] = _time_text(parse_time(target["launched_before"], "target.launched_before"))
+        checked["max_node_age"] = target.get("max_node_age")
+    return checked
+
+
+def _time_text(stamp):
+    return stamp.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def aged_target(target, max_node_age, now):
+    """``target`` with, for a ``max_node_age`` in seconds (None: no rotation by age), the time before which an instance
+    is outdated whatever it runs: ``launched_before`` (``now``, an aware datetime, less the age) and ``max_node_age``.
+    Settled once by the module that resolves the target, so that every later read of the run compares with one time
+    and the instances the run launches are never aged by it."""
+    if max_node_age is None:
+        return dict(target)
+    return dict(target, launched_before=_time_text(now - timedelta(seconds=int(max_node_age))), max_node_age=int(max_node_age))
+
+
+def age_reason(instance, target):
+    """The reason ``age`` (text) when the instance was launched before the target's ``launched_before``, else None."""
+    cutoff, launched = target.get("launched_before"), instance.get("launch_time")
+    if cutoff is None or not launched or parse_time(launched, "launch_time") >= parse_time(cutoff, "launched_before"):
+        return None
+    return "%s: launched %s, before %s (max_node_age %ss)" % (AGE_REASON, launched, cutoff, target.get("max_node_age", "?"))
 
 
 def checked_instances(instances, field="instances"):
@@ -163,7 +199,8 @@ def outdated_reasons(instance, target):
 
     An instance is outdated when it was launched from another launch template or another version than the
     target, when its node carries the annotation ``nodeops.rollout/needs-update`` with a true value, or when
-    an earlier run detached it for surge (tag ``nodeops.rollout/detached``). When the group reported a
+    an earlier run detached it for surge (tag ``nodeops.rollout/detached``), or when it was launched before the target's
+    ``launched_before`` (rotation by age, :func:`aged_target`). When the group reported a
     symbolic version (``$Latest``/``$Default``) for the instance, the EC2 tag ``aws:ec2launchtemplate:version``
     gives the real one; failing that, the instance is up to date only if its AMI equals the target's
     ``image_id`` (when given).
@@ -194,6 +231,9 @@ def outdated_reasons(instance, target):
     node = instance.get("node")
     if isinstance(node, dict) and truthy((node.get("annotations") or {}).get(ANNOTATION_NEEDS_UPDATE)):
         reasons.append("node %s is annotated %s" % (node.get("name"), ANNOTATION_NEEDS_UPDATE))
+    aged = age_reason(instance, target)
+    if aged:
+        reasons.append(aged)
     return reasons
 
 

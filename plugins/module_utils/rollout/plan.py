@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import plan_batches
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import (
+    AGE_REASON,
     check_standby_policy,
     checked_instances,
     instance_in_standby,
@@ -209,7 +210,9 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
     "taint_effect", "target_groups", "standby": {"policy", "instances": [{"instance_id", "az", "node", "outdated",
     "reasons"}]}, "protected": [outdated instance ids protected from scale in], "termination_hooks", "warm_pool": None
     or {"min_size", "max_group_prepared_capacity", "pool_state", "instances", "outdated": [instance ids]},
-    "bake_seconds", "checkpoints", "capacity": {"taking_pods", "not_counted", "tolerated_taints", "floor"}}`` (``capacity``:
+    "bake_seconds", "checkpoints", "capacity": {"taking_pods", "not_counted", "tolerated_taints", "floor"}, "aged": None or
+    {"launched_before", "max_node_age", "instances"}}`` (``aged``: the outdated instances older than the target's
+    ``max_node_age``, :func:`_aged`; ``capacity``:
     :func:`rollout.steps.capacity_view`; ``taint_effect``: :func:`outdated_taint_effect` of the requested one;
     ``target_groups``: :func:`rollout.targets.plan_target_groups`; each batch also says the ``hold_seconds`` after it,
     its bake time or checkpoint wait). ``surge_choices`` prices the surge the plan uses, none (terminate first), EKS's
@@ -310,7 +313,23 @@ def rollout_plan(instances, target, max_unavailable=None, max_surge=None, az_cou
         # the nodes that can take pods now, and those that cannot (not Ready, cordoned, a taint the pods do not tolerate),
         # and how many of the first the floor keeps
         "capacity": dict(capacity_view(instances), floor=capacity_floor(group_size, unavailable)),
+        "aged": _aged(entries, target),
     }
+
+
+def _aged(entries, target):
+    """The outdated instances launched before the target's ``launched_before`` (rotation by age), apart: ``None``
+    without a ``max_node_age``, else ``{"launched_before", "max_node_age", "instances": [{"instance_id", "node",
+    "launch_time", "only_age"}]}`` (``only_age``: up to date but for its age)."""
+    if target.get("launched_before") is None:
+        return None
+    aged = []
+    for entry in entries:
+        ages = [reason for reason in entry["reasons"] if reason.startswith(AGE_REASON + ":")]
+        if ages:
+            aged.append({"instance_id": entry["instance_id"], "node": entry.get("node"), "launch_time": entry.get("launch_time"),
+                         "only_age": len(ages) == len(entry["reasons"])})
+    return {"launched_before": target["launched_before"], "max_node_age": target.get("max_node_age"), "instances": aged}
 
 
 def _warm_pool(pool, target):

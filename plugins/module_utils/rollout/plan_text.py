@@ -218,7 +218,29 @@ def group_state_lines(plan):
     if protected:
         lines.append("protected from scale in (replaced like the others: scale-in protection does not hold back "
                      "TerminateInstanceInAutoScalingGroup): %s" % _names(protected))
+    aged = plan.get("aged")
+    if aged is not None:
+        lines.append(aged_line(aged))
     return lines
+
+
+def aged_line(aged):
+    """Rotation by age in one line: the nodes launched before the plan's ``aged.launched_before``, those that run the
+    target apart (``rollout.plan._aged``)."""
+    instances = aged.get("instances") or []
+    head = "max node age %s: launched before %s" % (human_duration(aged.get("max_node_age")), aged.get("launched_before"))
+    if not instances:
+        return head + ", none"
+    only = [entry for entry in instances if entry.get("only_age")]
+    also = [entry for entry in instances if not entry.get("only_age")]
+    parts = []
+    if only:
+        parts.append("%s replaced for age alone: %s" % (counted(len(only), "node"), _names(
+            ["%s (%s)" % (entry.get("node") or entry["instance_id"], entry.get("launch_time")) for entry in only])))
+    if also:
+        parts.append("%s also outdated otherwise: %s" % (counted(len(also), "node"), _names(
+            [entry.get("node") or entry["instance_id"] for entry in also])))
+    return "%s, %s" % (head, "; ".join(parts))
 
 
 def control_lines(controls, plan=None):

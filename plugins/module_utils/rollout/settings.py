@@ -22,7 +22,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import lease_lock
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import ON_FAILURE
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import STANDBY_POLICIES
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import MIN_NODE_AGE, STANDBY_POLICIES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import plan_step_seconds
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import OUTDATED_TAINT_EFFECTS, max_unavailable_count
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.strategies import STRATEGIES, TERMINATE_FIRST, check_strategy, strategy_surge
@@ -89,7 +89,7 @@ DRAIN_OPTION_VARIABLES = {"timeout_action": "rolling_update_drain_timeout_action
                           "delete_emptydir_data": "rolling_update_delete_emptydir_data",
                           "restart_single_replica": "rolling_update_restart_single_replica"}
 # the fields of an item of rolling_update_node_groups
-GROUP_FIELDS = ("name",) + GROUP_TARGETS + ("max_unavailable", "max_surge", "strategy")
+GROUP_FIELDS = ("name",) + GROUP_TARGETS + ("max_unavailable", "max_surge", "strategy", "max_node_age")
 # Variables named rolling_update_* that are not options of the role (meta/argument_specs.yml) and still belong to it: the
 # playbooks' own (the hosts pattern, the serial waves; the argument spec's "Playbook variables") and the role's outputs a
 # later run sees (the fact, the AWX artifact a workflow passes on, a hook's input).
@@ -168,8 +168,9 @@ def _count(value, field, allow_zero):
 def check_node_groups(groups, field, defaults=None):
     """The node groups of the role's ``rolling_update_node_groups`` and of the inventory plugin's ``node_groups``
     (``field``, the name in the errors), checked by one rule: a list of at least one dict, each with the name of its
-    Auto Scaling group, at most one target, and its own ``max_unavailable``/``max_surge``/``strategy`` as the role's
-    settings are checked. ``defaults`` (``{"max_unavailable", "max_surge", "strategy"}``) fills what a group does not
+    Auto Scaling group, at most one target, and its own ``max_unavailable``/``max_surge``/``strategy``/``max_node_age``
+    (seconds) as the role's settings are checked. ``defaults`` (``{"max_unavailable", "max_surge", "strategy",
+    "max_node_age"}``) fills what a group does not
     give; without it, what is not given stays out (the inventory's groups, which the role settles later). Raises
     SettingsError naming the field."""
     if not isinstance(groups, list) or not groups or not all(isinstance(item, dict) for item in groups):
@@ -212,6 +213,10 @@ def _check_group(field, index, item, seen, defaults):
                 group[key] = defaults[key]
         else:
             group[key] = _count(item[key], "%s.%s" % (field, key), allow_zero)
+    if not _empty(item.get("max_node_age")):
+        group["max_node_age"] = check_node_age(item["max_node_age"], "%s.max_node_age" % field)
+    elif defaults is not None:
+        group["max_node_age"] = defaults.get("max_node_age")
     # the group's strategy settles its surge: terminate_first launches none (a surge of its own that asks for one is
     # refused); the role's surge is not the group's own, and gives way
     own = not _empty(item.get("strategy"))
@@ -225,6 +230,16 @@ def _check_group(field, index, item, seen, defaults):
         except PlanError as exc:
             raise SettingsError(str(exc)) from None
     return group
+
+
+def check_node_age(value, field):
+    """A max_node_age in seconds (None: empty, no rotation by age): a duration of at least MIN_NODE_AGE."""
+    if _empty(value):
+        return None
+    try:
+        return parse_duration(value, field, minimum=MIN_NODE_AGE)
+    except PlanError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def _check_connection(value, field, allowed):
@@ -344,7 +359,9 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     defaults = {"max_unavailable": _count(var("max_unavailable"), VARIABLE_PREFIX + "max_unavailable", False),
                 # None: the default surge (the modules' max_surge unset)
                 "max_surge": None if _empty(var("max_surge")) else _count(var("max_surge"), VARIABLE_PREFIX + "max_surge", True),
-                "strategy": var("strategy")}
+                "strategy": var("strategy"),
+                # seconds, or None: no rotation by age
+                "max_node_age": check_node_age(var("max_node_age"), VARIABLE_PREFIX + "max_node_age")}
     try:
         # the role's strategy and surge say the same (its groups may each say otherwise)
         strategy_surge(var("strategy"), defaults["max_surge"], VARIABLE_PREFIX + "max_surge", VARIABLE_PREFIX + "strategy")

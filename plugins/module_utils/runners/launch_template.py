@@ -8,6 +8,8 @@ step of a rollout (``launch_template_version``): a new version with the target A
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import (
     aws_clients,
     aws_errors,
@@ -23,6 +25,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError, reporting, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import tags_to_dict
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import parse_duration
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import MIN_NODE_AGE, aged_target
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import group_state, state_writes
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.template import AMI_ID_RE, DESCRIPTION_LIMIT, DIGITS_RE, check_target_options
 
@@ -216,6 +220,7 @@ def run_launch_template_version(module):
     """Resolve the target, create a version with the new AMI when needed, point the group at it by number."""
     params = module.params
     check_target_options(params)
+    max_node_age = None if params.get("max_node_age") in (None, "") else parse_duration(params["max_node_age"], "max_node_age", minimum=MIN_NODE_AGE)
     connection, autoscaling, ec2, ssm = aws_clients(module, "autoscaling", "ec2", "ssm")
     region = connection.region
     name = params["asg_name"]
@@ -259,8 +264,10 @@ def run_launch_template_version(module):
         "default_version": target_number if params["set_default"] else int(template["DefaultVersionNumber"]),
         "mixed_instances_policy": spec["mixed_instances_policy"],
         "rollout_retargeted": retarget,
-        "target": dict({"launch_template_id": template["LaunchTemplateId"], "version": target_number, "image_id": target_image},
-                       **({"ssm_parameter": params["ssm_parameter"]} if params.get("ssm_parameter") else {})),
+        # with a max_node_age, the time before which an instance is outdated whatever it runs, settled now for the run
+        "target": aged_target(dict({"launch_template_id": template["LaunchTemplateId"], "version": target_number, "image_id": target_image},
+                                   **({"ssm_parameter": params["ssm_parameter"]} if params.get("ssm_parameter") else {})),
+                              max_node_age, datetime.now(timezone.utc)),
     }
     if module._diff:  # pylint: disable=protected-access
         result["diff"] = {

@@ -14,6 +14,7 @@ created here), ``clients.aws.group_instances``, ``node_health.nodes_by_instance`
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws import aws_errors, group_instances, require_group
 from ansible_collections.nodeops.rollout.plugins.module_utils.clients.aws_connection import aws_connection
@@ -22,7 +23,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_conne
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.batches import plan_batches
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import nodes_by_instance
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import instance_is_active, node_name_of, outdated_instances
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import aged_target, instance_is_active, node_name_of, outdated_instances
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_node_groups as check_groups, target_options
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.launch_template import resolve_target
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_group import join_nodes
@@ -136,6 +137,7 @@ def read_node_hosts(params, node_groups, client_name="nodes"):
     with kube_errors("list", "nodes", params):
         raw_nodes = api.list_nodes()
     nodes = nodes_by_instance(raw_nodes)
+    now = datetime.now(timezone.utc)
     hosts = []
     for spec in node_groups:
         resource = "Auto Scaling group '%s'" % spec["name"]
@@ -143,8 +145,8 @@ def read_node_hosts(params, node_groups, client_name="nodes"):
             group = require_group(autoscaling, spec["name"], connection.region, field="node_groups")
             records = [record for record in group_instances(ec2, group, include_detached=False) if instance_is_active(record)]
         resolved = resolve_target(dict(params, **target_options(spec)), ec2, ssm, group, connection.region)
-        target = {"launch_template_id": resolved["template"]["LaunchTemplateId"], "version": resolved["target_number"],
-                  "image_id": resolved["target_image"]}
+        target = aged_target({"launch_template_id": resolved["template"]["LaunchTemplateId"], "version": resolved["target_number"],
+                              "image_id": resolved["target_image"]}, spec.get("max_node_age"), now)
         join_nodes(records, nodes, raw_nodes)
         hosts.extend(host_entries(spec, records, target))
     return hosts

@@ -151,3 +151,29 @@ def test_no_previous_version_when_every_instance_is_on_the_target():
     assert previous_version([instance("i-1", version="5")], TARGET) is None
     # detached for surge: still the group's old instances
     assert previous_version([instance("i-1", version="3", state="Detached", tags={"nodeops.rollout/detached": "r-1"})], TARGET) == 3
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rotation by age
+# ---------------------------------------------------------------------------------------------------------
+
+def test_an_instance_launched_before_the_age_cutoff_is_outdated_on_the_target_version_with_the_reason_age():
+    from datetime import datetime, timezone
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.outdated import aged_target
+    # the instances were launched at 12:00 (minutes=0) and 13:00 (minutes=60); a day of age, an hour and a half later
+    target = aged_target(dict(TARGET), 86400, datetime(2024, 5, 2, 12, 30, tzinfo=timezone.utc))
+    assert target["launched_before"] == "2024-05-01T12:30:00Z" and target["max_node_age"] == 86400
+    instances = [instance("i-aged", version="5"), instance("i-young", version="5", minutes=60),
+                 instance("i-both", version="4")]
+    outdated = {entry["instance_id"]: entry["reasons"] for entry in outdated_instances(instances, target)}
+    assert sorted(outdated) == ["i-aged", "i-both"]
+    assert outdated["i-aged"] == ["age: launched 2024-05-01T12:00:00Z, before 2024-05-01T12:30:00Z (max_node_age 86400s)"]
+    assert len(outdated["i-both"]) == 2 and outdated["i-both"][1].startswith("age: ")
+    assert [entry["instance_id"] for entry in up_to_date_instances(instances, target)] == ["i-young"]
+    # no age: the version alone decides
+    assert [entry["instance_id"] for entry in outdated_instances(instances, aged_target(dict(TARGET), None, datetime.now(timezone.utc)))] == ["i-both"]
+
+
+def test_a_launched_before_that_is_no_time_is_refused_naming_the_field():
+    assert_plan_error(lambda: outdated_instances([instance("i-1")], dict(TARGET, launched_before="last week")),
+                      "target.launched_before", "'last week' is not allowed")

@@ -396,3 +396,19 @@ def test_wave_holds(sizes, taken, bake, counts, expected):
 
 def test_one_step_s_predicted_duration_is_drain_delay_boot_and_validation():
     assert plan_step_seconds("3m", "90s", 60, 10) == 180 + 90 + 60 + 10
+
+
+def test_the_plan_lists_the_aged_nodes_apart_and_replaces_them_with_the_others():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import aged_line
+    # launched at 12:00, 12:30 and 13:00 on the target's version but the last, a cutoff at 12:45
+    target = dict(TARGET, launched_before="2024-05-01T12:45:00Z", max_node_age=86400)
+    instances = [instance("i-a", version="5"), instance("i-b", version="4", minutes=30), instance("i-c", version="5", minutes=60)]
+    plan = rollout_plan(instances, target, max_unavailable=1, max_surge=0)
+    assert [entry["instance_id"] for entry in plan["outdated"]] == ["i-a", "i-b"]
+    assert plan["aged"] == {"launched_before": "2024-05-01T12:45:00Z", "max_node_age": 86400, "instances": [
+        {"instance_id": "i-a", "node": "node-i-a", "launch_time": "2024-05-01T12:00:00Z", "only_age": True},
+        {"instance_id": "i-b", "node": "node-i-b", "launch_time": "2024-05-01T12:30:00Z", "only_age": False}]}
+    assert aged_line(plan["aged"]) == ("max node age 24h 00m: launched before 2024-05-01T12:45:00Z, 1 node replaced for age "
+                                       "alone: node-i-a (2024-05-01T12:00:00Z); 1 node also outdated otherwise: node-i-b")
+    # without a max_node_age there is no such list
+    assert rollout_plan(instances, TARGET, max_unavailable=1, max_surge=0)["aged"] is None

@@ -38,7 +38,7 @@ def test_the_defaults_settle_with_a_short_lock_kept_alive():
     # the role's renewals wait while half of it is left, as the modules' do
     assert settings["lock_min_valid"] == 60
     assert settings["node_groups"] == [{"name": "workers", "image_id": "ami-0123456789abcdef0", "max_unavailable": 1, "max_surge": None,
-                                        "strategy": "surge"}]
+                                        "max_node_age": None, "strategy": "surge"}]
     # the plan's estimate: the boot and drain the operator expects, the waits they configured (2 passes 10 s apart), and
     # the time Ansible takes per task; the post-drain delay is each group's, settled from its load balancers
     assert settings["estimate"] == {"boot_seconds": 180, "drain_seconds": 90, "validate_seconds": 10, "task_seconds": 1}
@@ -112,7 +112,7 @@ def test_the_aws_retry_options_are_taken():
     ({"window": "Mon 25:00 1h"}, "rolling_update_window.start: '25:00' is not allowed; use a time of day HH:MM"),
     ({"window": [{"days": "Tue", "start": "02:00", "duration": "3h", "timezone": "Moon/Base"}]},
      "rolling_update_window[0].timezone: 'Moon/Base' is not a time zone"),
-    ({"bake_time": "1d"}, "rolling_update_bake_time: '1d' is not allowed; use a number of seconds (90)"),
+    ({"bake_time": "1w"}, "rolling_update_bake_time: '1w' is not allowed; use a number of seconds (90)"),
     ({"bake_time": "49h"}, "rolling_update_bake_time: '49h' is not allowed; use at most 48h"),
     ({"checkpoints": "50%"}, "rolling_update_checkpoints[0]: '50%' is not a checkpoint"),
     ({"checkpoints": [{"percent": 120, "wait": "1m"}]}, "rolling_update_checkpoints[0].percent: 120 is not allowed; use a whole percentage"),
@@ -284,7 +284,7 @@ def test_a_misspelt_field_of_a_node_group_is_refused_in_one_line_naming_the_near
     with pytest.raises(SettingsError) as err:
         settle(node_groups=[{"name": "workers", "ami_id": "ami-0123456789abcdef0"}])
     assert str(err.value) == ("rolling_update_node_groups[0].ami_id: not a field of a node group (did you mean image_id?); use name, "
-                              "image_id, ssm_parameter, launch_template_version, max_unavailable, max_surge, strategy")
+                              "image_id, ssm_parameter, launch_template_version, max_unavailable, max_surge, strategy, max_node_age")
     with pytest.raises(SettingsError, match=r"^rolling_update_node_groups\[1\]\.maxSurge: not a field of a node group \(did you mean max_surge\?\)"):
         settle(node_groups=[{"name": "a"}, {"name": "b", "maxSurge": 2}])
     # nothing close: the fields allowed alone
@@ -361,6 +361,25 @@ def test_terminate_first_settles_each_group_with_no_surge_and_a_group_may_say_ot
      "rolling_update_node_groups[1].max_surge: 1 is not allowed with rolling_update_strategy terminate_first"),
 ])
 def test_a_strategy_and_a_surge_that_contradict_it_are_refused_naming_the_field(changes, message):
+    with pytest.raises(SettingsError) as caught:
+        settle(**changes)
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_max_node_age_is_settled_in_seconds_and_a_group_may_say_otherwise():
+    settings = settle(max_node_age="30d", node_groups=[{"name": "web"}, {"name": "gpu", "max_node_age": "1d12h"}])
+    assert [(g["name"], g["max_node_age"]) for g in settings["node_groups"]] == [("web", 2592000), ("gpu", 129600)]
+    # empty: no rotation by age
+    assert [g["max_node_age"] for g in settle(node_groups=[{"name": "web"}])["node_groups"]] == [None]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"max_node_age": "a month"}, "rolling_update_max_node_age: 'a month' is not allowed; use a number of seconds (90) or a duration"),
+    ({"max_node_age": "10m"}, "rolling_update_max_node_age: '10m' is not allowed; use a number of seconds (90) or a duration such as "
+                              "'90s', '15m' or '1h30m', of at least 3600 seconds"),
+    ({"node_groups": [{"name": "gpu", "max_node_age": "-1h"}]}, "rolling_update_node_groups[0].max_node_age: '-1h' is not allowed"),
+])
+def test_a_max_node_age_that_does_not_parse_or_is_under_an_hour_is_refused_naming_the_field(changes, message):
     with pytest.raises(SettingsError) as caught:
         settle(**changes)
     assert str(caught.value).startswith(message), str(caught.value)

@@ -1,0 +1,102 @@
+"""Rotation by age (rolling_update_max_node_age, Karpenter's expireAfter): nodes launched longer ago than the age are
+outdated on the target's own version, with the reason age and their launch time; the plan lists them apart and changes
+nothing; the run replaces them and no other, with the demo's workloads, no budget violated, no pod killed without
+eviction, no Deployment without a Ready pod and the floor kept; a rerun right after has nothing to do. An age that does
+not parse, or under an hour, is refused before any change."""
+
+import json
+import os
+
+import pytest
+
+from sandbox.drive.convergence import problems, sizes
+from tests.integration.controls import GROUP, QUICK, assert_invariants
+
+DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
+NODES, AZS = 4, 2
+DAY = 86400
+AGE = ["rolling_update_max_node_age=30d"]
+
+
+@pytest.fixture(scope="module")
+def sandbox(start_sandbox):
+    return start_sandbox(nodes=NODES, azs=AZS, speed=20, workloads=[DEMO])
+
+
+def members(sandbox):
+    group = sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    return sorted(instance["InstanceId"] for instance in group["Instances"])
+
+
+@pytest.fixture(scope="module")
+def aged(sandbox):
+    """Two of the group's instances, launched 40 days ago."""
+    chosen = members(sandbox)[:2]
+    launched = sandbox.age_instances(chosen, 40 * DAY)
+    assert sorted(launched) == chosen, launched
+    return chosen
+
+
+@pytest.mark.parametrize("value, message", [
+    ("10m", "rolling_update_max_node_age: '10m' is not allowed; use a number of seconds (90) or a duration such as '90s', "
+            "'15m' or '1h30m', of at least 3600 seconds"),
+    ("a month", "rolling_update_max_node_age: 'a month' is not allowed"),
+])
+def test_an_age_that_does_not_parse_or_is_under_an_hour_is_refused_before_any_change(sandbox, tmp_path, value, message):
+    since = sandbox.now()
+    rc, out = sandbox.run_role_playbook(tmp_path, extra=QUICK + ["rolling_update_max_node_age=%s" % value])
+    assert rc != 0
+    assert message in out, out[-3000:]
+    assert sandbox.mutating_requests(since=since) == []
+
+
+def test_the_plan_lists_the_aged_nodes_apart_and_changes_nothing(sandbox, aged, tmp_path):
+    since = sandbox.now()
+    rc, out = sandbox.run_role_playbook(tmp_path, check=True, extra=QUICK + AGE)
+    assert rc == 0, out[-3000:]
+    line = [text.strip().rstrip(",").strip('"') for text in out.splitlines() if "max node age 720h 00m: launched before" in text]
+    assert line and "2 nodes replaced for age alone: " in line[0], out[-3000:]
+    assert "2 outdated of 4 instances" in out, out[-3000:]
+    assert sandbox.mutating_requests(since=since) == []
+
+
+@pytest.fixture(scope="module")
+def rolled(sandbox, aged, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("rotation")
+    report = directory / "result.json"
+    original, since = sizes(sandbox, GROUP), sandbox.now()
+    rc, out = sandbox.run_role_playbook(directory, report=report, extra=AGE + [
+        "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"])
+    return {"rc": rc, "out": out, "result": json.loads(report.read_text()) if report.exists() else {},
+            "original": original, "since": since, "after": members(sandbox)}
+
+
+def test_the_aged_nodes_and_no_other_are_replaced_with_the_reason_age(sandbox, aged, rolled):
+    assert rolled["rc"] == 0, rolled["out"][-5000:]
+    group = rolled["result"]["node_groups"][0]
+    assert group["status"] == "replaced" and group["nodes_replaced"] == 2, group
+    # the aged instances are gone, the two young ones kept, two new ones launched
+    assert not set(aged) & set(rolled["after"]) and len(rolled["after"]) == NODES, (aged, rolled["after"])
+    outdated = group["plan"]["outdated"]
+    assert sorted(entry["instance_id"] for entry in outdated) == aged, outdated
+    assert all(entry["reasons"] and all(reason.startswith("age: launched ") for reason in entry["reasons"]) for entry in outdated), outdated
+    assert [entry["only_age"] for entry in group["plan"]["aged"]["instances"]] == [True, True], group["plan"]["aged"]
+    assert problems(sandbox, rolled["original"], 2) == []
+
+
+def test_rotation_keeps_the_floor_and_every_invariant(sandbox, rolled):
+    assert rolled["rc"] == 0, rolled["out"][-3000:]
+    figures = assert_invariants(sandbox.report(), NODES, 1)
+    assert figures["max_evictions_per_pod"] <= 1, figures
+
+
+def test_a_rerun_right_after_has_nothing_to_do(sandbox, rolled, tmp_path):
+    assert rolled["rc"] == 0, rolled["out"][-3000:]
+    report = tmp_path / "result.json"
+    since = sandbox.now()
+    rc, out = sandbox.run_role_playbook(tmp_path, report=report, extra=AGE + QUICK)
+    assert rc == 0, out[-3000:]
+    group = json.loads(report.read_text())["node_groups"][0]
+    assert group["status"] == "up to date" and group["nodes_replaced"] == 0, group
+    launched = [event for event in sandbox.events() if event["kind"] == "instance.launched" and event["t"] >= since]
+    assert launched == [], launched
