@@ -40,7 +40,7 @@ def aged(sandbox):
 @pytest.mark.parametrize("value, message", [
     ("10m", "rolling_update_max_node_age: '10m' is not allowed; use a number of seconds (90) or a duration such as '90s', "
             "'15m' or '1h30m', of at least 3600 seconds"),
-    ("a month", "rolling_update_max_node_age: 'a month' is not allowed"),
+    ("4w", "rolling_update_max_node_age: '4w' is not allowed"),
 ])
 def test_an_age_that_does_not_parse_or_is_under_an_hour_is_refused_before_any_change(sandbox, tmp_path, value, message):
     since = sandbox.now()

@@ -89,7 +89,7 @@ def test_parse_duration(value, seconds):
     assert parse_duration(value, "drain_timeout") == seconds
 
 
-@pytest.mark.parametrize("value", [-1, "abc", "1d", "1m1h", "", "1.5m", 1.5, True, None, "h", "-5s", "5 m", "1h 30m", [90]])
+@pytest.mark.parametrize("value", [-1, "abc", "1w", "1m1h", "", "1.5m", 1.5, True, None, "h", "-5s", "5 m", "1h 30m", [90]])
 def test_parse_duration_refuses_with_the_field(value):
     assert_plan_error(lambda: parse_duration(value, "drain_timeout"), "drain_timeout",
                       "use a number of seconds (90) or a duration such as '90s', '15m' or '1h30m'")
