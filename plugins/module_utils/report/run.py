@@ -229,6 +229,8 @@ def _planned(record, group, ltv, preflight, controls):
         "batches": plan.get("batches"), "eta_seconds": plan.get("eta_seconds"), "target_groups": plan.get("target_groups"),
         "standby": plan.get("standby"), "protected": plan.get("protected"), "surge_choices": plan.get("surge_choices"),
         "post_drain_delay": plan.get("post_drain_delay"), "timings": plan.get("timings"), "controls": controls,
+        # rotation by age: the nodes replaced for it, apart (null without a max_node_age)
+        "aged": plan.get("aged"),
     }
     record["plan"].update(_findings(preflight))
 

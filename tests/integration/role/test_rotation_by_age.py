@@ -29,6 +29,16 @@ def members(sandbox):
 
 
 @pytest.fixture(scope="module")
+def same_version(sandbox):
+    """The group's own node group, aimed at the launch template version its instances run (the sandbox's group points
+    at a newer one): nothing is outdated but for its age."""
+    group = sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    versions = set(instance["LaunchTemplate"]["Version"] for instance in group["Instances"])
+    assert len(versions) == 1, versions
+    return [{"name": GROUP, "launch_template_version": versions.pop()}]
+
+
+@pytest.fixture(scope="module")
 def aged(sandbox):
     """Two of the group's instances, launched 40 days ago."""
     chosen = members(sandbox)[:2]
@@ -50,9 +60,9 @@ def test_an_age_that_does_not_parse_or_is_under_an_hour_is_refused_before_any_ch
     assert sandbox.mutating_requests(since=since) == []
 
 
-def test_the_plan_lists_the_aged_nodes_apart_and_changes_nothing(sandbox, aged, tmp_path):
+def test_the_plan_lists_the_aged_nodes_apart_and_changes_nothing(sandbox, aged, same_version, tmp_path):
     since = sandbox.now()
-    rc, out = sandbox.run_role_playbook(tmp_path, check=True, extra=QUICK + AGE)
+    rc, out = sandbox.run_role_playbook(tmp_path, check=True, extra=QUICK + AGE, node_groups=same_version)
     assert rc == 0, out[-3000:]
     line = [text.strip().rstrip(",").strip('"') for text in out.splitlines() if "max node age 720h 00m: launched before" in text]
     assert line and "2 nodes replaced for age alone: " in line[0], out[-3000:]
@@ -61,11 +71,11 @@ def test_the_plan_lists_the_aged_nodes_apart_and_changes_nothing(sandbox, aged, 
 
 
 @pytest.fixture(scope="module")
-def rolled(sandbox, aged, tmp_path_factory):
+def rolled(sandbox, aged, same_version, tmp_path_factory):
     directory = tmp_path_factory.mktemp("rotation")
     report = directory / "result.json"
     original, since = sizes(sandbox, GROUP), sandbox.now()
-    rc, out = sandbox.run_role_playbook(directory, report=report, extra=AGE + [
+    rc, out = sandbox.run_role_playbook(directory, report=report, node_groups=same_version, extra=AGE + [
         "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"])
     return {"rc": rc, "out": out, "result": json.loads(report.read_text()) if report.exists() else {},
             "original": original, "since": since, "after": members(sandbox)}
@@ -77,10 +87,11 @@ def test_the_aged_nodes_and_no_other_are_replaced_with_the_reason_age(sandbox, a
     assert group["status"] == "replaced" and group["nodes_replaced"] == 2, group
     # the aged instances are gone, the two young ones kept, two new ones launched
     assert not set(aged) & set(rolled["after"]) and len(rolled["after"]) == NODES, (aged, rolled["after"])
-    outdated = group["plan"]["outdated"]
-    assert sorted(entry["instance_id"] for entry in outdated) == aged, outdated
-    assert all(entry["reasons"] and all(reason.startswith("age: launched ") for reason in entry["reasons"]) for entry in outdated), outdated
-    assert [entry["only_age"] for entry in group["plan"]["aged"]["instances"]] == [True, True], group["plan"]["aged"]
+    assert sorted(group["plan"]["outdated"]) == aged, group["plan"]
+    # each replaced for its age alone, its launch time 40 days back
+    listed = group["plan"]["aged"]["instances"]
+    assert sorted(entry["instance_id"] for entry in listed) == aged and all(entry["only_age"] for entry in listed), listed
+    assert all(entry["launch_time"] < group["plan"]["aged"]["launched_before"] for entry in listed), group["plan"]["aged"]
     assert problems(sandbox, rolled["original"], 2) == []
 
 
@@ -90,11 +101,11 @@ def test_rotation_keeps_the_floor_and_every_invariant(sandbox, rolled):
     assert figures["max_evictions_per_pod"] <= 1, figures
 
 
-def test_a_rerun_right_after_has_nothing_to_do(sandbox, rolled, tmp_path):
+def test_a_rerun_right_after_has_nothing_to_do(sandbox, rolled, same_version, tmp_path):
     assert rolled["rc"] == 0, rolled["out"][-3000:]
     report = tmp_path / "result.json"
     since = sandbox.now()
-    rc, out = sandbox.run_role_playbook(tmp_path, report=report, extra=AGE + QUICK)
+    rc, out = sandbox.run_role_playbook(tmp_path, report=report, extra=AGE + QUICK, node_groups=same_version)
     assert rc == 0, out[-3000:]
     group = json.loads(report.read_text())["node_groups"][0]
     assert group["status"] == "up to date" and group["nodes_replaced"] == 0, group
