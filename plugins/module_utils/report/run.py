@@ -117,7 +117,7 @@ def _count_done(record):
 
 
 PLAN_KEYS = ("surge", "batch_size", "batch_count", "canary", "eta_seconds", "target_groups", "batches", "group_size",
-             "taint_effect", "timings", "standby", "protected", "surge_choices", "post_drain_delay")
+             "taint_effect", "timings", "standby", "protected", "surge_choices", "post_drain_delay", "aged")
 
 
 def _setup(record, group, target, preflight=None):
