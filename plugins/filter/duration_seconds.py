@@ -10,7 +10,7 @@ short_description: Read a duration (90, '90s', '15m', '1h30m') as whole seconds,
 version_added: 0.1.0
 author: nodeops.rollout maintainers (@nodeops)
 description:
-  - Converts a duration written as whole seconds (V(90), V("90")) or with units h, m and s combined in that order
+  - Converts a duration written as whole seconds (V(90), V("90")) or with units d, h, m and s combined in that order
     (V(90s), V(15m), V(1h30m)) to an integer number of seconds, with the same parser the collection's modules use.
   - A value that does not parse (V(abc), V(-5s), V(1.5m), V(30 s)) or is shorter than O(minimum) fails the task with a
     message naming O(name) and the forms allowed, where C(| int) would silently turn V(30s) into V(0).

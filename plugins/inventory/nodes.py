@@ -78,6 +78,12 @@ options:
         description: The group's own strategy, over the role's C(rolling_update_strategy).
         type: str
         choices: [surge, terminate_first]
+      max_node_age:
+        description:
+          - Rotation by age, as the role's C(rolling_update_max_node_age) - a node launched longer ago than this (V(720h),
+            V(30d), at least one hour) is in the group C(outdated), its C(outdated_reasons) naming its age, even when it
+            runs the target.
+        type: raw
   include_filters:
     description:
       - Only the hosts that match one of these filters are listed; without it, every host.

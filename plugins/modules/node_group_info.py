@@ -96,7 +96,7 @@ options:
       launched_before:
         description:
           - With a C(max_node_age), the time before which an instance is outdated whatever it runs (the reason C(age)), as
-            M(nodeops.rollout.launch_template_version) returns it; the plan lists these instances in RV(node_groups[].plan.aged).
+            M(nodeops.rollout.launch_template_version) returns it; the plan lists these instances in C(aged) of RV(node_groups[].plan).
         type: str
       max_node_age:
         description: The max_node_age behind O(target.launched_before), in seconds (for the reason's text).
@@ -714,9 +714,9 @@ node_groups:
           runs from the start of each drain.
         - C(standby) - C(policy) (O(standby_instances)) and C(instances), every instance in Standby with C(instance_id), C(az),
           C(node), C(outdated) and C(reasons). Instances in Standby are in no batch.
-        - C(aged) - rotation by age, null without C(max_node_age) in O(target): C(launched_before), C(max_node_age)
+        - C(aged) - rotation by age, null without C(max_node_age) in O(target) - C(launched_before), C(max_node_age)
           (seconds) and C(instances), the outdated instances launched before that time, each C(instance_id), C(node),
-          C(launch_time) and C(only_age) (true when its age is its only reason: it runs the target).
+          C(launch_time) and C(only_age) (true when its age is its only reason, as it runs the target).
         - C(protected) - the outdated instances protected from scale in. They are replaced like the others, since scale-in
           protection does not hold back C(TerminateInstanceInAutoScalingGroup).
         - C(termination_hooks) - the group's termination lifecycle hooks, each C(name), C(heartbeat_timeout) (seconds) and
