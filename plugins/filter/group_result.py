@@ -39,8 +39,9 @@ RETURN = r"""
 _value:
   description: (C(rolling_update_result) with this entry added, when C(into) is given) C(name), C(status), C(plan_only),
     C(target), C(nodes_replaced), C(batches), C(evictions), C(deleted), C(force_deleted), C(restarted), C(blockers),
-    C(skipped_nodes), C(termination_waits), C(phase_seconds), C(seconds), C(plan), C(timeline), C(steps),
-    C(autoscaler_delta), C(new_nodes), and what stopped the group.
+    C(skipped_nodes), C(quarantined) (each node a drain skipped with C(blocked_by), what holds it), C(termination_waits),
+    C(phase_seconds), C(seconds), C(plan), C(timeline), C(steps), C(autoscaler_delta), C(new_nodes), and what stopped the
+    group.
   type: dict
 """
 

@@ -81,8 +81,10 @@ options:
         evicted are left.
       - V(fail) fails the module once every node has finished, naming each pod still there and the budget
         holding it. The node stays cordoned.
-      - V(skip) leaves the node cordoned, reports it under RV(skipped_nodes) and goes on with the other nodes.
-        The module does not fail.
+      - V(skip) leaves the node cordoned, labels it C(nodeops.rollout/quarantined=true) (as AKS labels the nodes it
+        cannot drain; a release of the rollout's marks takes the label off with the cordon), reports it under
+        RV(skipped_nodes) and goes on with the other nodes. Its Event names the pods and budgets that hold it. The module
+        does not fail.
       - V(force) deletes the pods still there without the Eviction API, ignoring their budgets, as the force
         flag of EKS managed node groups does. It waits up to their grace period for them to go.
     type: str
@@ -285,6 +287,9 @@ nodes:
     cordoned:
       description: Whether this run cordoned the node (it was schedulable before).
       type: bool
+    quarantined:
+      description: Whether the node was skipped and labelled C(nodeops.rollout/quarantined) (O(timeout_action=skip)).
+      type: bool
     started_at:
       description: When the drain of the node began (UTC, ISO 8601), its cordon done; not in check mode.
       type: str
@@ -384,7 +389,7 @@ drained:
   type: list
   elements: str
 skipped_nodes:
-  description: Nodes left cordoned and skipped (O(timeout_action=skip)).
+  description: Nodes left cordoned, labelled quarantined and skipped (O(timeout_action=skip)).
   returned: always
   type: list
   elements: str

@@ -16,7 +16,7 @@ def node_result(status, **fields):
     ran adds ``message``; the pre-flight of check mode adds ``predicted`` and ``outcome``)."""
     result = {"status": status, "cordoned": False, "evicted": [], "deleted": [], "restarted": [], "skipped": [],
               "blocking": [], "remaining": [], "downtime": [], "force_deleted": [], "eviction_retries": 0, "forced": False,
-              "seconds": 0.0}
+              "quarantined": False, "seconds": 0.0}
     result.update(fields)
     return result
 

@@ -509,15 +509,31 @@ def _sections(sections):
 
 # ---- the page -------------------------------------------------------------------------------------------------------
 
+QUARANTINE_NEXT_STEP = ("Each stays cordoned, labelled nodeops.rollout/quarantined (kubectl get nodes -l nodeops.rollout/quarantined). "
+                        "Free what holds it - scale its workload up, or relax its PodDisruptionBudget - then run the upgrade "
+                        "again: it drains these nodes and goes on.")
+
+
+def _quarantined(group):
+    """The nodes a drain skipped, labelled quarantined, each with what holds it and what to do: first of all."""
+    quarantined = group.get("quarantined") or []
+    if not quarantined:
+        return ""
+    rows = [[text(entry.get("node")), text(entry.get("blocked_by"))] for entry in quarantined]
+    return ('<div class="stuck-nodes quarantined"><h3>%d node(s) quarantined: their drain was skipped</h3>%s<p>%s</p></div>'
+            % (len(quarantined), _table(["node", "held by"], rows), text(QUARANTINE_NEXT_STEP)))
+
+
 def _stuck_nodes(group):
-    """The nodes whose drain did not finish, each with what holds it: the first thing a person must see of a failure."""
+    """The nodes whose drain did not finish, each with what holds it: the first thing a person must see of a failure
+    (the quarantined ones before them)."""
     held = drain_blockers(group.get("steps") or [])
     if not held:
-        return ""
+        return _quarantined(group)
     rows = [[text(item["node"]), _state(item["state"]), text(item["pod"]), text(item["pdb"]), text(item["message"])] for item in held]
     nodes = sorted(set(item["node"] for item in held))
-    return ('<div class="stuck-nodes"><h3>%d node(s) stuck, cordoned with pods left</h3>%s</div>'
-            % (len(nodes), _table(["node", "state", "pod left", "PodDisruptionBudget", "why"], rows)))
+    return _quarantined(group) + ('<div class="stuck-nodes"><h3>%d node(s) stuck, cordoned with pods left</h3>%s</div>'
+                                  % (len(nodes), _table(["node", "state", "pod left", "PodDisruptionBudget", "why"], rows)))
 
 
 def _banner(groups):

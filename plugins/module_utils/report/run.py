@@ -19,6 +19,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, time_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import GOALS
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import LABEL_QUARANTINED
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_events import blockers_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import DRAIN_OPTION_VARIABLES
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import BLIND_DELAY_SECONDS
 
@@ -38,6 +40,8 @@ def start(name, now):
         "loop": {"count": REPLACED, "total": 0, "max": 0, "done": 0, "more": False, "goal": "replace", "ran_out": None},
         "batches_done": [], "terminated_ids": [], "apart_ids": [], "termination_waits": [], "held": [],
         "skipped_nodes": [], "new_nodes": [], "end_marked": [], "hook_failure": {},
+        # the nodes a drain skipped, labelled quarantined, each with what holds it; why the run stops for them (or None)
+        "quarantined": [], "quarantine_stop": None,
         "target": {}, "target_label": "", "plan": {}, "autoscaler_delta": 0,
         # what a drained node waits for before its termination, as node_group_info settled it from the load balancers
         # it read (its load_balancers: the target groups watched, the post-drain delay): every step's. Unread, the
@@ -391,11 +395,29 @@ def batch_record(record, step, drain, now):
     }
 
 
-def _drained(record, step, drain, now):
+def _drained(record, step, drain, now, max_quarantined=None):
     if not isinstance(drain, dict):
         raise PlanError("drain: %r is not allowed; use what node_drain returned" % (drain,))
-    record["skipped_nodes"] = record["skipped_nodes"] + list(drain.get("skipped_nodes") or [])
+    skipped = list(drain.get("skipped_nodes") or [])
+    record["skipped_nodes"] = record["skipped_nodes"] + skipped
     record["batches_done"] = record["batches_done"] + [batch_record(record, step, drain, now)]
+    nodes = drain.get("nodes") or {}
+    known = set(entry["node"] for entry in record["quarantined"])
+    record["quarantined"] = record["quarantined"] + [
+        {"node": name, "blocked_by": blockers_text((nodes.get(name) or {}).get("blocking") or []) or (nodes.get(name) or {}).get("message") or "?"}
+        for name in skipped if name not in known]
+    if max_quarantined is not None and len(record["quarantined"]) > int(max_quarantined):
+        record["quarantine_stop"] = quarantine_stop(record["quarantined"], int(max_quarantined))
+
+
+def quarantine_stop(quarantined, cap):
+    """Why the run stops once more nodes than ``cap`` (rolling_update_max_quarantined) could not be drained, naming each
+    with what holds it, and what to do."""
+    return ("%s could not be drained, more than rolling_update_max_quarantined (%d): %s. They stay cordoned, labelled %s=true; "
+            "the outdated nodes not yet drained are left as they are. Free what holds each (scale its workload up or relax "
+            "its budget), then run the upgrade again: it drains them and goes on; or raise rolling_update_max_quarantined to "
+            "go on past them" % (counted(len(quarantined), "node"), cap, "; ".join(
+                "%s (%s)" % (entry["node"], entry["blocked_by"]) for entry in quarantined), LABEL_QUARANTINED))
 
 
 def _step_end(record, step, drain, now):
@@ -486,7 +508,7 @@ def apply(record, event, now=None, **data):
     elif event == "terminated":
         _terminated(record, data["step"])
     elif event == "drained":
-        _drained(record, data["step"], data["drain"], now)
+        _drained(record, data["step"], data["drain"], now, data.get("max_quarantined"))
     elif event == "step_end":
         _step_end(record, data["step"], data.get("drain"), now)
     elif event == "stop":
@@ -591,7 +613,8 @@ def _flags(record):
     record["blocking_pods"] = list(dict.fromkeys((entry.get("pod") if isinstance(entry, dict) else entry) or "?"
                                                  for batch in record["batches_done"] for entry in batch.get("blocking") or []))
     record["has"] = {"skipped_nodes": bool(record["skipped_nodes"]), "end_marked": bool(record["end_marked"]),
-                     "refusal": bool(record["refusal"]), "ran_out": bool(record["loop"]["ran_out"])}
+                     "refusal": bool(record["refusal"]), "ran_out": bool(record["loop"]["ran_out"]),
+                     "quarantine_stop": bool(record.get("quarantine_stop"))}
     return record
 
 
@@ -618,6 +641,8 @@ def group_result(record, plan_only=False, now=None):
         "restarted": every("restarted"),
         "blockers": every("blocking"),
         "skipped_nodes": record["skipped_nodes"],
+        # the nodes a drain skipped, first on the page: each with the pods and budgets that hold it
+        "quarantined": record.get("quarantined") or [],
         "termination_waits": record["termination_waits"],
         "phase_seconds": record["phase_seconds"],
         "seconds": _seconds(record["started_at"], now),

@@ -28,6 +28,9 @@ ANNOTATION_CORDONED = "nodeops.rollout/cordoned"
 # Written by node_drain when it has drained a node: the time (UTC, ISO 8601) the post-drain delay counts from.
 ANNOTATION_DRAINED_AT = "nodeops.rollout/drained-at"
 LABEL_EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+# Put by node_drain on a node whose drain it skipped (timeout_action skip), as AKS labels the nodes it cannot drain: the
+# node stays cordoned for the operator, and is found with ``kubectl get nodes -l nodeops.rollout/quarantined``.
+LABEL_QUARANTINED = "nodeops.rollout/quarantined"
 # The cluster-autoscaler never scales in a node annotated so: the rollout puts it on the group's new nodes while it
 # runs, so that its surge is not scaled in under it, and records that it did so with the second annotation (one that
 # somebody else set is not ours to lift).
@@ -43,7 +46,7 @@ def node_marks(node, taint_key=DEFAULT_TAINT_KEY):
     ours = ANNOTATION_CORDONED in (node.get("annotations") or {})
     if ours:
         marks.append("cordon")
-        if LABEL_EXCLUDE_LB in (node.get("labels") or {}):
+        if LABEL_EXCLUDE_LB in (node.get("labels") or {}) or LABEL_QUARANTINED in (node.get("labels") or {}):
             marks.append("label")
     if ANNOTATION_SCALE_DOWN_OURS in (node.get("annotations") or {}):
         marks.append("autoscaler")
@@ -110,7 +113,7 @@ def leftovers(outdated, marked, surge_owed, detached, warm=()):
 
 # What a release may take off a node (node_taint's release_only): the rollout's taints (``taint``: its own key and the
 # queued one), its cordon with what goes with it (``cordon``: the cordon, the annotations ``nodeops.rollout/cordoned``
-# and ``nodeops.rollout/drained-at``, the load-balancer exclusion label), and the cluster-autoscaler annotations it put
+# and ``nodeops.rollout/drained-at``, the load-balancer exclusion and quarantine labels), and the cluster-autoscaler annotations it put
 # on (``autoscaler``).
 RELEASE_KINDS = ("taint", "cordon", "autoscaler")
 
@@ -147,6 +150,7 @@ def release_edit(node, kinds, taint_key=DEFAULT_TAINT_KEY):
         edit["cordon"] = False
         edit["annotations"].update({ANNOTATION_CORDONED: None, ANNOTATION_DRAINED_AT: None})
         edit["labels"][LABEL_EXCLUDE_LB] = None
+        edit["labels"][LABEL_QUARANTINED] = None
     if "autoscaler" in kinds and ANNOTATION_SCALE_DOWN_OURS in annotations:
         edit["annotations"].update({ANNOTATION_SCALE_DOWN_DISABLED: None, ANNOTATION_SCALE_DOWN_OURS: None})
     return edit

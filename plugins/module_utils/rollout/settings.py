@@ -356,6 +356,10 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     passes = var("validate_passes")
     if isinstance(passes, bool) or not re.match(r"^\s*[0-9]+\s*$", str(passes)) or int(passes) < 1:
         raise SettingsError("%svalidate_passes: %r is not allowed; use a whole number, at least 1" % (VARIABLE_PREFIX, passes))
+    cap = var("max_quarantined")
+    if not _empty(cap) and (isinstance(cap, bool) or not re.match(r"^\s*[0-9]+\s*$", str(cap))):
+        raise SettingsError("%smax_quarantined: %r is not allowed; use a whole number, 0 or more (how many nodes whose drain is "
+                            "skipped the rollout goes on past), or leave it empty for no cap" % (VARIABLE_PREFIX, cap))
     defaults = {"max_unavailable": _count(var("max_unavailable"), VARIABLE_PREFIX + "max_unavailable", False),
                 # None: the default surge (the modules' max_surge unset)
                 "max_surge": None if _empty(var("max_surge")) else _count(var("max_surge"), VARIABLE_PREFIX + "max_surge", True),
@@ -397,6 +401,8 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     rollout = rollout_controls(bake, checkpoints, alarms, windows, True)
     return {"plan_only": bool(check_mode) or flags.get("plan", False),
             "seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
+            # None: no cap on the nodes a drain skipped (rolling_update_drain_timeout_action skip)
+            "max_quarantined": None if _empty(cap) else int(cap),
             "estimate": estimate, "report_file": report, "report_html": report_html_file(report), "report_sections": sections,
             # what write_result.yml writes and reads, each a plain flag or list
             "write_report": bool(report), "report_section_urls": [section for section in sections if "url" in section],

@@ -37,7 +37,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import INSTANCE_NODE_FIELDS, instance_id_of, node_ready, node_summary
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import checked_target_groups, instance_target_groups, still_serving
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_drain_loop import NodeLoop
-from ansible_collections.nodeops.rollout.plugins.module_utils.runners.nodes import NodeNotFound, cordon_nodes, node_event_writer, node_names, read_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.nodes import NodeNotFound, cordon_nodes, node_event_writer, node_names, quarantine_nodes, read_nodes
 
 # Upper bound of threads sending evictions, all nodes together.
 MAX_EVICTION_THREADS = 64
@@ -316,6 +316,13 @@ class Drain(NodeLoop):
             if self.pacing.watch is not None:
                 self.pacing.watch.stop()
         self.cordoned_nodes = {name: cordoned[name]["node"] for name in self.names}
+        # a node skipped stays cordoned, labelled as quarantined for the operator (its Event names what holds it)
+        skipped = [name for name in self.names if results[name]["status"] == "skipped"]
+        if skipped:
+            with kube_errors("patch", "nodes %s" % ", ".join(skipped)):
+                quarantine_nodes(self.api, skipped)
+            for name in skipped:
+                results[name]["quarantined"] = True
         self._record_outcomes(results)
         output = drain_result(self.names, results, round(self.clock() - started, 3), started_at, self.survey.pods_by_node,
                               self.diff)

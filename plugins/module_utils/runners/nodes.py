@@ -122,6 +122,11 @@ def cordon_nodes(api, names, check_mode=False, labels=None):
     return {result["name"]: {"cordoned": "cordoned" in result["changes"], "node": result["node"]} for result in results}
 
 
+def quarantine_nodes(api, names):
+    """Label nodes ``nodeops.rollout/quarantined`` (a drain skipped them: they stay cordoned, for the operator)."""
+    return update_nodes(api, names, lambda node: node_edits.node_edit(node, labels={LABEL_QUARANTINED: "true"}), False)
+
+
 def _node_result(result):
     after = result["after"]
     return {"changed": result["changed"], "changes": result["changes"], "unschedulable": after["unschedulable"],
