@@ -20,7 +20,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.core.backoff impor
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import node_edits
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import marks, node_events
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_CORDONED
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import ANNOTATION_CORDONED, LABEL_QUARANTINED
 
 # Attempts of one node's read-modify-write before a run of conflicts is reported.
 CONFLICT_ATTEMPTS = 8

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.integration.controls import GROUP, QUICK, assert_invariants
+from tests.integration.controls import QUICK, assert_invariants
 from tests.integration.role.test_node_events import described, group_nodes
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
