@@ -133,7 +133,8 @@ def test_a_blocked_drain_names_the_pod_and_its_budget_on_the_node(sandbox):
         ("Normal", "RolloutCordoned"), ("Warning", "DrainBlocked"), ("Normal", "RolloutUncordoned")]
     cordoned, blocked, uncordoned = [entry[3] for entry in seen]
     assert cordoned == "Cordoned by rollout run change-4711, rolling to launch template lt-0123 version 9, to be drained"
-    assert blocked.startswith("Drain skipped after ") and ", node left cordoned; blocked by held/web-" in blocked, blocked
+    assert blocked.startswith("Drain skipped after "), blocked
+    assert ", node quarantined (label nodeops.rollout/quarantined) and left cordoned; blocked by held/web-" in blocked, blocked
     assert all("held/%s (PodDisruptionBudget held/web)" % pod in blocked for pod in pods), blocked
     assert uncordoned == "Marked schedulable again by rollout run change-4711, rolling to launch template lt-0123 version 9"
     assert_safe(sandbox.report())

@@ -272,3 +272,13 @@ def test_the_title_names_the_cluster_or_without_one_the_node_groups():
     assert "<h1>Node rollout of node group workers</h1>" in report_html({"node_groups": [_stopped("replaced")]}, None)
     two = report_html({"node_groups": [_stopped("replaced"), _stopped("replaced", name="spot")]}, None)
     assert "<h1>Node rollout of node groups workers, spot</h1>" in two
+
+
+def test_the_quarantined_nodes_come_first_in_the_banner_each_with_what_holds_it_and_what_to_do():
+    group = dict(failed_group(), quarantined=[{"node": "n-7", "blocked_by": "shop/pinned-0 (PodDisruptionBudget shop/pinned-0)"},
+                                              {"node": "n-9", "blocked_by": "shop/pinned-1 (PodDisruptionBudget shop/pinned-1)"}])
+    page = report_html({"node_groups": [group]}, "prod-eu")
+    parse(page)
+    first = page.index("2 node(s) quarantined: their drain was skipped")
+    assert first < page.index("Stopped at") < page.index("What to do next")
+    assert page.index("n-7") > first and "PodDisruptionBudget shop/pinned-1" in page and "run the upgrade again" in page[first:]

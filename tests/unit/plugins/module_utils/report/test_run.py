@@ -437,3 +437,30 @@ def test_a_way_of_ending_that_is_not_known_is_refused_naming_the_ways():
         run.group_end(apply(None, "start", now=T0, name="ng"), "stopped")
     with pytest.raises(PlanError, match="way"):
         apply(apply(None, "start", now=T0, name="ng"), "end", way="stopped")
+
+
+def test_the_nodes_a_drain_skipped_are_quarantined_and_one_more_than_the_cap_stops_the_run_naming_each():
+    blocked = [{"pod": "shop/pinned-0", "pdb": "shop/pinned", "message": "PodDisruptionBudget shop/pinned allows 0 disruption(s)"}]
+    record = apply(apply(None, "start", now=T0, name="ng"), "steps", now=at(0), total=3, phase="upgrade")
+
+    def skip(record, node, moment):
+        this = step(drain=[node], decided=moment)
+        record = apply(record, "step", now=at(moment), step=this)
+        result = drain([node], skipped=[node])
+        result["nodes"][node].update(status="skipped", blocking=blocked)
+        return apply(record, "drained", now=at(moment + 1), step=this, drain=result, max_quarantined=1)
+
+    record = skip(record, "n-0", 1)
+    assert [entry["node"] for entry in record["quarantined"]] == ["n-0"] and not record["has"]["quarantine_stop"]
+    record = skip(record, "n-1", 5)
+    assert record["has"]["quarantine_stop"]
+    assert record["quarantine_stop"].startswith(
+        "2 nodes could not be drained, more than rolling_update_max_quarantined (1): n-0 (shop/pinned-0"), record["quarantine_stop"]
+    assert "labelled nodeops.rollout/quarantined=true" in record["quarantine_stop"] and "run the upgrade again" in record["quarantine_stop"]
+    assert [entry["node"] for entry in group_result(record, now=at(9))["quarantined"]] == ["n-0", "n-1"]
+    # no cap: the run goes on, the nodes still quarantined
+    free = apply(apply(None, "start", now=T0, name="ng"), "steps", now=at(0), total=3, phase="upgrade")
+    this = step(drain=["n-0", "n-1"], decided=1)
+    result = drain(["n-0", "n-1"], skipped=["n-0", "n-1"])
+    free = apply(apply(free, "step", now=at(1), step=this), "drained", now=at(2), step=this, drain=result)
+    assert len(free["quarantined"]) == 2 and not free["has"]["quarantine_stop"]

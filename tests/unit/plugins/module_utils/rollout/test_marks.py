@@ -24,6 +24,9 @@ def _node(name, taints=(), annotations=None, labels=None, schedulable=True):
     (_node("a", schedulable=False, annotations={marks.ANNOTATION_CORDONED: "true"}), ["cordon"]),
     (_node("a", taints=["nodeops.rollout/outdated"], schedulable=False, annotations={marks.ANNOTATION_CORDONED: "true"},
            labels={marks.LABEL_EXCLUDE_LB: "true"}), ["taint", "cordon", "label"]),
+    # a node a drain skipped, labelled quarantined: the label goes with our cordon
+    (_node("a", schedulable=False, annotations={marks.ANNOTATION_CORDONED: "true"}, labels={marks.LABEL_QUARANTINED: "true"}),
+     ["cordon", "label"]),
 ])
 def test_node_marks(node, expected):
     assert marks.node_marks(node) == expected

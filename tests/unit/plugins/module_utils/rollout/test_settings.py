@@ -383,3 +383,15 @@ def test_a_max_node_age_that_does_not_parse_or_is_under_an_hour_is_refused_namin
     with pytest.raises(SettingsError) as caught:
         settle(**changes)
     assert str(caught.value).startswith(message), str(caught.value)
+
+
+@pytest.mark.parametrize("value, expected", [("", None), ("0", 0), (2, 2), (" 3 ", 3)])
+def test_the_quarantine_cap_is_a_whole_number_or_none(value, expected):
+    assert settle(max_quarantined=value)["max_quarantined"] == expected
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "two", True, -1])
+def test_a_quarantine_cap_below_zero_or_no_number_is_refused_naming_the_field(value):
+    with pytest.raises(SettingsError) as caught:
+        settle(max_quarantined=value)
+    assert str(caught.value).startswith("rolling_update_max_quarantined: %r is not allowed; use a whole number, 0 or more" % (value,)), str(caught.value)

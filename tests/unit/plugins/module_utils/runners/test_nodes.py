@@ -149,3 +149,11 @@ def test_a_release_limited_to_the_autoscaler_leaves_the_taint_and_the_cordon():
     edit = marks.release_edit(node, kinds["n1"])
     assert edit["cordon"] is None and edit["taints"] == [] and set(edit["annotations"]) == {
         "nodeops.rollout/scale-down-disabled", "cluster-autoscaler.kubernetes.io/scale-down-disabled"}
+
+
+def test_a_release_of_our_cordon_takes_the_quarantine_label_off_with_it():
+    node = make_node("n1", unschedulable=True)
+    node["metadata"]["annotations"] = {"nodeops.rollout/cordoned": "true"}
+    node["metadata"]["labels"] = {marks.LABEL_QUARANTINED: "true"}
+    edit = node_edits.node_edit(node, **marks.release_edit(node, ["cordon"]))
+    assert edit["changed"] and edit["after"]["labels"].get(marks.LABEL_QUARANTINED) is None and not edit["after"]["unschedulable"], edit
