@@ -353,6 +353,7 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
         raise SettingsError("%sreport_file: %r is not allowed; use an absolute path (several clusters and the installed "
                             "collection's own directory make a relative one ambiguous)" % (VARIABLE_PREFIX, given))
     sections = _check_report_sections(var("report_sections"))
+    metrics = check_metrics_file(var("metrics_file"))
     passes = var("validate_passes")
     if isinstance(passes, bool) or not re.match(r"^\s*[0-9]+\s*$", str(passes)) or int(passes) < 1:
         raise SettingsError("%svalidate_passes: %r is not allowed; use a whole number, at least 1" % (VARIABLE_PREFIX, passes))
@@ -408,6 +409,8 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
             "write_report": bool(report), "report_section_urls": [section for section in sections if "url" in section],
             "report_section_files": [section for section in sections if "file" in section],
             "on_failure": var("on_failure"),
+            # the OpenMetrics file of the run ("" for none), written with the result (report.metrics)
+            "metrics_file": metrics, "write_metrics": bool(metrics),
             "windows": rollout["windows"], "bake_seconds": bake, "checkpoints": rollout["checkpoints"],
             "abort_alarms": alarms, "hooks": hooks,
             # what a maintenance window must still hold to start a step: its drain, post-drain delay, replacements, validation
@@ -436,6 +439,22 @@ def rollout_controls(bake=0, checkpoints=(), alarms=(), windows=(), respect_paus
     """What rollout_step asks before every step (none of it for a rollback or a cancel)."""
     return {"bake_seconds": bake, "checkpoints": [{"percent": item["percent"], "wait": item["wait_seconds"]} for item in checkpoints],
             "abort_alarms": list(alarms), "windows": [window["text"] for window in windows], "respect_pause": respect_pause}
+
+
+def check_metrics_file(value):
+    """``rolling_update_metrics_file``: "" (none), or an absolute path (``~`` expanded) in a directory that exists, as the
+    node_exporter textfile collector's (``--collector.textfile.directory``)."""
+    field = VARIABLE_PREFIX + "metrics_file"
+    if _empty(value):
+        return ""
+    path = os.path.expanduser(str(value).strip())
+    if not os.path.isabs(path):
+        raise SettingsError("%s: %r is not allowed; use an absolute path, such as the node_exporter textfile collector's "
+                            "directory and a name ending in .prom" % (field, value))
+    if not os.path.isdir(os.path.dirname(path)):
+        raise SettingsError("%s: %r is not allowed; its directory %s does not exist (the run writes the file, not its directory)"
+                            % (field, value, os.path.dirname(path)))
+    return path
 
 
 def report_html_file(report_file):

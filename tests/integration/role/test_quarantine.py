@@ -73,7 +73,7 @@ def stopped(sandbox, tmp_path_factory):
     wait_ready(sandbox, ["pinned-%d" % index for index in range(len(blocked))])
     directory = tmp_path_factory.mktemp("quarantine")
     report = directory / "result.json"
-    rc, out = sandbox.run_role_playbook(directory, report=report, extra=[
+    rc, out = sandbox.run_role_playbook(directory, report=report, extra=["rolling_update_metrics_file=%s" % (directory / "rollout.prom"),
         "rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
         "rolling_update_drain_timeout=20s", "rolling_update_drain_timeout_action=skip", "rolling_update_max_quarantined=1",
         "rolling_update_restart_single_replica=false"])
@@ -107,6 +107,13 @@ def test_the_group_is_held_serving_within_every_invariant(sandbox, stopped):
     assert stopped["rc"] != 0, stopped["out"][-3000:]
     figures = assert_invariants(sandbox.report(), NODES, 1)
     assert figures["max_evictions_per_pod"] <= 1, figures
+
+
+def test_the_failed_run_s_metrics_parse_and_count_the_quarantined_nodes(stopped):
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families   # pylint: disable=import-outside-toplevel
+    samples = {(sample.name, sample.labels.get("status")): sample.value
+               for family in text_string_to_metric_families((stopped["directory"] / "rollout.prom").read_text()) for sample in family.samples}
+    assert samples[("nodeops_rollout_nodes_quarantined", None)] == 2 and samples[("nodeops_rollout_status", "failed")] == 1, samples
 
 
 def test_the_page_lists_the_quarantined_nodes_first_with_what_to_do(stopped):

@@ -76,9 +76,10 @@ def rolled(sandbox, aged, same_version, tmp_path_factory):
     report = directory / "result.json"
     original, since = sizes(sandbox, GROUP), sandbox.now()
     rc, out = sandbox.run_role_playbook(directory, report=report, node_groups=same_version, extra=AGE + [
+        "rolling_update_metrics_file=%s" % (directory / "rollout.prom"),
         "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s"])
     return {"rc": rc, "out": out, "result": json.loads(report.read_text()) if report.exists() else {},
-            "original": original, "since": since, "after": members(sandbox)}
+            "original": original, "since": since, "after": members(sandbox), "directory": directory}
 
 
 def test_the_aged_nodes_and_no_other_are_replaced_with_the_reason_age(sandbox, aged, same_version, rolled):
@@ -93,6 +94,16 @@ def test_the_aged_nodes_and_no_other_are_replaced_with_the_reason_age(sandbox, a
     assert sorted(entry["instance_id"] for entry in listed) == aged and all(entry["only_age"] for entry in listed), listed
     assert all(entry["launch_time"] < group["plan"]["aged"]["launched_before"] for entry in listed), group["plan"]["aged"]
     assert problems(sandbox, rolled["original"], int(same_version[0]["launch_template_version"])) == []
+
+
+def test_the_finished_run_s_metrics_parse_with_what_it_replaced(rolled):
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families   # pylint: disable=import-outside-toplevel
+    samples = {(sample.name, sample.labels.get("status"), sample.labels.get("le")): sample.value
+               for family in text_string_to_metric_families((rolled["directory"] / "rollout.prom").read_text()) for sample in family.samples}
+    assert samples[("nodeops_rollout_nodes_replaced", None, None)] == 2 and samples[("nodeops_rollout_status", "replaced", None)] == 1, samples
+    # each of the two drains observed, each of the new nodes' boots
+    assert samples[("nodeops_rollout_node_drain_seconds_count", None, None)] == 2, samples
+    assert samples[("nodeops_rollout_new_node_ready_seconds_count", None, None)] >= 2, samples
 
 
 def test_rotation_keeps_the_floor_and_every_invariant(sandbox, rolled):

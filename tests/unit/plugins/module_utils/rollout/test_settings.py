@@ -395,3 +395,20 @@ def test_a_quarantine_cap_below_zero_or_no_number_is_refused_naming_the_field(va
     with pytest.raises(SettingsError) as caught:
         settle(max_quarantined=value)
     assert str(caught.value).startswith("rolling_update_max_quarantined: %r is not allowed; use a whole number, 0 or more" % (value,)), str(caught.value)
+
+
+def test_the_metrics_file_is_an_absolute_path_in_a_directory_that_exists(tmp_path):
+    assert settle()["write_metrics"] is False
+    settings = settle(metrics_file=str(tmp_path / "rollout.prom"))
+    assert settings["metrics_file"] == str(tmp_path / "rollout.prom") and settings["write_metrics"] is True
+
+
+@pytest.mark.parametrize("value, message", [
+    ("rollout.prom", "rolling_update_metrics_file: 'rollout.prom' is not allowed; use an absolute path"),
+    ("/no/such/directory/rollout.prom", "rolling_update_metrics_file: '/no/such/directory/rollout.prom' is not allowed; its directory "
+                                        "/no/such/directory does not exist"),
+])
+def test_a_metrics_file_that_cannot_be_written_is_refused_naming_the_field(value, message):
+    with pytest.raises(SettingsError) as caught:
+        settle(metrics_file=value)
+    assert str(caught.value).startswith(message), str(caught.value)
