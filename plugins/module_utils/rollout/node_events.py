@@ -126,8 +126,8 @@ def drain_event(node_name, result, context):  # pylint: disable=unused-argument
     blocking = result.get("blocking") or []
     remaining = result.get("remaining") or []
     if status == "skipped":
-        head = "Drain skipped after %ds%s, node %s" % (seconds, why(context), "quarantined (label nodeops.rollout/quarantined) and left cordoned"
-                                                          if result.get("quarantined") else "left cordoned")
+        left = "quarantined (label nodeops.rollout/quarantined) and left cordoned" if result.get("quarantined") else "left cordoned"
+        head = "Drain skipped after %ds%s, node %s" % (seconds, why(context), left)
         reason, kind = DRAIN_BLOCKED, "Warning"
     elif status == "not started":
         head = "Drain not started%s, nothing was changed: %s" % (

@@ -37,7 +37,14 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks impo
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import INSTANCE_NODE_FIELDS, instance_id_of, node_ready, node_summary
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import checked_target_groups, instance_target_groups, still_serving
 from ansible_collections.nodeops.rollout.plugins.module_utils.runners.node_drain_loop import NodeLoop
-from ansible_collections.nodeops.rollout.plugins.module_utils.runners.nodes import NodeNotFound, cordon_nodes, node_event_writer, node_names, quarantine_nodes, read_nodes
+from ansible_collections.nodeops.rollout.plugins.module_utils.runners.nodes import (
+    NodeNotFound,
+    cordon_nodes,
+    node_event_writer,
+    node_names,
+    quarantine_nodes,
+    read_nodes,
+)
 
 # Upper bound of threads sending evictions, all nodes together.
 MAX_EVICTION_THREADS = 64

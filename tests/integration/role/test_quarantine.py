@@ -73,8 +73,9 @@ def stopped(sandbox, tmp_path_factory):
     wait_ready(sandbox, ["pinned-%d" % index for index in range(len(blocked))])
     directory = tmp_path_factory.mktemp("quarantine")
     report = directory / "result.json"
-    rc, out = sandbox.run_role_playbook(directory, report=report, extra=["rolling_update_metrics_file=%s" % (directory / "rollout.prom"),
-        "rolling_update_post_drain_delay=1", "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
+    rc, out = sandbox.run_role_playbook(directory, report=report, extra=[
+        "rolling_update_metrics_file=%s" % (directory / "rollout.prom"), "rolling_update_post_drain_delay=1",
+        "rolling_update_validate_passes=1", "rolling_update_validate_interval=1s",
         "rolling_update_drain_timeout=20s", "rolling_update_drain_timeout_action=skip", "rolling_update_max_quarantined=1",
         "rolling_update_restart_single_replica=false"])
     return {"rc": rc, "out": out, "result": json.loads(report.read_text()) if report.exists() else {},
