@@ -14,6 +14,8 @@ from sandbox.drive.handle import promised_floor
 from tests.integration.controls import GROUP, QUICK, assert_invariants
 from tests.integration.load_balancers import assert_left_before_terminated, attach_target_group
 
+pytestmark = pytest.mark.reference   # also on the real kube-apiserver and scheduler (scripts/test.sh reference)
+
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 NODES, AZS = 4, 2
 DELAY = 60   # simulated seconds of deregistration delay: 3 s of wall time
