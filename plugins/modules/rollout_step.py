@@ -198,6 +198,18 @@ options:
       - Whether the group's tag C(nodeops.rollout/pause) with a true value (V(true), V(yes), V(1)) pauses the rollout.
     type: bool
     default: true
+  blocking_pods:
+    description:
+      - Pods that hold the rollout while they run, as kured's C(blockingPodSelector) (a backup, a migration) - while a pod
+        one of them selects has not ended, anywhere in the cluster or in the entry's C(namespace), a step that would
+        terminate or drain waits, naming the pods in C(waiting_for), and goes on once none runs; it waits at most
+        O(wait_timeout), then fails naming them, the group held.
+      - Each a dict with C(selector), a label selector (V(app=backup), V(job-name in (nightly,weekly))), and optionally
+        C(namespace); or the label selector alone.
+      - A cancel's or a relaunch's steps are not held.
+    type: list
+    elements: raw
+    default: []
   windows:
     description:
       - Maintenance windows, each with C(days), C(start), C(duration) and C(timezone), or a text such as
@@ -524,6 +536,7 @@ def argument_spec():
         checkpoints=dict(type="list", elements="raw", default=[]),
         abort_alarms=dict(type="list", elements="str", default=[]),
         respect_pause=dict(type="bool", default=True),
+        blocking_pods=dict(type="list", elements="raw", default=[]),
         windows=dict(type="raw"),
         step_seconds=dict(type="raw", default=0),
         taint_key=dict(type="str", default=DEFAULT_TAINT_KEY, no_log=False),

@@ -12,7 +12,10 @@ Before every step (``rollout_step``, and while it waits):
   tool; not part of the rollout's state), stops it cleanly: the group is held, and the next run resumes it once the
   tag is gone;
 - a **maintenance window** that closes before the next step could finish (its predicted duration) stops it cleanly
-  too, until the next run inside a window.
+  too, until the next run inside a window;
+- a **blocking pod** (one that a selector of ``rolling_update_blocking_pods`` selects, as kured's
+  ``blockingPodSelector``: a backup, a migration) running anywhere holds the step back: it waits, and goes on once no
+  such pod runs (:func:`hold_for_pods`).
 
 Nothing stops a rollout that is done but an alarm: the scale down only gives back.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.permissions import permission_text
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import truthy
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import TAG_PAUSE
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import WAIT
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import closing, local_text, start_refusal as window_refusal
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.window import window_state
 
@@ -50,6 +54,33 @@ def alarm_message(alarms):
     """``abort alarm 'api-5xx' is in ALARM (Threshold Crossed: ...)`` for the alarms firing."""
     return "; ".join("abort alarm '%s' is in ALARM%s" % (alarm["name"], " (%s)" % alarm["reason"] if alarm.get("reason") else "")
                      for alarm in alarms)
+
+
+# how often a step held by blocking pods looks again (seconds)
+BLOCKING_POLL_SECONDS = 5
+
+
+def running_pods(pods):
+    """``namespace/name`` of the pods that have not ended (any phase but Succeeded and Failed; a pod on its way out still runs)."""
+    return sorted("%s/%s" % ((pod.get("metadata") or {}).get("namespace"), (pod.get("metadata") or {}).get("name"))
+                  for pod in pods or () if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+
+
+def hold_for_pods(step, found):
+    """``step`` held back while blocking pods run: ``found`` is ``[(selector entry {"selector", "namespace"}, [pod
+    names running])]``. A step that would terminate or drain becomes a wait, for as long as the pods run, naming them;
+    any other step (a wait, done) is left as it is. Returns the step."""
+    running = [(entry, names) for entry, names in found if names]
+    if not running or not (step.get("terminate") or step.get("drain")):
+        return step
+    pods = sorted(set(name for _entry, names in running for name in names))
+    step.update(action=WAIT, terminate=[], decrement=0, drain=[], validate=[], blocking_pods=pods,
+                wait_seconds=BLOCKING_POLL_SECONDS if step.get("wait_seconds") is None else min(step["wait_seconds"], BLOCKING_POLL_SECONDS))
+    step["waiting_for"] = list(step.get("waiting_for") or []) + [
+        "%s %s to end (rolling_update_blocking_pods %s%s)" % ("pod" if len(names) == 1 else "pods", ", ".join(names), entry["selector"],
+                                                             " in namespace %s" % entry["namespace"] if entry.get("namespace") else "")
+        for entry, names in running]
+    return step
 
 
 def stop_before(step, now, alarms=(), pause=False, windows=(), step_seconds=0):

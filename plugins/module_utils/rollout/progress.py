@@ -157,6 +157,9 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
     elif not done and not replaced:
         # no node replaced yet: the plan's model is all there is (its timings, not this cluster's pace)
         line += " by the plan"
+    if step.get("held_by_pods"):
+        # rolling_update_blocking_pods held this step back
+        line += "; held %s by %s" % (human_duration(step.get("waited_seconds") or 0), ", ".join(step["held_by_pods"]))
     return {"step": number, "replaced": replaced, "total": total, "draining": draining, "elapsed_seconds": round(elapsed, 1),
             "left_seconds": round(left, 1), "model_left_seconds": round(model_left, 1),
             "pace": None if pace is None else round(pace, 3), "batch_done": batch_done, "line": line}

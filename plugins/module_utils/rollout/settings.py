@@ -383,6 +383,7 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     except PlanError as exc:
         raise SettingsError(str(exc)) from None
     alarms = check_alarm_names(var("abort_alarms"), VARIABLE_PREFIX + "abort_alarms")
+    blocking = check_blocking_pods(var("blocking_pods"), VARIABLE_PREFIX + "blocking_pods")
     hooks = check_hooks(var("hooks"), VARIABLE_PREFIX + "hooks", base_dir)
     # Short, and kept alive while the run lives: the role renews it between tasks, and every module that waits renews it
     # from its own process (lock_keeper), so no wait outlasts it, whatever it waits for; a run that dies stops renewing,
@@ -399,7 +400,7 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     # unset, a step's post-drain delay is none unless a load balancer cannot be read: a window counts the longer one
     delay = BLIND_DELAY_SECONDS if seconds["post_drain_delay"] is None else seconds["post_drain_delay"]
     # in the modules' own forms: the windows as their canonical texts, the checkpoints' waits in seconds
-    rollout = rollout_controls(bake, checkpoints, alarms, windows, True)
+    rollout = rollout_controls(bake, checkpoints, alarms, windows, True, blocking)
     return {"plan_only": bool(check_mode) or flags.get("plan", False),
             "seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             # None: no cap on the nodes a drain skipped (rolling_update_drain_timeout_action skip)
@@ -435,10 +436,57 @@ def resolved_settings(settings, reads):
     return dict(settings, node_groups=groups)
 
 
-def rollout_controls(bake=0, checkpoints=(), alarms=(), windows=(), respect_pause=False):
+def rollout_controls(bake=0, checkpoints=(), alarms=(), windows=(), respect_pause=False, blocking_pods=()):
     """What rollout_step asks before every step (none of it for a rollback or a cancel)."""
     return {"bake_seconds": bake, "checkpoints": [{"percent": item["percent"], "wait": item["wait_seconds"]} for item in checkpoints],
-            "abort_alarms": list(alarms), "windows": [window["text"] for window in windows], "respect_pause": respect_pause}
+            "abort_alarms": list(alarms), "windows": [window["text"] for window in windows], "respect_pause": respect_pause,
+            "blocking_pods": list(blocking_pods)}
+
+
+_SELECTOR_ONE = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_SELECTOR_VALUE = r"(?:%s)?" % _SELECTOR_ONE
+_SELECTOR_KEY = r"(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+# a set's values are never empty (the API server refuses "in ()")
+_SELECTOR_TERM = re.compile(r"^\s*(?:!\s*%(key)s|%(key)s\s*(?:(?:==|=|!=)\s*%(value)s|\s(?:in|notin)\s*\(\s*%(one)s(?:\s*,\s*%(one)s)*\s*\))?)\s*$"
+                            % {"key": _SELECTOR_KEY, "value": _SELECTOR_VALUE, "one": _SELECTOR_ONE})
+
+
+def check_label_selector(value, field):
+    """A Kubernetes label selector (``app=backup``, ``tier!=web``, ``job-name``, ``!canary``, ``env in (prod,stage)``,
+    terms joined by commas), as the API server's list of pods takes it; SettingsError naming ``field`` otherwise."""
+    text = value.strip() if isinstance(value, str) else ""
+    terms = re.split(r",(?![^()]*\))", text) if text else []
+    if not terms or not all(_SELECTOR_TERM.match(term) for term in terms):
+        raise SettingsError("%s: %r is not allowed; use a label selector such as app=backup, 'job-name', "
+                            "'tier!=web' or 'env in (prod,stage)', terms joined by commas" % (field, value))
+    return ",".join(term.strip() for term in terms)
+
+
+def check_blocking_pods(value, field):
+    """``rolling_update_blocking_pods``: while a pod that one of them selects runs, no step starts. Each a label selector
+    over the whole cluster, or ``{"selector", "namespace"}``; returns ``[{"selector", "namespace" (None: every
+    namespace)}]``."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return []
+    items = [value] if isinstance(value, (str, dict)) else value
+    if not isinstance(items, (list, tuple)):
+        raise SettingsError("%s: %r is not allowed; use a list of label selectors (app=backup), each optionally a dict "
+                            "with selector and namespace" % (field, value))
+    checked = []
+    for index, item in enumerate(items):
+        where = "%s[%d]" % (field, index)
+        if isinstance(item, dict):
+            unknown = sorted(set(item) - {"selector", "namespace"})
+            if unknown:
+                raise SettingsError("%s: %s is not allowed; use selector and namespace" % (where, ", ".join(unknown)))
+            namespace = item.get("namespace")
+            if namespace is not None and (not isinstance(namespace, str) or not _DNS_LABEL_RE.match(namespace)):
+                raise SettingsError("%s.namespace: %r is not allowed; use a namespace name (lowercase letters, digits and '-')"
+                                    % (where, namespace))
+            checked.append({"selector": check_label_selector(item.get("selector"), where + ".selector"), "namespace": namespace})
+        else:
+            checked.append({"selector": check_label_selector(item, where), "namespace": None})
+    return checked
 
 
 def check_metrics_file(value):

@@ -43,7 +43,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_conne
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import tags_to_dict
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, pinned_zones, volume_holds
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, stop_before
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import hold_for_pods, pause_requested, running_pods, stop_before
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_blocking_pods
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import goal_for
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, autoscaler_unprotected, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import node_summary, nodes_by_instance, ready_since
@@ -111,6 +112,7 @@ def check_options(params):
     params["step_seconds"] = parse_duration(params.get("step_seconds") or 0, "step_seconds")
     params["bake_time"] = parse_hold(params.get("bake_time") or 0, "bake_time")
     params["checkpoints"] = parse_checkpoints(params.get("checkpoints"), "checkpoints")
+    params["blocking_pods"] = check_blocking_pods(params.get("blocking_pods"), "blocking_pods")
     return target, delay, timeout
 
 
@@ -199,6 +201,11 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
     @property
     def hold_seconds(self):
         return hold_seconds(self.hooks or [])
+
+    def blocking_running(self, entry):
+        """The pods that ``entry`` of blocking_pods selects and that run (``namespace/name``)."""
+        with kube_errors("list", "pods", self.params):
+            return running_pods(self.api.list_pods(namespace=entry.get("namespace"), label_selector=entry["selector"], resource_version="0"))
 
     def list_nodes(self):
         with kube_errors("list", "nodes", self.params):
@@ -343,6 +350,10 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
             step, now, step["alarms"],
             pause=self.params.get("respect_pause", True) and pause_requested(tags_to_dict(group.get("Tags"))),
             windows=self.params.get("windows") or (), step_seconds=self.params.get("step_seconds") or 0)
+        # a pod of rolling_update_blocking_pods running anywhere holds back a step that would terminate or drain
+        blocking = self.params.get("blocking_pods") or [] if goal.stoppable else []
+        if blocking and step["stop"] is None and (step["terminate"] or step["drain"]):
+            hold_for_pods(step, [(entry, self.blocking_running(entry)) for entry in blocking])
         if step["stop"] is not None and step["stop"]["stop"] == PAUSE:
             # a paused step does nothing: what it would have done waits for the run that resumes the rollout
             step.update(action=PAUSE, terminate=[], decrement=0, drain=[], validate=[])
@@ -393,19 +404,24 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
     heartbeat timeout (and a margin) has passed."""
     started = clock()
     waited_for = []
+    held_by = set()
     while True:
         step = reader.decide()
         if step["action"] != WAIT or step.get("stop") is not None:
             step["waited_seconds"] = round(clock() - started, 1)
             step["waited_for"] = waited_for
+            # the blocking pods this step waited for, for its progress line
+            step["held_by_pods"] = sorted(held_by)
             return step
         waited_for = waited_for or list(step["waiting_for"])
         now = clock()
         # new instances and outdated instances in Standby are waited for at most ``timeout``; instances a termination
         # lifecycle hook holds, when nothing else is, at most as long as the hooks may hold them; a post-drain delay and a
         # deregistration timeout end by themselves
-        bounded = bool(step["booting"] or step.get("standby") or step.get("hooked") or step.get("leaving"))
-        limit = timeout if (step["booting"] or step.get("standby")) else max(timeout, reader.hold_seconds)
+        held_by.update(step.get("blocking_pods") or ())
+        # a blocking pod is waited for at most ``timeout`` too
+        bounded = bool(step["booting"] or step.get("standby") or step.get("hooked") or step.get("leaving") or step.get("blocking_pods"))
+        limit = timeout if (step["booting"] or step.get("standby") or step.get("blocking_pods")) else max(timeout, reader.hold_seconds)
         deadline = started + limit
         if now >= deadline and bounded:
             raise RolloutError(timeout_message(step, limit, reader.hooks), step=step)

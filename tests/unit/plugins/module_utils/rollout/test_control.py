@@ -112,3 +112,21 @@ def test_a_hook_failure_names_the_event_and_the_file():
     hook = {"event": "after_drain", "file": "/srv/smoke.yml", "message": "HTTP 502"}
     cause = control.failure_cause("ansible.builtin.fail", {"msg": "x"}, hook)
     assert cause["reason"] == "the after_drain hook /srv/smoke.yml failed: HTTP 502"
+
+
+def test_a_step_that_would_drain_is_held_while_blocking_pods_run_and_names_them():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import hold_for_pods, running_pods
+    pods = [{"metadata": {"namespace": "ops", "name": "backup-1"}, "status": {"phase": "Running"}},
+            {"metadata": {"namespace": "ops", "name": "backup-0"}, "status": {"phase": "Succeeded"}}]
+    assert running_pods(pods) == ["ops/backup-1"]
+    entry = {"selector": "app=backup", "namespace": "ops"}
+    step = hold_for_pods({"action": "run", "terminate": ["i-1"], "decrement": 1, "drain": [{"node": "n-2"}], "validate": ["i-9"],
+                          "wait_seconds": None, "waiting_for": []}, [(entry, running_pods(pods))])
+    assert step["action"] == "wait" and step["terminate"] == [] and step["drain"] == [] and step["decrement"] == 0
+    assert step["blocking_pods"] == ["ops/backup-1"] and step["wait_seconds"] == 5
+    assert step["waiting_for"] == ["pod ops/backup-1 to end (rolling_update_blocking_pods app=backup in namespace ops)"]
+    # none running, or a step that only waits: left as it is
+    run = {"action": "run", "terminate": ["i-1"], "drain": [], "waiting_for": []}
+    assert hold_for_pods(dict(run), [(entry, [])]) == run
+    wait = {"action": "wait", "terminate": [], "drain": [], "waiting_for": ["the post-drain delay of 1 node(s)"]}
+    assert hold_for_pods(dict(wait), [(entry, ["ops/backup-1"])]) == wait

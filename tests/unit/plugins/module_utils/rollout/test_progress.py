@@ -174,3 +174,10 @@ def test_a_pace_faster_than_the_plan_never_shows_less_than_the_post_drain_delays
     last = rollout_progress(step(1, delayed=["i-6"]), 8, 5, 6, START, now, upgrade_started_at="2026-11-25T07:01:00Z",
                             surge=2, timings=TIMINGS, steps=[{"decided_at": now, "terminated": ["i-5"], "decrement": 1}])
     assert last["pace"] is not None and last["pace"] < 1 and last["left_seconds"] >= TIMINGS["post_drain_delay"]
+
+
+def test_a_step_blocking_pods_held_says_which_and_how_long():
+    held = dict(step(6, drain=["a"]), held_by_pods=["ops/backup-1"], waited_seconds=95)
+    line = rollout_progress(held, 1, 0, 6, START, "2026-11-25T07:02:00Z", upgrade_started_at="2026-11-25T07:01:00Z", surge=2,
+                            timings=TIMINGS, name="workers")["line"]
+    assert line.endswith("by the plan; held 1m 35s by ops/backup-1"), line

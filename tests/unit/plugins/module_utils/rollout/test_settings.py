@@ -194,12 +194,13 @@ def test_only_a_rollout_is_held_by_the_operator_s_controls_and_a_plan_or_check_m
     values = dict(DEFAULTS, rolling_update_bake_time="10m", rolling_update_abort_alarms=["api-5xx"], rolling_update_plan="false",
                   rolling_update_aws={"region": "eu-west-1"}, rolling_update_k8s={"context": "prod"})
     rollout = check_role_settings(values)
-    assert rollout["controls"] == {"bake_seconds": 600, "checkpoints": [], "abort_alarms": ["api-5xx"], "windows": [], "respect_pause": True}
+    assert rollout["controls"] == {"bake_seconds": 600, "checkpoints": [], "abort_alarms": ["api-5xx"], "windows": [], "respect_pause": True,
+                                   "blocking_pods": []}
     # the connection's secrets are never in the settings, which a verbose run shows
     assert rollout["plan_only"] is False and "eu-west-1" not in str(rollout)
     for action in ("rollback", "cancel"):
         assert check_role_settings(values, action=action)["controls"] == {
-            "bake_seconds": 0, "checkpoints": [], "abort_alarms": [], "windows": [], "respect_pause": False}
+            "bake_seconds": 0, "checkpoints": [], "abort_alarms": [], "windows": [], "respect_pause": False, "blocking_pods": []}
     assert check_role_settings(values, check_mode=True)["plan_only"] is True
     assert check_role_settings(dict(values, rolling_update_plan=True))["plan_only"] is True
 
@@ -411,4 +412,24 @@ def test_the_metrics_file_is_an_absolute_path_in_a_directory_that_exists(tmp_pat
 def test_a_metrics_file_that_cannot_be_written_is_refused_naming_the_field(value, message):
     with pytest.raises(SettingsError) as caught:
         settle(metrics_file=value)
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_blocking_pods_settle_as_selectors_each_with_its_namespace_or_none():
+    settings = settle(blocking_pods=["app=backup", {"selector": "job-name in (nightly, weekly)", "namespace": "db"}])
+    assert settings["controls"]["blocking_pods"] == [{"selector": "app=backup", "namespace": None},
+                                                     {"selector": "job-name in (nightly, weekly)", "namespace": "db"}]
+    # a rollback or a cancel is not held
+    assert settle(blocking_pods=["app=backup"]).get("controls")["blocking_pods"]
+    assert check_role_settings(dict(DEFAULTS, rolling_update_blocking_pods=["app=backup"]), action="cancel")["controls"]["blocking_pods"] == []
+
+
+@pytest.mark.parametrize("value, message", [
+    (["app=backup", "a b"], "rolling_update_blocking_pods[1]: 'a b' is not allowed; use a label selector such as app=backup"),
+    ([{"selector": "app=x", "namespace": "Ops"}], "rolling_update_blocking_pods[0].namespace: 'Ops' is not allowed"),
+    ([{"labels": "app=x"}], "rolling_update_blocking_pods[0]: labels is not allowed; use selector and namespace"),
+])
+def test_a_blocking_pod_selector_that_does_not_parse_is_refused_naming_it(value, message):
+    with pytest.raises(SettingsError) as caught:
+        settle(blocking_pods=value)
     assert str(caught.value).startswith(message), str(caught.value)

@@ -375,6 +375,8 @@ def test_while_abort_alarms_are_watched_the_group_is_read_every_ten_seconds_and_
     ({"checkpoints": ["50%"]}, "checkpoints[0]"),
     ({"step_seconds": "x"}, "step_seconds"),
     ({"goal": "finish"}, "goal"),
+    ({"blocking_pods": ["app in ()"]}, "blocking_pods[0]"),
+    ({"blocking_pods": [{"selector": "app in ()"}]}, "blocking_pods[0].selector"),
 ])
 def test_bad_controls_are_refused_by_name_before_any_call(params, field):
     base = dict(OPTIONS, **params)
@@ -394,3 +396,20 @@ def test_what_a_step_does_is_counted_in_words_for_the_task_names_one_in_the_sing
     step = {"action": "step", "terminate": ["i-1"], "drain": [{"node": "n-1"}, {"node": "n-2"}], "validate": ["i-2"], "protect": []}
     assert step_words(step) == {"terminate": "1 instance", "drain": "2 nodes", "validate": "1 up-to-date node",
                                 "protect": "0 new nodes"}
+
+
+def test_a_step_held_by_blocking_pods_waits_for_them_and_says_so_when_it_goes_on():
+    held = dict(waiting(seconds=5, why="pod ops/backup-1 to end (rolling_update_blocking_pods app=backup)"), blocking_pods=["ops/backup-1"])
+    clock = Clock()
+    reader = Reader(clock, [held, held, held, RUN])
+    step = wait_for_step(reader, timeout=600, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert step["action"] == "run" and step["held_by_pods"] == ["ops/backup-1"] and step["waited_seconds"] == 15.0
+    assert step["waited_for"] == ["pod ops/backup-1 to end (rolling_update_blocking_pods app=backup)"]
+
+
+def test_a_blocking_pod_that_never_ends_fails_the_step_at_the_timeout_naming_it():
+    held = dict(waiting(seconds=5, why="pod ops/backup-1 to end (rolling_update_blocking_pods app=backup)"), blocking_pods=["ops/backup-1"])
+    clock = Clock()
+    with pytest.raises(RolloutError) as raised:
+        wait_for_step(Reader(clock, [held]), timeout=60, poll_interval=2, clock=clock, sleep=clock.sleep)
+    assert str(raised.value) == "waited 60s for pod ops/backup-1 to end (rolling_update_blocking_pods app=backup); the rollout is held, run again"
