@@ -43,11 +43,14 @@ def test_a_selector_that_does_not_parse_is_refused_before_any_change(sandbox, tm
     assert sandbox.mutating_requests(since=since) == []
 
 
-def wait_for(predicate, timeout, what):
+def wait_for(predicate, timeout, what, run=None):
+    """Until ``predicate()``; fails after ``timeout`` seconds, or at once when the playbook ``run`` has ended."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
+        if run is not None and run.poll() is not None:
+            raise AssertionError("the run ended (rc %s) before its %s" % (run.returncode, what))
         time.sleep(0.3)
     raise AssertionError("no %s within %ds" % (what, timeout))
 
@@ -62,7 +65,7 @@ def held(sandbox, tmp_path_factory):
     run = sandbox.start_role_playbook(directory, str(output), extra=list(QUICK), report=report, host_vars=HELD)
     try:
         # the first step is being decided: held, it waits inside rollout_step while the backup runs
-        wait_for(lambda: "| step 1 | decide" in output.read_text(), 300, "first step")
+        wait_for(lambda: "| step 1 | decide" in output.read_text(), 300, "first step", run)
         time.sleep(6)
         during = [event for event in sandbox.events() if event["t"] > since and event["kind"] in ("node.cordoned", "pod.terminating",
                                                                                                   "instance.terminated")]
