@@ -12,6 +12,11 @@ def group_of(sandbox, name=GROUP):
     return sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
 
 
+def members(sandbox, name=GROUP):
+    """The ids of the group's instances, sorted."""
+    return sorted(instance["InstanceId"] for instance in group_of(sandbox, name)["Instances"])
+
+
 def sizes(sandbox, name=GROUP):
     group = group_of(sandbox, name)
     return group["MinSize"], group["MaxSize"], group["DesiredCapacity"]

@@ -109,6 +109,15 @@ def result_of(report_file, name=GROUP):
     return next(group for group in json.loads(report_file.read_text())["node_groups"] if group["name"] == name)
 
 
+def assert_refused_before_any_change(sandbox, directory, message, extra=(), host_vars=None):
+    """A run of the upgrade playbook with ``extra`` (and ``host_vars``) stops with ``message`` and makes no mutating
+    request: bad input is refused before anything changes."""
+    since = sandbox.now()
+    rc, out = sandbox.run_role_playbook(directory, extra=list(extra), host_vars=host_vars)
+    assert rc != 0 and message in out, out[-3000:]
+    assert sandbox.mutating_requests(since=since) == []
+
+
 def assert_invariants(report, nodes, max_unavailable, name=GROUP):
     """The invariant report of a rollout: no budget violated, no pod ended without eviction, the capacity floor held and
     no Deployment without a Ready pod; returns the figures a test records."""

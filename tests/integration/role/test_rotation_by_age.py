@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from sandbox.drive.convergence import problems, sizes
-from tests.integration.controls import GROUP, QUICK, assert_invariants
+from sandbox.drive.convergence import group_of, members, problems, sizes
+from tests.integration.controls import GROUP, QUICK, assert_invariants, assert_refused_before_any_change
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 NODES, AZS = 4, 2
@@ -23,19 +23,14 @@ def sandbox(start_sandbox):
     return start_sandbox(nodes=NODES, azs=AZS, speed=20, workloads=[DEMO])
 
 
-def members(sandbox):
-    group = sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
-    return sorted(instance["InstanceId"] for instance in group["Instances"])
-
-
 @pytest.fixture(scope="module")
 def same_version(sandbox):
     """The group's own node group, aimed at the launch template version its instances run (the sandbox's group points
     at a newer one): nothing is outdated but for its age."""
-    group = sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    group = group_of(sandbox)
     versions = set(instance["LaunchTemplate"]["Version"] for instance in group["Instances"])
     assert len(versions) == 1, versions
-    return [{"name": GROUP, "launch_template_version": versions.pop()}]
+    return [{"name": group["AutoScalingGroupName"], "launch_template_version": versions.pop()}]
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +48,7 @@ def aged(sandbox):
     ("4w", "rolling_update_max_node_age: '4w' is not allowed"),
 ])
 def test_an_age_that_does_not_parse_or_is_under_an_hour_is_refused_before_any_change(sandbox, tmp_path, value, message):
-    since = sandbox.now()
-    rc, out = sandbox.run_role_playbook(tmp_path, extra=QUICK + ["rolling_update_max_node_age=%s" % value])
-    assert rc != 0
-    assert message in out, out[-3000:]
-    assert sandbox.mutating_requests(since=since) == []
+    assert_refused_before_any_change(sandbox, tmp_path, message, extra=QUICK + ["rolling_update_max_node_age=%s" % value])
 
 
 def test_the_plan_lists_the_aged_nodes_apart_and_changes_nothing(sandbox, aged, same_version, tmp_path):

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from sandbox.drive.convergence import problems, sizes
+from sandbox.drive.convergence import members, problems, sizes
 from sandbox.drive.handle import promised_floor
-from tests.integration.controls import GROUP, QUICK, assert_invariants
+from tests.integration.controls import GROUP, QUICK, assert_invariants, assert_refused_before_any_change
 from tests.integration.load_balancers import assert_left_before_terminated, attach_target_group
 
 pytestmark = pytest.mark.reference   # also on the real kube-apiserver and scheduler (scripts/test.sh reference)
@@ -26,18 +26,11 @@ def sandbox(start_sandbox):
     return start_sandbox(nodes=NODES, azs=AZS, speed=20, workloads=[DEMO])
 
 
-def members(sandbox):
-    group = sandbox.aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
-    return sorted(instance["InstanceId"] for instance in group["Instances"])
-
-
 def test_a_surge_given_with_terminate_first_is_refused_before_any_change(sandbox, tmp_path):
-    since = sandbox.now()
-    rc, out = sandbox.run_role_playbook(tmp_path, extra=QUICK + ["rolling_update_strategy=terminate_first", "rolling_update_max_surge=2"])
-    assert rc != 0
-    assert ("rolling_update_max_surge: '2' is not allowed with rolling_update_strategy terminate_first, which launches no "
-            "extra instance; leave it unset or 0, or use rolling_update_strategy surge") in out, out[-3000:]
-    assert sandbox.mutating_requests(since=since) == []
+    assert_refused_before_any_change(sandbox, tmp_path, (
+        "rolling_update_max_surge: '2' is not allowed with rolling_update_strategy terminate_first, which launches no "
+        "extra instance; leave it unset or 0, or use rolling_update_strategy surge"),
+        extra=QUICK + ["rolling_update_strategy=terminate_first", "rolling_update_max_surge=2"])
 
 
 def test_the_plan_shows_terminate_first_priced_beside_the_surges_and_changes_nothing(sandbox, tmp_path):
