@@ -76,10 +76,11 @@ def hold_for_pods(step, found):
     pods = sorted(set(name for _entry, names in running for name in names))
     step.update(action=WAIT, terminate=[], decrement=0, drain=[], validate=[], blocking_pods=pods,
                 wait_seconds=BLOCKING_POLL_SECONDS if step.get("wait_seconds") is None else min(step["wait_seconds"], BLOCKING_POLL_SECONDS))
-    step["waiting_for"] = list(step.get("waiting_for") or []) + [
-        "%s %s to end (rolling_update_blocking_pods %s%s)" % ("pod" if len(names) == 1 else "pods", ", ".join(names), entry["selector"],
-                                                             " in namespace %s" % entry["namespace"] if entry.get("namespace") else "")
-        for entry, names in running]
+    def said(entry, names):
+        where = " in namespace %s" % entry["namespace"] if entry.get("namespace") else ""
+        return "%s %s to end (rolling_update_blocking_pods %s%s)" % ("pod" if len(names) == 1 else "pods", ", ".join(names), entry["selector"], where)
+
+    step["waiting_for"] = list(step.get("waiting_for") or []) + [said(entry, names) for entry, names in running]
     return step
 
 
