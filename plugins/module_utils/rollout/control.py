@@ -76,6 +76,7 @@ def hold_for_pods(step, found):
     pods = sorted(set(name for _entry, names in running for name in names))
     step.update(action=WAIT, terminate=[], decrement=0, drain=[], validate=[], blocking_pods=pods,
                 wait_seconds=BLOCKING_POLL_SECONDS if step.get("wait_seconds") is None else min(step["wait_seconds"], BLOCKING_POLL_SECONDS))
+
     def said(entry, names):
         where = " in namespace %s" % entry["namespace"] if entry.get("namespace") else ""
         return "%s %s to end (rolling_update_blocking_pods %s%s)" % ("pod" if len(names) == 1 else "pods", ", ".join(names), entry["selector"], where)
