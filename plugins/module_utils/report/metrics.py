@@ -18,14 +18,15 @@ official client's exposition (``prometheus_client``), imported only when a run a
 from __future__ import annotations
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, parse_time
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import STOPPED
 
 PREFIX = "nodeops_rollout_"
 # Upper bounds of the histograms' buckets, in seconds: a drain from seconds to its 15-minute timeout and beyond, a boot
 # from a minute to the node-ready timeout.
 DRAIN_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 900, 1800)
 BOOT_BUCKETS = (30, 60, 90, 120, 180, 300, 600, 900)
-# every status a group's result may have, each its own series (the group's is 1)
-STATUSES = ("planned", "up to date", "replaced", "paused", "failed", "rolled back", "cancelled", "started")
+# every status a group's result may have, each its own series (the group's is 1): the run record's stops after the others
+STATUSES = ("planned", "up to date", "replaced", "started") + STOPPED
 # what the gauges of each group say, by name (without the prefix): (help, the value from the group's result)
 GROUP_GAUGES = (
     ("nodes_outdated", "Outdated nodes of the group when the run planned it", lambda g: len((g.get("plan") or {}).get("outdated") or [])),
