@@ -2,7 +2,7 @@
 
     python -m sandbox up --state-dir DIR [--nodes 6] [--azs 3] [--groups 1] [--speed F] [--detach]
                          [--kube embedded|reference [--rbac [--rbac-file FILE]]] [--workload FILE ...]
-                         [--startup-taint KEY[=VALUE]:EFFECT[@SECONDS|@never] ...]
+                         [--startup-taint KEY[=VALUE]:EFFECT[@SECONDS|@never] ...] [--alertmanager]
     python -m sandbox down --state-dir DIR
     python -m sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
     python -m sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
@@ -120,14 +120,17 @@ def cmd_up(args):
     state_path = os.path.join(state_dir, STATE_FILE)
     if os.path.exists(state_path):
         os.remove(state_path)
+    from .reference.build import ensure  # pylint: disable=import-outside-toplevel
     if args.kube == "reference":   # build (or find) the control plane first: a first build takes minutes
-        from .reference.build import ensure  # pylint: disable=import-outside-toplevel
         ensure()
+    if args.alertmanager:   # and Alertmanager (a first build takes about a minute)
+        ensure(which="alertmanager")
     if args.detach:
         return _up_detached(args, state_dir)
     from .cluster import Sandbox  # pylint: disable=import-outside-toplevel
     sandbox = Sandbox(state_dir, nodes=args.nodes, azs=args.azs, groups=args.groups, speed=args.speed, kube=args.kube,
-                      rbac=args.rbac, rbac_file=args.rbac_file, iam=args.iam, startup_taints=args.startup_taints)
+                      rbac=args.rbac, rbac_file=args.rbac_file, iam=args.iam, startup_taints=args.startup_taints,
+                      alertmanager=args.alertmanager)
 
     def _stop(*_):
         sandbox.stop()
@@ -161,6 +164,8 @@ def _up_detached(args, state_dir):
         cmd += ["--rbac-file", os.path.abspath(args.rbac_file)]
     if args.iam:
         cmd.append("--iam")
+    if args.alertmanager:
+        cmd.append("--alertmanager")
     for w in args.workload or []:
         cmd += ["--workload", os.path.abspath(w)]
     for t in args.startup_taint or []:
@@ -424,6 +429,8 @@ def main(argv=None):
     up.add_argument("--rbac-file", metavar="FILE",
                     help="with --rbac (implied), apply this file's RBAC objects instead of docs/rbac.yaml; it must "
                          "define the ServiceAccount nodeops-rollout/nodeops-rollout")
+    up.add_argument("--alertmanager", action="store_true",
+                    help="also start the real Alertmanager (built from its Go module on first use) on 127.0.0.1, for the alert gates")
     up.add_argument("--workload", action="append", help="YAML created through the Kubernetes API once nodes are Ready")
     up.add_argument("--startup-taint", action="append", metavar="KEY[=VALUE]:EFFECT[@SECONDS|@never]",
                     help="a taint every node that joins after the start registers with, lifted by its agent SECONDS "

@@ -41,7 +41,7 @@ class Sandbox:
                  boot_seconds=40.0, node_register_seconds=5.0, node_ready_seconds=10.0,
                  pod_start_seconds=3.0, pod_ready_seconds=2.0, pod_shutdown_seconds=2.0,
                  instance_type="m5.large", allocatable=None, kube="embedded", rbac=False, rbac_file=None,
-                 iam=False, startup_taints=()):
+                 iam=False, startup_taints=(), alertmanager=False):
         if nodes < 1:
             raise SandboxError("nodes must be at least 1, got %r" % (nodes,))
         if not 1 <= azs <= 6:
@@ -54,6 +54,9 @@ class Sandbox:
             raise SandboxError("rbac needs the reference backend (kube='reference'): the embedded API server has no "
                                "authorizer")
         self.kube = kube
+        # the real Alertmanager of the alert gates (alertmanager.py), started with the sandbox when asked
+        self.want_alertmanager = bool(alertmanager)
+        self.alertmanager = None
         # startup taints every group's nodes register with once the sandbox is up (the nodes of its start have none)
         self.initial_startup_taints = startup_taints_mod.check_taints(list(startup_taints or ()), "startup_taints")
         self.startup_taints = None
@@ -94,6 +97,9 @@ class Sandbox:
         self.aws = AwsSandbox(self.clock, self.events, self.state_dir, region=self.region,
                               boot_seconds=self.boot_seconds)
         self.aws.start()
+        if self.want_alertmanager:
+            from .alertmanager import Alertmanager  # pylint: disable=import-outside-toplevel
+            self.alertmanager = Alertmanager(self.state_dir).start()
         if self.iam:
             from .aws import iam as iam_mod  # pylint: disable=import-outside-toplevel
             iam_mod.install()
@@ -141,7 +147,7 @@ class Sandbox:
 
     def stop(self):
         for part in (self._control, self.startup_taints, self.load_balancers, self.api, self.controllers, self.reference,
-                     self.aws):
+                     self.alertmanager, self.aws):
             if part is None:
                 continue
             try:
@@ -382,6 +388,7 @@ class Sandbox:
             "nodes": self.nodes, "azs": self.azs, "groups": self.info.get("groups"),
             "amis": self.info.get("amis"), "ssm_parameter": self.info.get("ssm_parameter"),
             "subnets": self.info.get("subnets"), "vpc_id": self.info.get("vpc_id"),
+            "alertmanager_url": self.alertmanager.url if self.alertmanager else None,
         }
         _write(os.path.join(self.state_dir, "sandbox.json"), json.dumps(state, indent=2, sort_keys=True) + "\n")
 

@@ -39,7 +39,8 @@ options:
     description:
       - The operator's controls to state, each optional - C(on_failure) (V(hold) or V(rollback)), C(previous_version) (the
         version a rollback goes back to), C(rollback) (the plan is of a rollback), C(window) (RV(nodeops.rollout.node_group_info#module:window)),
-        C(alarms) (RV(nodeops.rollout.node_group_info#module:alarms)), C(refusal) (why the rollout would not start now),
+        C(alarms) (RV(nodeops.rollout.node_group_info#module:alarms)), C(alerts)
+        (RV(nodeops.rollout.node_group_info#module:alerts)), C(refusal) (why the rollout would not start now),
         C(hooks) (event to task files). The plan's bake time and checkpoints are stated with them.
     type: dict
 """

@@ -55,8 +55,9 @@ _value:
   description:
     - C(error) the message naming the first value not allowed, or V(None).
     - C(plan_only) whether the run plans and changes nothing (check mode, or C(rolling_update_plan)).
-    - C(controls) what holds each step of a rollout - C(bake_seconds), C(checkpoints), C(abort_alarms), C(windows) and
-      C(respect_pause) - and none of it for a rollback or a cancel.
+    - C(controls) what holds each step of a rollout - C(bake_seconds), C(checkpoints), C(abort_alarms), C(windows),
+      C(respect_pause), C(blocking_pods) and C(alerts) (the alert gates - C(url), C(auth), C(abort), C(pause) and
+      C(pause_timeout) - or null; never the token) - and none of it for a rollback or a cancel.
     - C(seconds) every duration in whole seconds (V(None) for an empty grace period or lock duration).
     - C(lock_duration) the lock's duration in seconds (the default computed when empty).
     - C(report_file) the path of the JSON result, C(~) expanded (V("") for none); C(report_html) the HTML report's beside it;

@@ -144,6 +144,16 @@ options:
     type: list
     elements: str
     default: []
+  alerts:
+    description:
+      - The alert gates (see M(nodeops.rollout.rollout_step)'s O(nodeops.rollout.rollout_step#module:alerts)) - the alerts
+        firing now are returned in RV(alerts); an abort alert firing makes RV(start_refusal) say so; an Alertmanager that
+        does not answer fails the module, naming its URL.
+    type: dict
+  alertmanager_token:
+    description:
+      - The bearer token of O(alerts) C(auth) V(bearer).
+    type: str
   windows:
     description:
       - Maintenance windows, each with C(days), C(start), C(duration) and C(timezone), or a text such as
@@ -764,8 +774,9 @@ window:
   type: dict
 start_refusal:
   description:
-    - Why a rollout may not start now - an alarm of O(abort_alarms) in state C(ALARM), or outside the O(windows) (or too close
-      to the end of the open one for a step of O(step_seconds)) - naming the next window's start; null when it may.
+    - Why a rollout may not start now - an alarm of O(abort_alarms) in state C(ALARM), an abort alert of O(alerts) firing,
+      or outside the O(windows) (or too close to the end of the open one for a step of O(step_seconds)) - naming the next
+      window's start; null when it may.
   returned: success
   type: str
 diff:
@@ -820,6 +831,12 @@ alarms:
   returned: when O(abort_alarms) is given
   type: list
   elements: dict
+alerts:
+  description:
+    - With O(alerts), the alerts firing now (active, neither silenced nor inhibited) by gate - C(abort) and C(pause), each a
+      list of V(name{label="value"}) texts.
+  returned: when O(alerts) has matchers
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -855,6 +872,8 @@ def argument_spec():
         bake_time=dict(type="raw", default=0),
         checkpoints=dict(type="list", elements="raw", default=[]),
         abort_alarms=dict(type="list", elements="str", default=[]),
+        alerts=dict(type="dict"),
+        alertmanager_token=dict(type="str", no_log=True),
         windows=dict(type="raw"),
         step_seconds=dict(type="raw", default=0),
         timings=dict(type="dict", options=dict(

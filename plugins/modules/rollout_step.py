@@ -193,6 +193,24 @@ options:
     type: list
     elements: str
     default: []
+  alerts:
+    description:
+      - The alert gates, read from an Alertmanager's API v2 at every read of the group and every 10 seconds while the step
+        waits, counting only alerts that are active (neither silenced nor inhibited) and match every matcher of a gate.
+      - C(url), the Alertmanager; C(auth), V(none), V(bearer) (with O(alertmanager_token)) or V(sigv4) (the AWS
+        credentials and region of the module, service C(aps), for Amazon Managed Service for Prometheus).
+      - C(abort), matchers (V(severity="critical")) - an alert firing fails the module naming it (RV(alerts)), as an
+        abort alarm does.
+      - C(pause), matchers - while an alert fires, a step that would terminate or drain waits, naming it in
+        C(waiting_for) and RV(step.paused_by_alerts), and goes on once it clears; after C(pause_timeout) (a duration) the
+        step returns with action V(pause), reason V(alert firing).
+      - Null, or no matchers, for no gate. An Alertmanager that does not answer is an error naming its URL. A cancel's
+        or a relaunch's steps are not stopped.
+    type: dict
+  alertmanager_token:
+    description:
+      - The bearer token of O(alerts) C(auth) V(bearer).
+    type: str
   respect_pause:
     description:
       - Whether the group's tag C(nodeops.rollout/pause) with a true value (V(true), V(yes), V(1)) pauses the rollout.
@@ -289,9 +307,21 @@ step:
     stop:
       description:
         - Why the rollout stops before this step, or null - C(stop) (V(pause), or V(abort) when an abort alarm fires, and the
-          module fails), C(reason) (V(requested), V(window closed) or V(abort alarm)), C(message) and C(alarms) (the names
-          of the alarms firing).
+          module fails), C(reason) (V(requested), V(window closed), V(alert firing), V(abort alarm) or V(abort alert)),
+          C(message), C(alarms) (the names of the alarms firing) and, for an abort alert, C(alerts) (the alerts firing).
       type: dict
+    alerts:
+      description: The alerts of O(alerts) firing at the last read, by gate - C(abort) and C(pause), each a list of
+        V(name{label="value"}) texts; empty without gates.
+      type: dict
+    paused_by_alerts:
+      description: The pause alerts this step waits for (returned while it waits on them).
+      type: list
+      elements: str
+    held_by_alerts:
+      description: The pause alerts the step waited for before it returned.
+      type: list
+      elements: str
     alarms:
       description: The abort alarms as last read, C(name), C(found), C(state), C(reason) and C(updated) each.
       type: list
@@ -493,6 +523,11 @@ alarms:
   returned: failure, when an abort alarm fired
   type: list
   elements: str
+alerts:
+  description: The abort alerts firing when the module failed on them.
+  returned: failure, when an abort alert fired
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -537,6 +572,8 @@ def argument_spec():
         abort_alarms=dict(type="list", elements="str", default=[]),
         respect_pause=dict(type="bool", default=True),
         blocking_pods=dict(type="list", elements="raw", default=[]),
+        alerts=dict(type="dict"),
+        alertmanager_token=dict(type="str", no_log=True),
         windows=dict(type="raw"),
         step_seconds=dict(type="raw", default=0),
         taint_key=dict(type="str", default=DEFAULT_TAINT_KEY, no_log=False),

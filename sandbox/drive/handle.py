@@ -12,6 +12,7 @@
   ``handle.service_account_kubeconfig()`` mints a token (TokenRequest) and writes a kubeconfig using it.
 """
 
+import datetime
 import json
 import os
 import subprocess
@@ -95,6 +96,10 @@ def startup_taint_flag(taint):
                            "never" if lift is None else "%g" % lift)
 
 
+def _rfc3339(seconds):
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 class SandboxHandle:
     def __init__(self, state_dir):
         self.state_dir = state_dir
@@ -108,12 +113,13 @@ class SandboxHandle:
     # ---- life cycle ----------------------------------------------------------------------------
     @classmethod
     def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180, kube=None, rbac=False,
-              rbac_file=None, iam=False, startup_taints=None):
+              rbac_file=None, iam=False, startup_taints=None, alertmanager=False):
         """Start a sandbox; ``kube`` defaults to $NODEOPS_SANDBOX_KUBE (the test command's reference stage sets it to
         ``reference``), else ``embedded``. ``rbac`` (reference backend only) enforces docs/rbac.yaml, or ``rbac_file``,
         on the collection (``up --rbac``). ``startup_taints`` (``[{"key", "value"?, "effect", "lift_after": simulated
         seconds or None for never}]``): every node that joins any group after the start registers with them (the nodes
-        of the start do not), ``up --startup-taint``."""
+        of the start do not), ``up --startup-taint``. ``alertmanager`` also starts the real Alertmanager (``up
+        --alertmanager``), built here first when it is not yet: the build is not bounded by ``timeout``."""
         kube = kube or os.environ.get(KUBE_ENV) or "embedded"
         cmd = [sys.executable, "-m", "sandbox", "up", "--state-dir", state_dir, "--detach",
                "--nodes", str(nodes), "--azs", str(azs), "--groups", str(groups), "--speed", str(speed),
@@ -124,6 +130,10 @@ class SandboxHandle:
             cmd += ["--rbac-file", os.path.abspath(rbac_file)]
         if iam:
             cmd.append("--iam")
+        if alertmanager:
+            from sandbox.reference.build import ensure  # pylint: disable=import-outside-toplevel
+            ensure(which="alertmanager")
+            cmd.append("--alertmanager")
         for w in workloads:
             cmd += ["--workload", w]
         for taint in startup_taints or ():
@@ -214,6 +224,39 @@ class SandboxHandle:
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=30) as resp:  # nosec - loopback
             return json.loads(resp.read())
+
+    # ---- Alertmanager (started with alertmanager=True) --------------------------------------------
+    @property
+    def alertmanager_url(self):
+        return self.state.get("alertmanager_url")
+
+    def _alertmanager(self, path, body=None, method=None):
+        req = urllib.request.Request(self.alertmanager_url + path, data=None if body is None else json.dumps(body).encode(),
+                                     method=method or ("GET" if body is None else "POST"), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:  # nosec - loopback
+            data = resp.read()
+            return json.loads(data) if data else None
+
+    def post_alert(self, labels, ends_in=None, annotations=None):
+        """Post one alert to the Alertmanager's API v2, as Prometheus does, firing from now; with ``ends_in`` (wall
+        seconds) it resolves by itself then, and ``ends_in=0`` resolves it now."""
+        now = time.time()
+        alert = {"labels": dict(labels), "annotations": dict(annotations or {}), "startsAt": _rfc3339(now - 1)}
+        if ends_in is not None:
+            alert["endsAt"] = _rfc3339(now + ends_in)
+        self._alertmanager("/api/v2/alerts", [alert])
+
+    def silence(self, matchers, seconds=3600, comment="a test's silence"):
+        """Silence the alerts every ``{name: value}`` of ``matchers`` matches (equality matchers), for ``seconds``;
+        returns the silence's id."""
+        now = time.time()
+        body = {"matchers": [{"name": name, "value": value, "isRegex": False, "isEqual": True} for name, value in matchers.items()],
+                "startsAt": _rfc3339(now - 1), "endsAt": _rfc3339(now + seconds), "createdBy": "test", "comment": comment}
+        return self._alertmanager("/api/v2/silences", body)["silenceID"]
+
+    def alerts(self):
+        """Every alert the Alertmanager holds, with its ``status`` (``active``, ``suppressed``; ``silencedBy``)."""
+        return self._alertmanager("/api/v2/alerts")
 
     def fault(self, **spec):
         return self._control("/fault", spec)

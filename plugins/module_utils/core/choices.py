@@ -16,3 +16,6 @@ RETRY_MODES = ("standard", "adaptive")
 TIMEOUT_ACTIONS = ("fail", "skip", "force")
 # How asg_surge makes room for the surge (``method``), recorded in the rollout's state.
 METHODS = ("scale", "detach")
+# How a request to the Alertmanager of the alert gates is authenticated (``alertmanager.auth``): none, a bearer token,
+# or AWS SigV4 (Amazon Managed Service for Prometheus).
+ALERTMANAGER_AUTH = ("none", "bearer", "sigv4")

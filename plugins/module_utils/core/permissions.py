@@ -84,6 +84,8 @@ AWS_CHECKS = frozenset(["PointGroupsAtLaunchTemplatesRunInstancesCheck", "PointG
 AWS_OPTIONAL_ACTIONS = {
     "ec2:ModifyLaunchTemplate": "docs/iam.md, which adds it for launch_template_version's set_default: true (it is not "
                                 "in docs/iam-policy.json)",
+    "aps:ListAlerts": "docs/iam.md, which adds it for rolling_update_alertmanager_auth sigv4 (Amazon Managed Service for "
+                      "Prometheus; it is not in docs/iam-policy.json)",
 }
 # AWS error codes of a request its identity may not make
 AWS_REFUSAL_CODES = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedAccess")

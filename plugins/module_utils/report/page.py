@@ -56,6 +56,9 @@ PAUSED_NEXT_STEPS = {
                "keeps its state. Fix the failed group, then run the same playbook again.",
     "window closed": "The maintenance window closed before the next step could finish; the group keeps its state. Run the "
                      "same playbook again in the next window: it goes on from here.",
+    "alert firing": "A pause alert (rolling_update_pause_alerts) kept firing for longer than rolling_update_pause_alerts_timeout; "
+                    "the group keeps its state. Once the alert clears (or is silenced, if it is not the rollout's to wait "
+                    "for), run the same playbook again to go on from here.",
     "requested": "A pause was requested (the group's nodeops.rollout/pause tag); the group keeps its state. Remove the "
                  "request and run the same playbook again to go on from here.",
 }

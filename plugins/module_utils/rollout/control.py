@@ -13,11 +13,14 @@ Before every step (``rollout_step``, and while it waits):
   tag is gone;
 - a **maintenance window** that closes before the next step could finish (its predicted duration) stops it cleanly
   too, until the next run inside a window;
+- an **abort alert** (an alert of Alertmanager that the matchers of ``rolling_update_abort_alerts`` match, firing,
+  neither silenced nor inhibited) stops it as an abort alarm does; a **pause alert** (``rolling_update_pause_alerts``)
+  holds the next step back as a blocking pod does, until it clears (:func:`hold_for_alerts`);
 - a **blocking pod** (one that a selector of ``rolling_update_blocking_pods`` selects, as kured's
   ``blockingPodSelector``: a backup, a migration) running anywhere holds the step back: it waits, and goes on once no
   such pod runs (:func:`hold_for_pods`).
 
-Nothing stops a rollout that is done but an alarm: the scale down only gives back.
+Nothing stops a rollout that is done but an alarm or an abort alert: the scale down only gives back.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ ALARM = "ALARM"
 # what a stopped rollout's result says
 PAUSED_REQUESTED = "requested"
 PAUSED_WINDOW = "window closed"
+PAUSED_ALERT = "alert firing"
 
 ON_FAILURE = ("hold", "rollback")
 # failures that say the new nodes are bad, so that rolling back helps (see failure_cause)
@@ -66,33 +70,74 @@ def running_pods(pods):
                   for pod in pods or () if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
 
+def _hold(step, field, names, waiting_for):
+    """``step``, which would terminate or drain, made a wait for ``names`` (kept in ``step[field]``), polled every
+    BLOCKING_POLL_SECONDS; any other step (a wait, done) is left as it is. Returns the step."""
+    if not names or not (step.get("terminate") or step.get("drain")):
+        return step
+    step.update(action=WAIT, terminate=[], decrement=0, drain=[], validate=[],
+                wait_seconds=BLOCKING_POLL_SECONDS if step.get("wait_seconds") is None else min(step["wait_seconds"], BLOCKING_POLL_SECONDS))
+    step[field] = sorted(set(names))
+    step["waiting_for"] = list(step.get("waiting_for") or []) + list(waiting_for)
+    return step
+
+
 def hold_for_pods(step, found):
     """``step`` held back while blocking pods run: ``found`` is ``[(selector entry {"selector", "namespace"}, [pod
-    names running])]``. A step that would terminate or drain becomes a wait, for as long as the pods run, naming them;
-    any other step (a wait, done) is left as it is. Returns the step."""
+    names running])]``. A step that would terminate or drain becomes a wait, for as long as the pods run, naming them
+    (``blocking_pods``); any other step (a wait, done) is left as it is. Returns the step."""
     running = [(entry, names) for entry, names in found if names]
-    if not running or not (step.get("terminate") or step.get("drain")):
-        return step
-    pods = sorted(set(name for _entry, names in running for name in names))
-    step.update(action=WAIT, terminate=[], decrement=0, drain=[], validate=[], blocking_pods=pods,
-                wait_seconds=BLOCKING_POLL_SECONDS if step.get("wait_seconds") is None else min(step["wait_seconds"], BLOCKING_POLL_SECONDS))
 
     def said(entry, names):
         where = " in namespace %s" % entry["namespace"] if entry.get("namespace") else ""
         return "%s %s to end (rolling_update_blocking_pods %s%s)" % ("pod" if len(names) == 1 else "pods", ", ".join(names), entry["selector"], where)
 
-    step["waiting_for"] = list(step.get("waiting_for") or []) + [said(entry, names) for entry, names in running]
-    return step
+    return _hold(step, "blocking_pods", [name for _entry, names in running for name in names],
+                 [said(entry, names) for entry, names in running])
 
 
-def stop_before(step, now, alarms=(), pause=False, windows=(), step_seconds=0):
+def alert_names(alerts):
+    """``HighLatency{severity="warning"}`` for each alert (``clients.alertmanager.firing_alerts``'), by name."""
+    def one(alert):
+        labels = ",".join('%s="%s"' % (key, value) for key, value in sorted((alert.get("labels") or {}).items()) if key != "alertname")
+        return "%s{%s}" % (alert["name"], labels) if labels else alert["name"]
+    return sorted(set(one(alert) for alert in alerts or ()))
+
+
+def hold_for_alerts(step, alerts):
+    """``step`` held back while pause alerts fire (``alerts``: the gate's firing alerts): a step that would terminate or
+    drain becomes a wait naming them (``paused_by_alerts``); any other step is left as it is. Returns the step."""
+    names = alert_names(alerts)
+    return _hold(step, "paused_by_alerts", names,
+                 ["pause alert%s %s to clear (rolling_update_pause_alerts)" % ("" if len(names) == 1 else "s", ", ".join(names))] if names else [])
+
+
+def alerts_message(alerts, gate="abort"):
+    """``abort alert KubePodCrashLooping{severity="critical"} is firing`` for each alert."""
+    return "; ".join("%s alert %s is firing" % (gate, name) for name in alert_names(alerts))
+
+
+def alerts_stop(alerts, paused_seconds, timeout):
+    """The clean stop of a step that waited ``paused_seconds`` for pause alerts that still fire, once that reaches
+    ``timeout`` (rolling_update_pause_alerts_timeout); None before."""
+    if not alerts or paused_seconds < timeout:
+        return None
+    return {"stop": "pause", "reason": PAUSED_ALERT, "alarms": [],
+            "message": "%s after %ds (rolling_update_pause_alerts_timeout); the group is held, run again once it clears to "
+                       "resume" % (alerts_message(alerts, "pause"), timeout)}
+
+
+def stop_before(step, now, alarms=(), pause=False, windows=(), step_seconds=0, abort_alerts=()):
     """Whether the rollout stops before ``step`` (``rollout.steps.next_step``'s): None, or ``{"stop", "reason",
-    "message", "alarms"}`` - ``stop`` is ``abort`` (an alarm is firing; a failure) or ``pause`` (``reason``
-    ``requested`` or ``window closed``; a clean stop)."""
+    "message", "alarms"}`` - ``stop`` is ``abort`` (an alarm or an abort alert is firing, ``abort_alerts``; a failure,
+    with ``alerts`` naming them) or ``pause`` (``reason`` ``requested`` or ``window closed``; a clean stop)."""
     fired = firing(alarms)
     if fired:
         return {"stop": "abort", "reason": "abort alarm", "alarms": [alarm["name"] for alarm in fired],
                 "message": alarm_message(fired)}
+    if abort_alerts:
+        return {"stop": "abort", "reason": "abort alert", "alarms": [], "alerts": alert_names(abort_alerts),
+                "message": alerts_message(abort_alerts)}
     if step.get("action") == "done":
         return None
     if pause:
@@ -105,12 +150,14 @@ def stop_before(step, now, alarms=(), pause=False, windows=(), step_seconds=0):
     return None
 
 
-def start_refusal(now, alarms=(), windows=(), step_seconds=0):
-    """Why a rollout may not start now, before any change: an abort alarm firing, or outside the maintenance window (or
-    too close to its end for one step); None when it may."""
+def start_refusal(now, alarms=(), windows=(), step_seconds=0, abort_alerts=()):
+    """Why a rollout may not start now, before any change: an abort alarm or an abort alert firing, or outside the
+    maintenance window (or too close to its end for one step); None when it may."""
     fired = firing(alarms)
     if fired:
         return "rolling_update_abort_alarms: %s; the rollout does not start. Nothing was changed" % alarm_message(fired)
+    if abort_alerts:
+        return "rolling_update_abort_alerts: %s; the rollout does not start. Nothing was changed" % alerts_message(abort_alerts)
     return window_refusal(windows, now, step_seconds)
 
 
@@ -163,7 +210,7 @@ def _cause(action, result, hook):
     if hook:
         return {"kind": "hook", "rollback": True,
                 "reason": "the %s hook %s failed: %s" % (hook.get("event"), hook.get("file"), hook.get("message"))}
-    if result.get("alarms"):
+    if result.get("alarms") or result.get("alerts"):
         return {"kind": "alarm", "rollback": True, "reason": message}
     permission = result.get("permission") or refused_in_drain(result)
     if permission:

@@ -245,7 +245,7 @@ def aged_line(aged):
 
 def control_lines(controls, plan=None):
     """The operator's controls as the plan states them (``controls``: ``{"on_failure", "previous_version", "window",
-    "alarms", "hooks", "rollback", "access", "aws"}``, each optional (``aws``: permissions.aws_use's arguments); ``plan`` for the bake time and checkpoints)."""
+    "alarms", "alerts", "hooks", "rollback", "access", "aws"}``, each optional (``aws``: permissions.aws_use's arguments); ``plan`` for the bake time and checkpoints)."""
     controls = controls or {}
     plan = plan or {}
     lines = []
@@ -269,6 +269,10 @@ def control_lines(controls, plan=None):
         lines.append("holds: " + "; ".join(holds))
     if controls.get("alarms"):
         lines.append("abort alarms: " + ", ".join("%s (%s)" % (alarm["name"], alarm.get("state") or "unknown") for alarm in controls["alarms"]))
+    alerts = controls.get("alerts")
+    if alerts:
+        # the alert gates, as the Alertmanager answered the plan
+        lines.append("alerts firing now: " + "; ".join("%s %s" % (gate, ", ".join(alerts[gate]) or "none") for gate in ("abort", "pause") if gate in alerts))
     if controls.get("refusal"):
         lines.append("would not start now: " + controls["refusal"])
     if controls.get("access"):

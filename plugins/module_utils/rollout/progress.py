@@ -160,6 +160,9 @@ def rollout_progress(step, number, replaced, total, started_at, now, upgrade_sta
     if step.get("held_by_pods"):
         # rolling_update_blocking_pods held this step back
         line += "; held %s by %s" % (human_duration(step.get("waited_seconds") or 0), ", ".join(step["held_by_pods"]))
+    if step.get("held_by_alerts"):
+        # rolling_update_pause_alerts held this step back
+        line += "; paused %s by alert %s" % (human_duration(step.get("waited_seconds") or 0), ", ".join(step["held_by_alerts"]))
     return {"step": number, "replaced": replaced, "total": total, "draining": draining, "elapsed_seconds": round(elapsed, 1),
             "left_seconds": round(left, 1), "model_left_seconds": round(model_left, 1),
             "pace": None if pace is None else round(pace, 3), "batch_done": batch_done, "line": line}

@@ -16,8 +16,9 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import urllib.parse
 
-from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import METHODS, RETRY_MODES, TIMEOUT_ACTIONS
+from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import ALERTMANAGER_AUTH, METHODS, RETRY_MODES, TIMEOUT_ACTIONS
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import lease_lock
@@ -54,6 +55,7 @@ DURATIONS = {
     "estimate_boot": (0, False),
     "estimate_drain": (0, False),
     "estimate_task": (0, False),
+    "pause_alerts_timeout": (1, True),
 }
 CHOICES = {
     "strategy": STRATEGIES,
@@ -383,6 +385,9 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     except PlanError as exc:
         raise SettingsError(str(exc)) from None
     alarms = check_alarm_names(var("abort_alarms"), VARIABLE_PREFIX + "abort_alarms")
+    alerts = check_alert_gates(var("alertmanager_url"), var("alertmanager_auth"), var("abort_alerts"), var("pause_alerts"),
+                               PAUSE_ALERTS_TIMEOUT if seconds["pause_alerts_timeout"] is None else seconds["pause_alerts_timeout"],
+                               not _empty(var("alertmanager_token")))
     blocking = check_blocking_pods(var("blocking_pods"), VARIABLE_PREFIX + "blocking_pods")
     hooks = check_hooks(var("hooks"), VARIABLE_PREFIX + "hooks", base_dir)
     # Short, and kept alive while the run lives: the role renews it between tasks, and every module that waits renews it
@@ -400,7 +405,7 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     # unset, a step's post-drain delay is none unless a load balancer cannot be read: a window counts the longer one
     delay = BLIND_DELAY_SECONDS if seconds["post_drain_delay"] is None else seconds["post_drain_delay"]
     # in the modules' own forms: the windows as their canonical texts, the checkpoints' waits in seconds
-    rollout = rollout_controls(bake, checkpoints, alarms, windows, True, blocking)
+    rollout = rollout_controls(bake, checkpoints, alarms, windows, True, blocking, alerts)
     return {"plan_only": bool(check_mode) or flags.get("plan", False),
             "seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             # None: no cap on the nodes a drain skipped (rolling_update_drain_timeout_action skip)
@@ -436,11 +441,98 @@ def resolved_settings(settings, reads):
     return dict(settings, node_groups=groups)
 
 
-def rollout_controls(bake=0, checkpoints=(), alarms=(), windows=(), respect_pause=False, blocking_pods=()):
-    """What rollout_step asks before every step (none of it for a rollback or a cancel)."""
+def rollout_controls(bake=0, checkpoints=(), alarms=(), windows=(), respect_pause=False, blocking_pods=(), alerts=None):
+    """What rollout_step asks before every step (none of it for a rollback or a cancel). ``alerts``: the alert gates
+    (:func:`check_alert_gates`), or None."""
     return {"bake_seconds": bake, "checkpoints": [{"percent": item["percent"], "wait": item["wait_seconds"]} for item in checkpoints],
             "abort_alarms": list(alarms), "windows": [window["text"] for window in windows], "respect_pause": respect_pause,
-            "blocking_pods": list(blocking_pods)}
+            "blocking_pods": list(blocking_pods), "alerts": alerts}
+
+
+# how long a pause alert may hold a step when rolling_update_pause_alerts_timeout is not given (the role's default)
+PAUSE_ALERTS_TIMEOUT = 1800
+# one matcher of Alertmanager's filter: a label name (or a quoted one), an operator, a value quoted or bare
+_MATCHER = re.compile(r'^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\]|\\.)+")\s*(?P<op>=~|!~|!=|=)\s*'
+                      r'(?P<value>"(?:[^"\\]|\\.)*"|[^\s"{},=~!]*)\s*$')
+
+
+def check_alert_matchers(value, field):
+    """A gate's Alertmanager matchers (the ``filter`` of its API v2: ``severity="critical"``, ``alertname=~"KubePod.*"``,
+    ``team!=db``), all of which an alert matches to count: a list, or one text of matchers separated by commas (an AWX
+    survey's answer). Regular expressions must compile. SettingsError naming ``field`` and the item otherwise."""
+    if _empty(value):
+        return []
+    items = _MATCHER_SPLIT.split(value.strip().strip("{}")) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise SettingsError("%s: %r is not allowed; use a list of Alertmanager matchers such as severity=\"critical\"" % (field, value))
+    matchers = []
+    for index, item in enumerate(items):
+        match = _MATCHER.match(item) if isinstance(item, str) else None
+        if match is None:
+            raise SettingsError("%s[%d]: %r is not a matcher; use name=\"value\", name!=\"value\", name=~\"regex\" or "
+                                "name!~\"regex\" (Alertmanager's filter syntax), such as severity=\"critical\"" % (field, index, item))
+        if match.group("op") in ("=~", "!~"):
+            pattern = match.group("value")
+            pattern = pattern[1:-1] if pattern.startswith('"') else pattern
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise SettingsError("%s[%d]: %r: the regular expression does not compile (%s)" % (field, index, item, exc)) from None
+        matchers.append(item.strip())
+    return matchers
+
+
+def check_alerts_option(value, token=None):
+    """A module's ``alerts`` option (:func:`check_alert_gates`'s record, or None) checked as the role's variables are,
+    with ``token`` (the module's ``alertmanager_token``) added for ``auth: bearer``; raises PlanError naming the field."""
+    if not value:
+        return None
+    if not isinstance(value, dict):
+        raise PlanError("alerts: %r is not allowed; use a dict with url, auth, abort, pause and pause_timeout" % (value,))
+    auth = value.get("auth") or "none"
+    if auth not in ALERTMANAGER_AUTH:
+        raise PlanError("alerts.auth: %r is not allowed; use one of %s" % (auth, ", ".join(ALERTMANAGER_AUTH)))
+    try:
+        abort = check_alert_matchers(value.get("abort"), "alerts.abort")
+        pause = check_alert_matchers(value.get("pause"), "alerts.pause")
+    except SettingsError as exc:
+        raise PlanError(str(exc)) from None
+    url = str(value.get("url") or "").strip()
+    parsed = urllib.parse.urlparse(url)
+    if (abort or pause) and (parsed.scheme not in ("http", "https") or not parsed.netloc):
+        raise PlanError("alerts.url: %r is not allowed; use the URL of an Alertmanager, http:// or https://" % (value.get("url"),))
+    if auth == "bearer" and not token:
+        raise PlanError("alertmanager_token: is empty; alerts.auth bearer sends it")
+    timeout = parse_duration(value.get("pause_timeout") or 0, "alerts.pause_timeout")
+    if not abort and not pause:
+        return None
+    return {"url": url.rstrip("/"), "auth": auth, "token": token, "abort": abort, "pause": pause, "pause_timeout": timeout}
+
+
+# commas that separate matchers (not those inside a quoted value)
+_MATCHER_SPLIT = re.compile(r',(?=(?:[^"]*"[^"]*")*[^"]*$)')
+
+
+def check_alert_gates(url, auth, abort, pause, pause_timeout, has_token):
+    """The alert gates (``rolling_update_abort_alerts`` / ``pause_alerts`` against ``rolling_update_alertmanager_url``):
+    ``{"url", "auth", "abort": [matchers], "pause": [matchers], "pause_timeout"}``, or None without gates. The token of
+    ``auth: bearer`` is never part of it (a secret stays in its variable; ``has_token`` says whether it is set)."""
+    abort = check_alert_matchers(abort, VARIABLE_PREFIX + "abort_alerts")
+    pause = check_alert_matchers(pause, VARIABLE_PREFIX + "pause_alerts")
+    if not abort and not pause:
+        return None
+    auth = "none" if _empty(auth) else auth
+    if auth not in ALERTMANAGER_AUTH:
+        raise SettingsError("%salertmanager_auth: %r is not allowed; use one of %s" % (VARIABLE_PREFIX, auth, ", ".join(ALERTMANAGER_AUTH)))
+    text = url.strip() if isinstance(url, str) else ""
+    parsed = urllib.parse.urlparse(text)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise SettingsError("%salertmanager_url: %r is not allowed; the alert gates need the URL of an Alertmanager, http:// or "
+                            "https:// (for Amazon Managed Service for Prometheus, the workspace's URL ending in /alertmanager, "
+                            "with rolling_update_alertmanager_auth sigv4)" % (VARIABLE_PREFIX, url))
+    if auth == "bearer" and not has_token:
+        raise SettingsError("%salertmanager_token: is empty; rolling_update_alertmanager_auth bearer sends it" % VARIABLE_PREFIX)
+    return {"url": text.rstrip("/"), "auth": auth, "abort": abort, "pause": pause, "pause_timeout": pause_timeout}
 
 
 _SELECTOR_ONE = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"

@@ -41,7 +41,8 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_healt
     nodes_by_instance,
 )
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.permissions import access_refused
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import pause_requested, start_refusal, window_report
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.alertmanager import read_gates
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import alert_names, pause_requested, start_refusal, window_report
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import (
     DEFAULT_TAINT_KEY,
     autoscaler_unprotected,
@@ -53,6 +54,7 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.rollout import nod
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan import rollout_plan
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_diff import plan_diff
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.sizes import base_size, max_unavailable_count, payback_choice, sizes_of, surge_owed_now
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_alerts_option
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.state import detach_room_refusal, group_state, tag_room_refusal
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.steps import cancel_payback, taking_pods
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.targets import (
@@ -90,6 +92,7 @@ def check_settings(params):
     params["step_seconds"] = parse_duration(params.get("step_seconds") or 0, "step_seconds")
     params["bake_time"] = parse_hold(params.get("bake_time") or 0, "bake_time")
     params["checkpoints"] = parse_checkpoints(params.get("checkpoints"), "checkpoints")
+    params["alerts"] = check_alerts_option(params.get("alerts"), params.get("alertmanager_token"))
     target = params.get("target")
     if target is not None:
         version = target.get("version")
@@ -456,9 +459,17 @@ def _read_groups(module, params, connection, autoscaling, ec2, elbv2, api):
     result = {"changed": False, "node_groups": node_groups}
     if params.get("abort_alarms"):
         result["alarms"] = read_alarms(connection.client("cloudwatch"), params["abort_alarms"], params)
+    fired = {}
+    if params.get("alerts"):
+        # an Alertmanager that does not answer fails the module here, naming its URL: before any change
+        gates = params["alerts"]
+        fired = read_gates(gates, {"abort": gates["abort"], "pause": gates["pause"]},
+                           connection.session.get_credentials() if gates["auth"] == "sigv4" else None, connection.region)
+        result["alerts"] = {gate: alert_names(alerts) for gate, alerts in fired.items()}
     now = datetime.now(timezone.utc)
     result["window"] = window_report(params["windows"], now)
-    result["start_refusal"] = start_refusal(now, result.get("alarms") or (), params["windows"], params["step_seconds"])
+    result["start_refusal"] = start_refusal(now, result.get("alarms") or (), params["windows"], params["step_seconds"],
+                                            abort_alerts=fired.get("abort"))
     # why no group read can be rolled here, or not now, in one message (None when nothing refuses)
     refusals = [text for group in node_groups for text in [group["mismatch"]] + group["refusals"] if text]
     result["refusal"] = "; ".join(refusals + [result["start_refusal"]] if result["start_refusal"] else refusals) or None

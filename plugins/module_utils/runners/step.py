@@ -43,8 +43,17 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.clients.kube_conne
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError, reports_errors
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.tags import tags_to_dict
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.volumes import attachments_by_node, pinned_zones, volume_holds
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import hold_for_pods, pause_requested, running_pods, stop_before
-from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_blocking_pods
+from ansible_collections.nodeops.rollout.plugins.module_utils.clients.alertmanager import read_gates
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.control import (
+    alert_names,
+    alerts_stop,
+    hold_for_alerts,
+    hold_for_pods,
+    pause_requested,
+    running_pods,
+    stop_before,
+)
+from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_alerts_option, check_blocking_pods
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import goal_for
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import DEFAULT_TAINT_KEY, autoscaler_unprotected, marked_up_to_date
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_health import node_summary, nodes_by_instance, ready_since
@@ -113,6 +122,7 @@ def check_options(params):
     params["bake_time"] = parse_hold(params.get("bake_time") or 0, "bake_time")
     params["checkpoints"] = parse_checkpoints(params.get("checkpoints"), "checkpoints")
     params["blocking_pods"] = check_blocking_pods(params.get("blocking_pods"), "blocking_pods")
+    params["alerts"] = check_alerts_option(params.get("alerts"), params.get("alertmanager_token"))
     return target, delay, timeout
 
 
@@ -174,8 +184,10 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
     groups; decides; remembers how long each drained instance waited to be let go; asks the operator's controls."""
 
     def __init__(self, params, autoscaling, ec2, api, region, target, delay, now=None, elbv2=None, cloudwatch=None,
-                 join_timeout=600):
+                 join_timeout=600, credentials=None):
         self.params = params
+        # the run's AWS credentials (a function), for an Alertmanager that takes SigV4
+        self.credentials = credentials
         # seconds since launch after which an up-to-date instance that is no Ready node is relaunched (goal relaunch)
         self.join_timeout = join_timeout
         self.autoscaling, self.ec2, self.api, self.region, self.elbv2 = autoscaling, ec2, api, region, elbv2
@@ -206,6 +218,14 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         """The pods that ``entry`` of blocking_pods selects and that run (``namespace/name``)."""
         with kube_errors("list", "pods", self.params):
             return running_pods(self.api.list_pods(namespace=entry.get("namespace"), label_selector=entry["selector"], resource_version="0"))
+
+    def firing_alerts(self):
+        """``{"abort": [alerts], "pause": [alerts]}`` firing now, of the gates of ``alerts`` (none without)."""
+        gates = self.params.get("alerts")
+        if not gates:
+            return {}
+        return read_gates(gates, {"abort": gates["abort"], "pause": gates["pause"]},
+                          self.credentials() if gates["auth"] == "sigv4" and self.credentials else None, self.region)
 
     def list_nodes(self):
         with kube_errors("list", "nodes", self.params):
@@ -344,16 +364,23 @@ class StepReader:  # pylint: disable=too-many-instance-attributes
         step["goal"] = goal.name
         names = self.params.get("abort_alarms") or [] if goal.stoppable else []
         step["alarms"] = read_alarms(self.cloudwatch, names, self.params) if names else []
+        fired = self.firing_alerts() if goal.stoppable else {}
+        # the alerts of the gates firing now, by name (rolling_update_abort_alerts, rolling_update_pause_alerts)
+        step["alerts"] = {gate: alert_names(alerts) for gate, alerts in fired.items()}
         # a cancel is what an operator does instead of a rollout, a relaunch gives back what no workload uses: no pause,
         # window or alarm stops them
         step["stop"] = None if not goal.stoppable else stop_before(
             step, now, step["alarms"],
             pause=self.params.get("respect_pause", True) and pause_requested(tags_to_dict(group.get("Tags"))),
-            windows=self.params.get("windows") or (), step_seconds=self.params.get("step_seconds") or 0)
+            windows=self.params.get("windows") or (), step_seconds=self.params.get("step_seconds") or 0,
+            abort_alerts=fired.get("abort"))
         # a pod of rolling_update_blocking_pods running anywhere holds back a step that would terminate or drain
         blocking = self.params.get("blocking_pods") or [] if goal.stoppable else []
         if blocking and step["stop"] is None and (step["terminate"] or step["drain"]):
             hold_for_pods(step, [(entry, self.blocking_running(entry)) for entry in blocking])
+        # a pause alert firing holds it back too, until it clears
+        if fired.get("pause") and step["stop"] is None and (step["terminate"] or step["drain"]):
+            hold_for_alerts(step, fired["pause"])
         if step["stop"] is not None and step["stop"]["stop"] == PAUSE:
             # a paused step does nothing: what it would have done waits for the run that resumes the rollout
             step.update(action=PAUSE, terminate=[], decrement=0, drain=[], validate=[])
@@ -404,14 +431,23 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
     heartbeat timeout (and a margin) has passed."""
     started = clock()
     waited_for = []
-    held_by = set()
+    held_by, paused_by = set(), set()
+    paused_since = None
     while True:
         step = reader.decide()
+        if step.get("paused_by_alerts"):
+            # the pause alerts hold the step at most rolling_update_pause_alerts_timeout: then the run stops paused
+            paused_since = clock() if paused_since is None else paused_since
+            stop = alerts_stop(step["paused_by_alerts"], clock() - paused_since, (reader.params.get("alerts") or {}).get("pause_timeout") or 0)
+            if stop is not None:
+                step.update(stop=stop, action=PAUSE)
+                step.update(does=step_does(step), words=step_words(step))
         if step["action"] != WAIT or step.get("stop") is not None:
             step["waited_seconds"] = round(clock() - started, 1)
             step["waited_for"] = waited_for
-            # the blocking pods this step waited for, for its progress line
+            # the blocking pods and the pause alerts this step waited for, for its progress line
             step["held_by_pods"] = sorted(held_by)
+            step["held_by_alerts"] = sorted(paused_by)
             return step
         waited_for = waited_for or list(step["waiting_for"])
         now = clock()
@@ -419,6 +455,7 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
         # lifecycle hook holds, when nothing else is, at most as long as the hooks may hold them; a post-drain delay and a
         # deregistration timeout end by themselves
         held_by.update(step.get("blocking_pods") or ())
+        paused_by.update(step.get("paused_by_alerts") or ())
         # a blocking pod is waited for at most ``timeout`` too
         bounded = bool(step["booting"] or step.get("standby") or step.get("hooked") or step.get("leaving") or step.get("blocking_pods"))
         limit = timeout if (step["booting"] or step.get("standby") or step.get("blocking_pods")) else max(timeout, reader.hold_seconds)
@@ -428,7 +465,7 @@ def wait_for_step(reader, timeout, poll_interval, clock=time.monotonic, sleep=ti
         wake = now + (step["wait_seconds"] if step["wait_seconds"] is not None else REREAD_SECONDS)
         if bounded:
             wake = min(deadline, wake)
-        if step.get("alarms"):
+        if step.get("alarms") or step.get("alerts"):
             wake = min(wake, now + ALARM_SECONDS)
         seen = _fingerprint(reader.raw_nodes)
         while clock() < wake:
@@ -447,7 +484,7 @@ def run_rollout_step(module):
     connection, autoscaling, ec2, elbv2, cloudwatch = aws_clients(module, "autoscaling", "ec2", "elbv2", "cloudwatch")
     api = KubeApi(k8s_client(module))
     reader = StepReader(params, autoscaling, ec2, api, connection.region, target, delay, elbv2=elbv2, cloudwatch=cloudwatch,
-                        join_timeout=timeout)
+                        join_timeout=timeout, credentials=connection.session.get_credentials)
     if params["wait"]:
         step = wait_for_step(reader, timeout, float(params["poll_interval"]))
     else:
@@ -458,7 +495,7 @@ def run_rollout_step(module):
     step["decided_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     if step["stop"] is not None and step["stop"]["stop"] != PAUSE:
         module.fail_json(msg="%s; the rollout stops before its next step" % step["stop"]["message"], step=step,
-                         alarms=step["stop"]["alarms"])
+                         alarms=step["stop"]["alarms"], alerts=step["stop"].get("alerts") or [])
     if step["action"] == BLOCKED:
         module.fail_json(msg=step["message"], step=step)
     module.exit_json(changed=False, step=step)

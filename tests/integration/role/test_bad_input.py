@@ -100,6 +100,13 @@ CASES = {
     "group_max_node_age": ({"rolling_update_node_groups": group(max_node_age="1w")}, ["rolling_update_node_groups[0].max_node_age", DURATION]),
     "max_quarantined_negative": ({"rolling_update_max_quarantined": "-1"}, ["rolling_update_max_quarantined", "0 or more"]),
     "blocking_pods_selector": ({"rolling_update_blocking_pods": "app in ()"}, ["rolling_update_blocking_pods[0]", "label selector"]),
+    # the alert gates
+    "abort_alerts_matcher": ({"rolling_update_abort_alerts": ["severity==critical"], "rolling_update_alertmanager_url": "http://127.0.0.1:9093"},
+                             ["rolling_update_abort_alerts[0]", "is not a matcher", 'name=~"regex"']),
+    "pause_alerts_no_url": ({"rolling_update_pause_alerts": ['severity="warning"']}, ["rolling_update_alertmanager_url", "http://"]),
+    "pause_alerts_timeout": ({"rolling_update_pause_alerts_timeout": "soon"}, ["rolling_update_pause_alerts_timeout", DURATION]),
+    "alertmanager_auth": ({"rolling_update_abort_alerts": ['severity="critical"'], "rolling_update_alertmanager_url": "http://127.0.0.1:9093",
+                           "rolling_update_alertmanager_auth": "basic"}, ["rolling_update_alertmanager_auth", "none", "bearer", "sigv4"]),
     "metrics_file_relative": ({"rolling_update_metrics_file": "rollout.prom"}, ["rolling_update_metrics_file", "absolute path"]),
     "metrics_file_no_directory": ({"rolling_update_metrics_file": "/no/such/directory/rollout.prom"},
                                   ["rolling_update_metrics_file", "/no/such/directory does not exist"]),

@@ -130,3 +130,47 @@ def test_a_step_that_would_drain_is_held_while_blocking_pods_run_and_names_them(
     assert hold_for_pods(dict(run), [(entry, [])]) == run
     wait = {"action": "wait", "terminate": [], "drain": [], "waiting_for": ["the post-drain delay of 1 node(s)"]}
     assert hold_for_pods(dict(wait), [(entry, ["ops/backup-1"])]) == wait
+
+
+ABORT = [{"name": "KubeAPIErrorsHigh", "labels": {"alertname": "KubeAPIErrorsHigh", "severity": "critical"}, "since": "t"}]
+PAUSE = [{"name": "NodeNetworkSaturated", "labels": {"alertname": "NodeNetworkSaturated", "team": "platform", "severity": "warning"}},
+         {"name": "NodeNetworkSaturated", "labels": {"alertname": "NodeNetworkSaturated", "team": "platform", "severity": "warning"}}]
+
+
+def test_alerts_are_named_by_alertname_and_their_other_labels_once_each():
+    assert control.alert_names(PAUSE) == ['NodeNetworkSaturated{severity="warning",team="platform"}']
+    assert control.alert_names([{"name": "Watchdog", "labels": {"alertname": "Watchdog"}}]) == ["Watchdog"]
+
+
+def test_an_abort_alert_firing_stops_the_rollout_as_a_failure_and_refuses_its_start():
+    stop = control.stop_before({"action": "run"}, NOW, abort_alerts=ABORT)
+    assert stop == {"stop": "abort", "reason": "abort alert", "alarms": [], "alerts": ['KubeAPIErrorsHigh{severity="critical"}'],
+                    "message": 'abort alert KubeAPIErrorsHigh{severity="critical"} is firing'}
+    # the end of a rollout too: only giving back is left, and the alert still names why the run failed
+    assert control.stop_before({"action": "done"}, NOW, abort_alerts=ABORT)["stop"] == "abort"
+    assert control.stop_before({"action": "run"}, NOW, abort_alerts=[]) is None
+    assert control.start_refusal(NOW, abort_alerts=ABORT) == ('rolling_update_abort_alerts: abort alert KubeAPIErrorsHigh{severity="critical"} '
+                                                              'is firing; the rollout does not start. Nothing was changed')
+    # an abort alert's failure is one of the new nodes: rolling back helps
+    assert control.failure_cause("nodeops.rollout.rollout_step", {"msg": "abort alert ...", "alerts": ["KubeAPIErrorsHigh"]})["kind"] == "alarm"
+
+
+def test_a_pause_alert_holds_a_step_that_would_drain_or_terminate_and_no_other():
+    step = control.hold_for_alerts({"action": "run", "terminate": ["i-1"], "decrement": 1, "drain": [{"node": "n-2"}], "validate": ["i-9"],
+                                    "wait_seconds": None, "waiting_for": []}, PAUSE)
+    assert step["action"] == "wait" and step["terminate"] == [] and step["drain"] == [] and step["validate"] == [] and step["wait_seconds"] == 5
+    assert step["paused_by_alerts"] == ['NodeNetworkSaturated{severity="warning",team="platform"}']
+    assert step["waiting_for"] == ['pause alert NodeNetworkSaturated{severity="warning",team="platform"} to clear (rolling_update_pause_alerts)']
+    wait = {"action": "wait", "terminate": [], "drain": [], "waiting_for": ["1 new instance(s) to become Ready nodes"]}
+    assert control.hold_for_alerts(dict(wait), PAUSE) == wait
+    run = {"action": "run", "terminate": ["i-1"], "drain": [], "waiting_for": []}
+    assert control.hold_for_alerts(dict(run), []) == run
+
+
+def test_a_pause_alert_that_outlasts_its_timeout_stops_the_run_paused():
+    assert control.alerts_stop(PAUSE, 599, 600) is None
+    assert control.alerts_stop([], 900, 600) is None
+    stop = control.alerts_stop(PAUSE, 600, 600)
+    assert stop["stop"] == "pause" and stop["reason"] == control.PAUSED_ALERT == "alert firing" and stop["alarms"] == []
+    assert stop["message"].startswith('pause alert NodeNetworkSaturated{severity="warning",team="platform"} is firing after 600s '
+                                      '(rolling_update_pause_alerts_timeout)')

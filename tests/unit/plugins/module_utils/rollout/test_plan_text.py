@@ -20,3 +20,11 @@ def test_the_plan_names_the_nodes_that_cannot_take_pods_and_the_floor_the_others
 def test_a_group_whose_every_node_takes_pods_gets_no_capacity_line():
     plan = {"group_size": 3, "batch_size": 1, "capacity": {"taking_pods": ["a", "b", "c"], "not_counted": []}}
     assert capacity_line(plan) is None and group_state_lines(plan) == []
+
+
+def test_the_plan_states_the_alerts_firing_now_by_gate():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.plan_text import control_lines
+    lines = control_lines({"alerts": {"abort": [], "pause": ['NodeNetworkSaturated{severity="warning"}']}})
+    assert lines == ['alerts firing now: abort none; pause NodeNetworkSaturated{severity="warning"}']
+    assert control_lines({"alerts": {"abort": ["KubeAPIErrorsHigh"]}}) == ["alerts firing now: abort KubeAPIErrorsHigh"]
+    assert control_lines({"alerts": None}) == []

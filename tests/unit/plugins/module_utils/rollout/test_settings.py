@@ -195,12 +195,12 @@ def test_only_a_rollout_is_held_by_the_operator_s_controls_and_a_plan_or_check_m
                   rolling_update_aws={"region": "eu-west-1"}, rolling_update_k8s={"context": "prod"})
     rollout = check_role_settings(values)
     assert rollout["controls"] == {"bake_seconds": 600, "checkpoints": [], "abort_alarms": ["api-5xx"], "windows": [], "respect_pause": True,
-                                   "blocking_pods": []}
+                                   "blocking_pods": [], "alerts": None}
     # the connection's secrets are never in the settings, which a verbose run shows
     assert rollout["plan_only"] is False and "eu-west-1" not in str(rollout)
     for action in ("rollback", "cancel"):
         assert check_role_settings(values, action=action)["controls"] == {
-            "bake_seconds": 0, "checkpoints": [], "abort_alarms": [], "windows": [], "respect_pause": False, "blocking_pods": []}
+            "bake_seconds": 0, "checkpoints": [], "abort_alarms": [], "windows": [], "respect_pause": False, "blocking_pods": [], "alerts": None}
     assert check_role_settings(values, check_mode=True)["plan_only"] is True
     assert check_role_settings(dict(values, rolling_update_plan=True))["plan_only"] is True
 
@@ -433,3 +433,42 @@ def test_a_blocking_pod_selector_that_does_not_parse_is_refused_naming_it(value,
     with pytest.raises(SettingsError) as caught:
         settle(blocking_pods=value)
     assert str(caught.value).startswith(message), str(caught.value)
+
+
+@pytest.mark.parametrize("value, expected", [
+    (['severity="critical"', 'alertname=~"KubePod.*"', "team!=db", 'job!~"a|b"'],
+     ['severity="critical"', 'alertname=~"KubePod.*"', "team!=db", 'job!~"a|b"']),
+    ('severity="critical", alertname=~"a,b"', ['severity="critical"', 'alertname=~"a,b"']),
+    ("", []),
+    ([], []),
+])
+def test_alert_matchers_are_alertmanagers_filter(value, expected):
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import check_alert_matchers
+    assert check_alert_matchers(value, "f") == expected
+
+
+@pytest.mark.parametrize("value, message", [
+    (["severity==critical"], "f[0]: 'severity==critical' is not a matcher; use name=\"value\""),
+    (["=critical"], "f[0]: '=critical' is not a matcher"),
+    (['job=~"("'], "f[0]: 'job=~\"(\"': the regular expression does not compile"),
+    ({"severity": "critical"}, "f: {'severity': 'critical'} is not allowed; use a list of Alertmanager matchers"),
+])
+def test_an_alert_matcher_that_does_not_parse_is_refused_naming_it(value, message):
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_alert_matchers
+    with pytest.raises(SettingsError) as err:
+        check_alert_matchers(value, "f")
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_alert_gates_need_an_alertmanager_url_and_never_carry_the_token():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_alert_gates
+    assert check_alert_gates("", "none", [], [], 1800, False) is None
+    assert check_alert_gates("https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1/alertmanager/", "sigv4",
+                             ['severity="critical"'], [], 1800, False) == {
+        "url": "https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1/alertmanager", "auth": "sigv4",
+        "abort": ['severity="critical"'], "pause": [], "pause_timeout": 1800}
+    with pytest.raises(SettingsError, match="rolling_update_alertmanager_url: '' is not allowed; the alert gates need the URL"):
+        check_alert_gates("", "none", [], ["a=b"], 1800, False)
+    with pytest.raises(SettingsError, match="rolling_update_alertmanager_token: is empty"):
+        check_alert_gates("http://am:9093", "bearer", ["a=b"], [], 1800, False)
+    assert "token" not in check_alert_gates("http://am:9093", "bearer", ["a=b"], [], 1800, True)
