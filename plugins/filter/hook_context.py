@@ -24,7 +24,7 @@ options:
     description: The hook event.
     type: str
     required: true
-    choices: [before_step, after_drain, after_step, on_failure, after_rollout]
+    choices: [before_rollout, before_step, after_drain, after_step, on_failure, after_rollout]
   step:
     description: The step M(nodeops.rollout.rollout_step) returned (its C(step)), for the step's events.
     type: dict
@@ -40,6 +40,10 @@ options:
     description: The failure, for C(on_failure); what stopped the group, for C(after_rollout).
     type: str
     default: ""
+  page:
+    description: The path of the run's HTML page, for a message to point at (empty for none).
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -52,7 +56,8 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description: C(event), C(group), C(step) (its number, or null), C(nodes), C(instance_ids), C(terminate), C(drained),
-    C(rollback), C(message) and C(result) (the group's entry of C(rolling_update_result) so far).
+    C(rollback), C(message), C(result) (the group's entry of C(rolling_update_result) so far), C(summary) (the group's
+    one line, as the end of a run prints it) and C(page) (O(page)).
   type: dict
 """
 
@@ -64,11 +69,11 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.report.run import 
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import HOOK_EVENTS
 
 
-def hook_context_filter(record, event, step=None, drained=None, rollback=False, message=""):
+def hook_context_filter(record, event, step=None, drained=None, rollback=False, message="", page=""):
     if event not in HOOK_EVENTS:
         raise AnsibleFilterError("hook_context: event %r is not allowed; use one of %s" % (event, ", ".join(HOOK_EVENTS)))
     try:
-        return hook_context(record, event, step, drained, boolean(rollback, strict=False), message)
+        return hook_context(record, event, step, drained, boolean(rollback, strict=False), message, page)
     except (PlanError, KeyError, TypeError) as exc:
         raise AnsibleFilterError("hook_context: %r is not a run record (%s)" % (type(record).__name__, exc)) from None
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.parse
-import urllib.request
+
+from ansible.module_utils.urls import ConnectionError as OpenUrlError, open_url
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.choices import ALERTMANAGER_AUTH
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.errors import RolloutError
@@ -40,7 +41,11 @@ def _signed_headers(url, credentials, region):
     return dict(request.headers.items())
 
 
-def firing_alerts(alertmanager, matchers, credentials=None, region=None, opener=urllib.request.urlopen):
+def _get(url, headers, timeout):
+    return open_url(url, method="GET", headers=headers, timeout=timeout)
+
+
+def firing_alerts(alertmanager, matchers, credentials=None, region=None, opener=_get):
     """The alerts firing now (active, neither silenced nor inhibited) that match every one of ``matchers``:
     ``[{"name", "labels", "since"}]``. ``alertmanager`` is ``{"url", "auth", "token"}``; ``credentials`` (botocore's)
     and ``region`` sign a ``sigv4`` request."""
@@ -53,16 +58,15 @@ def firing_alerts(alertmanager, matchers, credentials=None, region=None, opener=
         if credentials is None:
             raise RolloutError("alertmanager: auth sigv4 needs AWS credentials, and the run has none")
         headers.update(_signed_headers(url, credentials, region))
-    request = urllib.request.Request(url, headers=headers, method="GET")
     where = "the Alertmanager at %s" % alertmanager["url"]
     try:
-        with opener(request, timeout=TIMEOUT_SECONDS) as response:
+        with opener(url, headers, TIMEOUT_SECONDS) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", "replace").strip()[:300]
         raise RolloutError("%s answered %d to GET %s for the matchers %s: %s" % (
             where, exc.code, API, ", ".join(matchers), detail or exc.reason)) from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, OpenUrlError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
         raise RolloutError("%s is unreachable (%s); set rolling_update_alertmanager_url to an Alertmanager this host can "
                            "reach" % (where, reason)) from None
@@ -74,6 +78,6 @@ def firing_alerts(alertmanager, matchers, credentials=None, region=None, opener=
              "since": alert.get("startsAt")} for alert in answer if isinstance(alert, dict)]
 
 
-def read_gates(alertmanager, gates, credentials=None, region=None, opener=urllib.request.urlopen):
+def read_gates(alertmanager, gates, credentials=None, region=None, opener=_get):
     """``{gate: [alerts firing]}`` for each gate (``{"abort": [matchers], "pause": [matchers]}``) that has matchers."""
     return {gate: firing_alerts(alertmanager, matchers, credentials, region, opener) for gate, matchers in gates.items() if matchers}

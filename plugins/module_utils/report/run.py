@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import PlanError, counted, truthy
 from ansible_collections.nodeops.rollout.plugins.module_utils.drain.preflight import stop_message
-from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, time_of
+from ansible_collections.nodeops.rollout.plugins.module_utils.report.records import iso, step_record, summary_lines, time_of
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.goals import GOALS
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.marks import LABEL_QUARANTINED
 from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.node_events import blockers_text
@@ -701,14 +701,17 @@ def serial_outcome(state, host=None, group=None, instance_id=None):
 STEP_HOOK_EVENTS = ("before_step", "after_drain", "after_step")
 
 
-def hook_context(record, event, step=None, drained=None, rollback=False, message=""):
+def hook_context(record, event, step=None, drained=None, rollback=False, message="", page=""):
     """``rolling_update_hook``, what a task file of rolling_update_hooks is given (meta/argument_specs.yml): the event,
     the group, for a step's events the step (its number, the nodes and instance ids it drains, the instances it
-    terminates), for after_drain the nodes drained, whether the run rolls back, a message, and the group's result so
-    far. ``step``: rollout_step's ``step``."""
+    terminates), for after_drain the nodes drained, whether the run rolls back, a message, the group's result so far,
+    its one-line summary (as the end of a run prints it) and ``page``, the path of the run's HTML page ("" for none).
+    ``step``: rollout_step's ``step``."""
     step = (step or {}) if event in STEP_HOOK_EVENTS else {}
     drain = step.get("drain") or []
+    result = group_result(record)
     return {"event": event, "group": record["name"], "step": int(record.get("step_number") or 0) if step else None,
             "nodes": [entry["node"] for entry in drain], "instance_ids": [entry["instance_id"] for entry in drain],
             "terminate": list(step.get("terminate") or []), "drained": list(drained or []) if event == "after_drain" else [],
-            "rollback": bool(rollback), "message": message or "", "result": group_result(record)}
+            "rollback": bool(rollback), "message": message or "", "result": result,
+            "summary": summary_lines({"node_groups": [result]})[0], "page": page or ""}

@@ -272,7 +272,8 @@ def control_lines(controls, plan=None):
     alerts = controls.get("alerts")
     if alerts:
         # the alert gates, as the Alertmanager answered the plan
-        lines.append("alerts firing now: " + "; ".join("%s %s" % (gate, ", ".join(alerts[gate]) or "none") for gate in ("abort", "pause") if gate in alerts))
+        gates = [(gate, alerts[gate]) for gate in ("abort", "pause") if gate in alerts]
+        lines.append("alerts firing now: " + "; ".join("%s %s" % (gate, ", ".join(names) or "none") for gate, names in gates))
     if controls.get("refusal"):
         lines.append("would not start now: " + controls["refusal"])
     if controls.get("access"):

@@ -79,7 +79,7 @@ def check_boolean(value, field):
 
 
 # where the role includes the task files of rolling_update_hooks
-HOOK_EVENTS = ("before_step", "after_drain", "after_step", "on_failure", "after_rollout")
+HOOK_EVENTS = ("before_rollout", "before_step", "after_drain", "after_step", "on_failure", "after_rollout")
 # the step events' names before they were named for the step they fire around (a batch is the serial playbook's)
 HOOK_ALIASES = {"before_batch": "before_step", "after_batch": "after_step"}
 _ALARM_NAME_LIMIT = 255

@@ -27,9 +27,19 @@ class Answer(io.BytesIO):
         return False
 
 
+class Request:
+    """What the gate asked: its URL and headers."""
+
+    def __init__(self, url, headers):
+        self.full_url, self.headers = url, headers
+
+    def get_header(self, name):
+        return self.headers.get(name)
+
+
 def opener(answer, seen):
-    def _open(request, timeout):
-        seen.append((request, timeout))
+    def _open(url, headers, timeout):
+        seen.append((Request(url, headers), timeout))
         if isinstance(answer, Exception):
             raise answer
         return Answer(json.dumps(answer).encode())

@@ -243,6 +243,10 @@ def test_a_hook_of_a_step_gets_the_step_and_one_of_the_run_gets_none():
     # not a step's event: no step, no nodes, whatever step is at hand; drained only for after_drain
     failure = run.hook_context(record, "on_failure", step=step, drained=["n1"], message="boom")
     assert failure["step"] is None and failure["nodes"] == [] and failure["drained"] == [] and failure["message"] == "boom"
+    # the group's one line, as the end of a run prints it, and the page's path, for a message
+    assert failure["summary"].startswith("ng: started, 0 of ") and failure["page"] == ""
+    started = run.hook_context(record, "before_rollout", page="/var/log/rollout/result.html")
+    assert started["event"] == "before_rollout" and started["step"] is None and started["page"] == "/var/log/rollout/result.html"
 
 
 def test_a_failed_group_is_offered_a_rollback_only_when_its_rollout_records_an_earlier_version():
