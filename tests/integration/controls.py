@@ -109,6 +109,18 @@ def result_of(report_file, name=GROUP):
     return next(group for group in json.loads(report_file.read_text())["node_groups"] if group["name"] == name)
 
 
+def wait_for(predicate, timeout, what, run=None):
+    """Until ``predicate()``; fails after ``timeout`` seconds, or at once when the playbook ``run`` has ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        if run is not None and run.poll() is not None:
+            raise AssertionError("the run ended (rc %s) before its %s" % (run.returncode, what))
+        time.sleep(0.3)
+    raise AssertionError("no %s within %ds" % (what, timeout))
+
+
 def assert_refused_before_any_change(sandbox, directory, message, extra=(), host_vars=None):
     """A run of the upgrade playbook with ``extra`` (and ``host_vars``) stops with ``message`` and makes no mutating
     request: bad input is refused before anything changes."""

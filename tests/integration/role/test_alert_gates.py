@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from tests.integration.controls import GROUP, QUICK, assert_invariants, assert_refused_before_any_change, ours, result_of
+from tests.integration.controls import GROUP, QUICK, assert_invariants, assert_refused_before_any_change, ours, result_of, wait_for
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 NODES, AZS = 4, 2
@@ -40,18 +40,6 @@ def gates(sandbox, **more):
               "rolling_update_pause_alerts": ['severity="warning"', 'team=~"plat.*"'], "rolling_update_pause_alerts_timeout": "10m"}
     values.update(more)
     return values
-
-
-def wait_for(predicate, timeout, what, run=None):
-    """Until ``predicate()``; fails after ``timeout`` seconds, or at once when the playbook ``run`` has ended."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if run is not None and run.poll() is not None:
-            raise AssertionError("the run ended (rc %s) before its %s" % (run.returncode, what))
-        time.sleep(0.3)
-    raise AssertionError("no %s within %ds" % (what, timeout))
 
 
 def test_a_matcher_that_does_not_parse_is_refused_before_any_change(sandbox, tmp_path):

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from sandbox.drive.convergence import problems, sizes
-from tests.integration.controls import GROUP, QUICK, assert_invariants, assert_refused_before_any_change
+from tests.integration.controls import GROUP, QUICK, assert_invariants, assert_refused_before_any_change, wait_for
 
 DEMO = os.path.join("sandbox", "workloads", "demo.yaml")
 NODES, AZS = 4, 2
@@ -41,18 +41,6 @@ def sandbox(start_sandbox):
 def test_a_selector_that_does_not_parse_is_refused_before_any_change(sandbox, tmp_path):
     assert_refused_before_any_change(sandbox, tmp_path, "rolling_update_blocking_pods[0]: 'app in ()' is not allowed; use a label selector "
                                      "such as app=backup", extra=QUICK, host_vars={"rolling_update_blocking_pods": ["app in ()"]})
-
-
-def wait_for(predicate, timeout, what, run=None):
-    """Until ``predicate()``; fails after ``timeout`` seconds, or at once when the playbook ``run`` has ended."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if run is not None and run.poll() is not None:
-            raise AssertionError("the run ended (rc %s) before its %s" % (run.returncode, what))
-        time.sleep(0.3)
-    raise AssertionError("no %s within %ds" % (what, timeout))
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from sandbox.drive.tags import PAUSE_TAG, delete_tag, set_tag
-from tests.integration.controls import QUICK, assert_invariants, result_of
+from tests.integration.controls import QUICK, assert_invariants, result_of, wait_for
 
 DEMO = "sandbox/workloads/demo.yaml"
 NODES, AZS = 4, 2
@@ -45,18 +45,6 @@ def chat():
     server.shutdown()
 
 
-def wait_until(predicate, timeout, what, run):
-    import time  # pylint: disable=import-outside-toplevel
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if run.poll() is not None:
-            raise AssertionError("the run ended (rc %s) before its %s" % (run.returncode, what))
-        time.sleep(0.3)
-    raise AssertionError("no %s within %ds" % (what, timeout))
-
-
 @pytest.fixture(scope="module")
 def runs(sandbox, chat, tmp_path_factory):
     url, messages = chat
@@ -66,7 +54,7 @@ def runs(sandbox, chat, tmp_path_factory):
     since = sandbox.now()
     run = sandbox.start_role_playbook(stopped_dir, str(output), extra=list(QUICK), report=report, host_vars=host_vars)
     try:
-        wait_until(lambda: any(event["kind"] == "node.cordoned" and event["t"] > since for event in sandbox.events()), 300, "first cordon", run)
+        wait_for(lambda: any(event["kind"] == "node.cordoned" and event["t"] > since for event in sandbox.events()), 300, "first cordon", run)
         set_tag(sandbox, PAUSE_TAG, "true")
         stopped_rc = run.wait(timeout=900)
     finally:
