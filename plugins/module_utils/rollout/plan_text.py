@@ -245,7 +245,8 @@ def aged_line(aged):
 
 def control_lines(controls, plan=None):
     """The operator's controls as the plan states them (``controls``: ``{"on_failure", "previous_version", "window",
-    "alarms", "alerts", "hooks", "rollback", "access", "aws"}``, each optional (``aws``: permissions.aws_use's arguments); ``plan`` for the bake time and checkpoints)."""
+    "alarms", "alerts", "hooks", "rollback", "access", "aws"}``, each optional (``aws``: permissions.aws_use's arguments);
+    ``plan`` for the bake time and checkpoints)."""
     controls = controls or {}
     plan = plan or {}
     lines = []
