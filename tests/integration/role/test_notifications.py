@@ -52,7 +52,9 @@ def runs(sandbox, chat, tmp_path_factory):
     stopped_dir = tmp_path_factory.mktemp("stopped")
     report, output = stopped_dir / "result.json", stopped_dir / "run.log"
     since = sandbox.now()
-    run = sandbox.start_role_playbook(stopped_dir, str(output), extra=list(QUICK), report=report, host_vars=host_vars)
+    # the stopped run also writes its metrics (rolling_update_metrics_file), for the textfile collector
+    run = sandbox.start_role_playbook(stopped_dir, str(output), extra=list(QUICK), report=report,
+                                      host_vars=dict(host_vars, rolling_update_metrics_file=str(stopped_dir / "rollout.prom")))
     try:
         wait_for(lambda: any(event["kind"] == "node.cordoned" and event["t"] > since for event in sandbox.events()), 300, "first cordon", run)
         set_tag(sandbox, PAUSE_TAG, "true")
@@ -65,7 +67,7 @@ def runs(sandbox, chat, tmp_path_factory):
     ended_dir = tmp_path_factory.mktemp("ended")
     ended_report = ended_dir / "result.json"
     rc, out = sandbox.run_role_playbook(ended_dir, extra=list(QUICK), report=ended_report, host_vars=host_vars)
-    return {"stopped": (stopped_rc, output.read_text(), report), "ended": (rc, out, ended_report), "at_stop": at_stop,
+    return {"stopped": (stopped_rc, output.read_text(), report), "metrics": (stopped_dir / "rollout.prom").read_text(), "ended": (rc, out, ended_report), "at_stop": at_stop,
             "messages": list(messages), "invariants": sandbox.report()}
 
 
@@ -86,6 +88,17 @@ def test_the_chat_hears_of_the_start_the_stop_and_the_end_in_one_line_each(runs)
     assert stopped.endswith(" - page %s" % str(runs["stopped"][2]).replace(".json", ".html")), stopped
     assert ended.endswith(" - page %s" % str(runs["ended"][2]).replace(".json", ".html")), ended
     assert all("\n" not in text for text in texts), texts
+
+
+def test_the_stopped_run_s_metrics_parse_with_both_of_the_official_parsers(runs):
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families  # pylint: disable=import-outside-toplevel
+    from prometheus_client.parser import text_string_to_metric_families as classic  # pylint: disable=import-outside-toplevel
+    samples = {(sample.name, sample.labels.get("status")): sample.value
+               for family in text_string_to_metric_families(runs["metrics"]) for sample in family.samples}
+    assert samples[("nodeops_rollout_status", "paused")] == 1 and samples[("nodeops_rollout_status", "replaced")] == 0, samples
+    assert samples[("nodeops_rollout_nodes_outdated", None)] == NODES, samples
+    # the Prometheus text format (what the node_exporter textfile collector parses) reads the same samples
+    assert {(sample.name, sample.labels.get("status")) for family in classic(runs["metrics"]) for sample in family.samples} >= set(samples)
 
 
 def test_no_message_carries_a_secret(sandbox, runs):
