@@ -118,7 +118,7 @@ def test_the_aws_retry_options_are_taken():
     ({"checkpoints": [{"percent": 120, "wait": "1m"}]}, "rolling_update_checkpoints[0].percent: 120 is not allowed; use a whole percentage"),
     ({"checkpoints": "20%:1m,20%:2m"}, "rolling_update_checkpoints[1].percent: 20% is listed twice"),
     ({"abort_alarms": ["api-5xx", ""]}, "rolling_update_abort_alarms[1]: '' is not allowed; use the name of a CloudWatch alarm"),
-    ({"hooks": {"before_drain": "/etc/hostname"}}, "rolling_update_hooks: 'before_drain' is not an event; use before_step, "
+    ({"hooks": {"before_drain": "/etc/hostname"}}, "rolling_update_hooks: 'before_drain' is not an event; use before_rollout, before_step, "
                                                    "after_drain, after_step, on_failure, after_rollout"),
     ({"hooks": {"after_step": "/nonexistent/hook.yml"}}, "rolling_update_hooks.after_step[0]: /nonexistent/hook.yml is not a file"),
     ({"hooks": "after_step"}, "rolling_update_hooks: 'after_step' is not allowed; use a dict of event to task files"),
