@@ -67,8 +67,8 @@ def runs(sandbox, chat, tmp_path_factory):
     ended_dir = tmp_path_factory.mktemp("ended")
     ended_report = ended_dir / "result.json"
     rc, out = sandbox.run_role_playbook(ended_dir, extra=list(QUICK), report=ended_report, host_vars=host_vars)
-    return {"stopped": (stopped_rc, output.read_text(), report), "metrics": (stopped_dir / "rollout.prom").read_text(), "ended": (rc, out, ended_report), "at_stop": at_stop,
-            "messages": list(messages), "invariants": sandbox.report()}
+    return {"stopped": (stopped_rc, output.read_text(), report), "metrics": (stopped_dir / "rollout.prom").read_text(),
+            "ended": (rc, out, ended_report), "at_stop": at_stop, "messages": list(messages), "invariants": sandbox.report()}
 
 
 def test_the_chat_hears_of_the_start_the_stop_and_the_end_in_one_line_each(runs):
