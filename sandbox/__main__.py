@@ -2,7 +2,7 @@
 
     python -m sandbox up --state-dir DIR [--nodes 6] [--azs 3] [--groups 1] [--speed F] [--detach]
                          [--kube embedded|reference [--rbac [--rbac-file FILE]]] [--workload FILE ...]
-                         [--startup-taint KEY[=VALUE]:EFFECT[@SECONDS|@never] ...] [--alertmanager]
+                         [--startup-taint KEY[=VALUE]:EFFECT[@SECONDS|@never] ...] [--alertmanager] [--pushgateway]
     python -m sandbox down --state-dir DIR
     python -m sandbox report --state-dir DIR [--client-prefix nodeops.rollout]
     python -m sandbox fault --state-dir DIR [--aws-throttle ACTION=RATE] [--aws-5xx ACTION=RATE]
@@ -125,12 +125,15 @@ def cmd_up(args):
         ensure()
     if args.alertmanager:   # and Alertmanager (a first build takes about a minute)
         ensure(which="alertmanager")
+    if args.pushgateway:   # and the Pushgateway (Debian's package, fetched once)
+        from .pushgateway import ensure as ensure_pushgateway  # pylint: disable=import-outside-toplevel
+        ensure_pushgateway()
     if args.detach:
         return _up_detached(args, state_dir)
     from .cluster import Sandbox  # pylint: disable=import-outside-toplevel
     sandbox = Sandbox(state_dir, nodes=args.nodes, azs=args.azs, groups=args.groups, speed=args.speed, kube=args.kube,
                       rbac=args.rbac, rbac_file=args.rbac_file, iam=args.iam, startup_taints=args.startup_taints,
-                      alertmanager=args.alertmanager)
+                      alertmanager=args.alertmanager, pushgateway=args.pushgateway)
 
     def _stop(*_):
         sandbox.stop()
@@ -166,6 +169,8 @@ def _up_detached(args, state_dir):
         cmd.append("--iam")
     if args.alertmanager:
         cmd.append("--alertmanager")
+    if args.pushgateway:
+        cmd.append("--pushgateway")
     for w in args.workload or []:
         cmd += ["--workload", os.path.abspath(w)]
     for t in args.startup_taint or []:
@@ -431,6 +436,8 @@ def main(argv=None):
                          "define the ServiceAccount nodeops-rollout/nodeops-rollout")
     up.add_argument("--alertmanager", action="store_true",
                     help="also start the real Alertmanager (built from its Go module on first use) on 127.0.0.1, for the alert gates")
+    up.add_argument("--pushgateway", action="store_true",
+                    help="also start the real Pushgateway (Debian's build, fetched on first use) on 127.0.0.1, for the run's metrics")
     up.add_argument("--workload", action="append", help="YAML created through the Kubernetes API once nodes are Ready")
     up.add_argument("--startup-taint", action="append", metavar="KEY[=VALUE]:EFFECT[@SECONDS|@never]",
                     help="a taint every node that joins after the start registers with, lifted by its agent SECONDS "

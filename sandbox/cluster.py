@@ -41,7 +41,7 @@ class Sandbox:
                  boot_seconds=40.0, node_register_seconds=5.0, node_ready_seconds=10.0,
                  pod_start_seconds=3.0, pod_ready_seconds=2.0, pod_shutdown_seconds=2.0,
                  instance_type="m5.large", allocatable=None, kube="embedded", rbac=False, rbac_file=None,
-                 iam=False, startup_taints=(), alertmanager=False):
+                 iam=False, startup_taints=(), alertmanager=False, pushgateway=False):
         if nodes < 1:
             raise SandboxError("nodes must be at least 1, got %r" % (nodes,))
         if not 1 <= azs <= 6:
@@ -57,6 +57,9 @@ class Sandbox:
         # the real Alertmanager of the alert gates (alertmanager.py), started with the sandbox when asked
         self.want_alertmanager = bool(alertmanager)
         self.alertmanager = None
+        # the real Pushgateway the run's metrics may be pushed to (pushgateway.py)
+        self.want_pushgateway = bool(pushgateway)
+        self.pushgateway = None
         # startup taints every group's nodes register with once the sandbox is up (the nodes of its start have none)
         self.initial_startup_taints = startup_taints_mod.check_taints(list(startup_taints or ()), "startup_taints")
         self.startup_taints = None
@@ -100,6 +103,9 @@ class Sandbox:
         if self.want_alertmanager:
             from .alertmanager import Alertmanager  # pylint: disable=import-outside-toplevel
             self.alertmanager = Alertmanager(self.state_dir).start()
+        if self.want_pushgateway:
+            from .pushgateway import Pushgateway  # pylint: disable=import-outside-toplevel
+            self.pushgateway = Pushgateway(self.state_dir).start()
         if self.iam:
             from .aws import iam as iam_mod  # pylint: disable=import-outside-toplevel
             iam_mod.install()
@@ -147,7 +153,7 @@ class Sandbox:
 
     def stop(self):
         for part in (self._control, self.startup_taints, self.load_balancers, self.api, self.controllers, self.reference,
-                     self.alertmanager, self.aws):
+                     self.alertmanager, self.pushgateway, self.aws):
             if part is None:
                 continue
             try:
@@ -389,6 +395,7 @@ class Sandbox:
             "amis": self.info.get("amis"), "ssm_parameter": self.info.get("ssm_parameter"),
             "subnets": self.info.get("subnets"), "vpc_id": self.info.get("vpc_id"),
             "alertmanager_url": self.alertmanager.url if self.alertmanager else None,
+            "pushgateway_url": self.pushgateway.url if self.pushgateway else None,
         }
         _write(os.path.join(self.state_dir, "sandbox.json"), json.dumps(state, indent=2, sort_keys=True) + "\n")
 

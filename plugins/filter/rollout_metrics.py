@@ -11,7 +11,8 @@ version_added: 0.3.0
 author: nodeops.rollout maintainers (@nodeops)
 description:
   - Turns C(rolling_update_result) into the OpenMetrics text format (C(# EOF) last), which the node_exporter textfile
-    collector and the Pushgateway take. The role writes it to C(rolling_update_metrics_file).
+    collector takes, or the Prometheus text format the Pushgateway takes. The role writes it to
+    C(rolling_update_metrics_file) and pushes it to C(rolling_update_pushgateway_url).
   - Per node group (labels C(cluster) and C(node_group)) - C(nodeops_rollout_nodes_outdated), C(_nodes_replaced),
     C(_nodes_blocked) (a drain that did not finish), C(_nodes_quarantined) (a drain skipped), C(_evictions),
     C(_blocking_pods), C(_run_seconds), C(_phase_seconds) (label C(phase)), C(_status) (label C(status), 1 for the
@@ -28,6 +29,11 @@ options:
   cluster:
     description: The cluster's name (the inventory host), the label C(cluster) of every series; none without it.
     type: str
+  format:
+    description: V(openmetrics), or V(text), the Prometheus text format (version 0.0.4) the Pushgateway parses.
+    type: str
+    default: openmetrics
+    choices: [openmetrics, text]
 """
 
 EXAMPLES = r"""
@@ -50,9 +56,9 @@ from ansible_collections.nodeops.rollout.plugins.module_utils.core.values import
 from ansible_collections.nodeops.rollout.plugins.module_utils.report.metrics import openmetrics_text
 
 
-def rollout_metrics(result, cluster=None):
+def rollout_metrics(result, cluster=None, format="openmetrics"):  # pylint: disable=redefined-builtin
     try:
-        return openmetrics_text(result, cluster)
+        return openmetrics_text(result, cluster, format)
     except PlanError as exc:
         raise AnsibleFilterError(str(exc)) from None
 

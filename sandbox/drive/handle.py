@@ -113,13 +113,14 @@ class SandboxHandle:
     # ---- life cycle ----------------------------------------------------------------------------
     @classmethod
     def start(cls, state_dir, nodes=6, azs=3, groups=1, speed=20.0, workloads=(), timeout=180, kube=None, rbac=False,
-              rbac_file=None, iam=False, startup_taints=None, alertmanager=False):
+              rbac_file=None, iam=False, startup_taints=None, alertmanager=False, pushgateway=False):
         """Start a sandbox; ``kube`` defaults to $NODEOPS_SANDBOX_KUBE (the test command's reference stage sets it to
         ``reference``), else ``embedded``. ``rbac`` (reference backend only) enforces docs/rbac.yaml, or ``rbac_file``,
         on the collection (``up --rbac``). ``startup_taints`` (``[{"key", "value"?, "effect", "lift_after": simulated
         seconds or None for never}]``): every node that joins any group after the start registers with them (the nodes
         of the start do not), ``up --startup-taint``. ``alertmanager`` also starts the real Alertmanager (``up
-        --alertmanager``), built here first when it is not yet: the build is not bounded by ``timeout``."""
+        --alertmanager``), built here first when it is not yet: the build is not bounded by ``timeout``; ``pushgateway``
+        the real Pushgateway (``up --pushgateway``), fetched here first."""
         kube = kube or os.environ.get(KUBE_ENV) or "embedded"
         cmd = [sys.executable, "-m", "sandbox", "up", "--state-dir", state_dir, "--detach",
                "--nodes", str(nodes), "--azs", str(azs), "--groups", str(groups), "--speed", str(speed),
@@ -134,6 +135,10 @@ class SandboxHandle:
             from sandbox.reference.build import ensure  # pylint: disable=import-outside-toplevel
             ensure(which="alertmanager")
             cmd.append("--alertmanager")
+        if pushgateway:
+            from sandbox.pushgateway import ensure as ensure_pushgateway  # pylint: disable=import-outside-toplevel
+            ensure_pushgateway()
+            cmd.append("--pushgateway")
         for w in workloads:
             cmd += ["--workload", w]
         for taint in startup_taints or ():
@@ -257,6 +262,15 @@ class SandboxHandle:
     def alerts(self):
         """Every alert the Alertmanager holds, with its ``status`` (``active``, ``suppressed``; ``silencedBy``)."""
         return self._alertmanager("/api/v2/alerts")
+
+    @property
+    def pushgateway_url(self):
+        return self.state.get("pushgateway_url")
+
+    def pushed_metrics(self):
+        """What the Pushgateway holds, in the Prometheus text format, as Prometheus scrapes its ``/metrics``."""
+        with urllib.request.urlopen(self.pushgateway_url + "/metrics", timeout=30) as resp:  # nosec - loopback
+            return resp.read().decode("utf-8")
 
     def fault(self, **spec):
         return self._control("/fault", spec)

@@ -107,12 +107,24 @@ def metric_families(result, cluster=None):
     return [families[name] for name, _text, _value in GROUP_GAUGES] + [phases, status, drains, boots] + run
 
 
-def openmetrics_text(result, cluster=None):
-    """The metrics of ``result`` in the OpenMetrics text format (``# EOF`` last), rendered by ``prometheus_client``."""
+# the formats a run's metrics are rendered in: OpenMetrics for the file, the Prometheus text format (0.0.4) for the
+# Pushgateway, which parses only that (and protobuf)
+FORMATS = ("openmetrics", "text")
+PUSH_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def openmetrics_text(result, cluster=None, form="openmetrics"):
+    """The metrics of ``result`` in the OpenMetrics text format (``# EOF`` last), or with ``form`` ``text`` the
+    Prometheus text format, rendered by ``prometheus_client``."""
     # pylint: disable=import-outside-toplevel
+    if form not in FORMATS:
+        raise PlanError("format: %r is not allowed; use one of %s" % (form, ", ".join(FORMATS)))
     try:
         from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
-        from prometheus_client.openmetrics.exposition import generate_latest
+        if form == "text":
+            from prometheus_client.exposition import generate_latest
+        else:
+            from prometheus_client.openmetrics.exposition import generate_latest
     except ImportError:
         raise PlanError("rolling_update_metrics_file: writing metrics needs the Python package prometheus-client on the "
                         "controller (pip install -r requirements.txt of the collection)") from None

@@ -356,6 +356,7 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
                             "collection's own directory make a relative one ambiguous)" % (VARIABLE_PREFIX, given))
     sections = _check_report_sections(var("report_sections"))
     metrics = check_metrics_file(var("metrics_file"))
+    pushgateway = check_pushgateway_url(var("pushgateway_url"))
     passes = var("validate_passes")
     if isinstance(passes, bool) or not re.match(r"^\s*[0-9]+\s*$", str(passes)) or int(passes) < 1:
         raise SettingsError("%svalidate_passes: %r is not allowed; use a whole number, at least 1" % (VARIABLE_PREFIX, passes))
@@ -417,6 +418,8 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
             "on_failure": var("on_failure"),
             # the OpenMetrics file of the run ("" for none), written with the result (report.metrics)
             "metrics_file": metrics, "write_metrics": bool(metrics),
+            # the Pushgateway the run's metrics are pushed to ("" for none), its grouping key the job and the cluster
+            "pushgateway_url": pushgateway, "push_metrics": bool(pushgateway),
             "windows": rollout["windows"], "bake_seconds": bake, "checkpoints": rollout["checkpoints"],
             "abort_alarms": alarms, "hooks": hooks,
             # what a maintenance window must still hold to start a step: its drain, post-drain delay, replacements, validation
@@ -595,6 +598,19 @@ def check_metrics_file(value):
         raise SettingsError("%s: %r is not allowed; its directory %s does not exist (the run writes the file, not its directory)"
                             % (field, value, os.path.dirname(path)))
     return path
+
+
+def check_pushgateway_url(value):
+    """``rolling_update_pushgateway_url``: "" (none), or the http(s) URL of a Pushgateway, without a trailing slash."""
+    if _empty(value):
+        return ""
+    text = str(value).strip().rstrip("/")
+    parsed = urllib.parse.urlparse(text)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.query or "/metrics" in parsed.path:
+        raise SettingsError("%spushgateway_url: %r is not allowed; use the URL of a Pushgateway, http:// or https://, without "
+                            "/metrics/job/... (the run pushes to <url>/metrics/job/nodeops_rollout/cluster/<cluster>)"
+                            % (VARIABLE_PREFIX, value))
+    return text
 
 
 def report_html_file(report_file):

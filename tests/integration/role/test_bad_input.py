@@ -107,6 +107,7 @@ CASES = {
     "pause_alerts_timeout": ({"rolling_update_pause_alerts_timeout": "soon"}, ["rolling_update_pause_alerts_timeout", DURATION]),
     "alertmanager_auth": ({"rolling_update_abort_alerts": ['severity="critical"'], "rolling_update_alertmanager_url": "http://127.0.0.1:9093",
                            "rolling_update_alertmanager_auth": "basic"}, ["rolling_update_alertmanager_auth", "none", "bearer", "sigv4"]),
+    "pushgateway_url": ({"rolling_update_pushgateway_url": "pushgateway:9091"}, ["rolling_update_pushgateway_url", "http://"]),
     "metrics_file_relative": ({"rolling_update_metrics_file": "rollout.prom"}, ["rolling_update_metrics_file", "absolute path"]),
     "metrics_file_no_directory": ({"rolling_update_metrics_file": "/no/such/directory/rollout.prom"},
                                   ["rolling_update_metrics_file", "/no/such/directory does not exist"]),

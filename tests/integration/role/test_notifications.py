@@ -21,7 +21,7 @@ HOOKS = {"before_rollout": "hooks/notify_chat.yml", "after_rollout": "hooks/noti
 
 @pytest.fixture(scope="module")
 def sandbox(start_sandbox):
-    return start_sandbox(nodes=NODES, azs=AZS, speed=20, workloads=[DEMO])
+    return start_sandbox(nodes=NODES, azs=AZS, speed=20, workloads=[DEMO], pushgateway=True)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,8 @@ def chat():
 @pytest.fixture(scope="module")
 def runs(sandbox, chat, tmp_path_factory):
     url, messages = chat
-    host_vars = {"rolling_update_hooks": HOOKS, "notify_chat_webhook_url": url}
+    # each run also pushes its metrics to the real Pushgateway
+    host_vars = {"rolling_update_hooks": HOOKS, "notify_chat_webhook_url": url, "rolling_update_pushgateway_url": sandbox.pushgateway_url}
     stopped_dir = tmp_path_factory.mktemp("stopped")
     report, output = stopped_dir / "result.json", stopped_dir / "run.log"
     since = sandbox.now()
@@ -62,13 +63,14 @@ def runs(sandbox, chat, tmp_path_factory):
     finally:
         if run.poll() is None:
             run.kill()
-    at_stop = list(messages)
+    at_stop, pushed_at_stop = list(messages), sandbox.pushed_metrics()
     delete_tag(sandbox, PAUSE_TAG)
     ended_dir = tmp_path_factory.mktemp("ended")
     ended_report = ended_dir / "result.json"
     rc, out = sandbox.run_role_playbook(ended_dir, extra=list(QUICK), report=ended_report, host_vars=host_vars)
     return {"stopped": (stopped_rc, output.read_text(), report), "metrics": (stopped_dir / "rollout.prom").read_text(),
-            "ended": (rc, out, ended_report), "at_stop": at_stop, "messages": list(messages), "invariants": sandbox.report()}
+            "ended": (rc, out, ended_report), "at_stop": at_stop, "messages": list(messages), "invariants": sandbox.report(),
+            "pushed": (pushed_at_stop, sandbox.pushed_metrics())}
 
 
 def test_the_chat_hears_of_the_start_the_stop_and_the_end_in_one_line_each(runs):
@@ -99,6 +101,19 @@ def test_the_stopped_run_s_metrics_parse_with_both_of_the_official_parsers(runs)
     assert samples[("nodeops_rollout_nodes_outdated", None)] == NODES, samples
     # the Prometheus text format (what the node_exporter textfile collector parses) reads the same samples
     assert {(sample.name, sample.labels.get("status")) for family in classic(runs["metrics"]) for sample in family.samples} >= set(samples)
+
+
+def test_each_run_s_metrics_arrive_at_the_pushgateway_and_replace_the_cluster_s_last(runs):
+    from prometheus_client.parser import text_string_to_metric_families  # pylint: disable=import-outside-toplevel
+
+    def statuses(text):
+        return {sample.labels["status"]: sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+                if sample.name == "nodeops_rollout_status" and sample.labels.get("job") == "nodeops_rollout"
+                and sample.labels.get("cluster") == "cluster" and sample.labels.get("node_group") == "sandbox-nodes"}
+
+    stopped, ended = runs["pushed"]
+    assert statuses(stopped)["paused"] == 1 and statuses(stopped)["replaced"] == 0, stopped
+    assert statuses(ended)["replaced"] == 1 and statuses(ended)["paused"] == 0, ended
 
 
 def test_no_message_carries_a_secret(sandbox, runs):

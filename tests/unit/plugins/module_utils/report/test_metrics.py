@@ -94,3 +94,16 @@ def test_the_names_keep_to_the_rules_promtool_checks(result):
 def test_what_is_not_a_result_is_refused_naming_it():
     with pytest.raises(PlanError, match=r"^result: 'nothing' is not allowed; use rolling_update_result"):
         metric_families("nothing")
+
+
+def test_the_pushgateway_s_text_format_carries_the_same_samples():
+    from prometheus_client.parser import text_string_to_metric_families as classic  # pylint: disable=import-outside-toplevel
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families  # pylint: disable=import-outside-toplevel
+    text = openmetrics_text(finished(), "prod-eu", "text")
+    assert "# EOF" not in text and "# TYPE nodeops_rollout_nodes_replaced gauge" in text
+    pushed = {(sample.name, tuple(sorted(sample.labels.items()))): sample.value for family in classic(text) for sample in family.samples}
+    written = {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+               for family in text_string_to_metric_families(openmetrics_text(finished(), "prod-eu")) for sample in family.samples}
+    assert written and pushed == written
+    with pytest.raises(PlanError, match="format: 'json' is not allowed; use one of openmetrics, text"):
+        openmetrics_text(finished(), "prod-eu", "json")

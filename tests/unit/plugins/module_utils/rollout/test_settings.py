@@ -472,3 +472,12 @@ def test_alert_gates_need_an_alertmanager_url_and_never_carry_the_token():
     with pytest.raises(SettingsError, match="rolling_update_alertmanager_token: is empty"):
         check_alert_gates("http://am:9093", "bearer", ["a=b"], [], 1800, False)
     assert "token" not in check_alert_gates("http://am:9093", "bearer", ["a=b"], [], 1800, True)
+
+
+def test_the_pushgateway_url_is_an_http_url_without_its_metrics_path():
+    from ansible_collections.nodeops.rollout.plugins.module_utils.rollout.settings import SettingsError, check_pushgateway_url
+    assert check_pushgateway_url("") == "" and check_pushgateway_url(None) == ""
+    assert check_pushgateway_url(" http://pushgateway.monitoring:9091/ ") == "http://pushgateway.monitoring:9091"
+    for value in ("pushgateway:9091", "ftp://pgw", "http://pgw:9091/metrics/job/x"):
+        with pytest.raises(SettingsError, match="rolling_update_pushgateway_url: .* is not allowed; use the URL of a Pushgateway"):
+            check_pushgateway_url(value)
