@@ -29,6 +29,10 @@ def binary_path():
     return os.path.join(cache_root(), "pushgateway-%s" % VERSION.replace("+", "_"), "bin", "pushgateway")
 
 
+def _download(work):
+    return subprocess.run(["apt-get", "download", "%s=%s" % (PACKAGE, VERSION)], cwd=work, capture_output=True, text=True, check=False)
+
+
 def ensure():
     """The Pushgateway's binary, fetched and unpacked first when it is not in the cache yet."""
     target = binary_path()
@@ -43,7 +47,11 @@ def ensure():
             if not shutil.which(tool):
                 raise PushgatewayError("the sandbox's Pushgateway is Debian's package %s, and no '%s' is on PATH" % (PACKAGE, tool))
         with tempfile.TemporaryDirectory() as work:
-            proc = subprocess.run(["apt-get", "download", "%s=%s" % (PACKAGE, VERSION)], cwd=work, capture_output=True, text=True, check=False)
+            proc = _download(work)
+            if proc.returncode != 0 and os.geteuid() == 0:
+                # a fresh machine whose package lists were never read: read them once (as root only), and try again
+                subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=False)
+                proc = _download(work)
             debs = [name for name in os.listdir(work) if name.endswith(".deb")]
             if proc.returncode != 0 or len(debs) != 1:
                 raise PushgatewayError("apt-get download %s=%s failed: %s" % (PACKAGE, VERSION, (proc.stdout + proc.stderr)[-2000:]))
