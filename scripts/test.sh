@@ -441,9 +441,13 @@ main() {
     fi
 
     # The reference control plane builds in the background (one compile job, niced) while the stages before it run,
-    # so a fresh machine does not wait for it; stage_reference waits for what is still building.
+    # so a fresh machine does not wait for it; stage_reference waits for what is still building. Alertmanager (the
+    # alert gates' test) builds first and the Pushgateway is fetched, so that neither loads the machine while the
+    # integration stage's workers start their sandboxes (a test that needs one waits for it on the build's lock).
     if [[ " ${stages[*]} " == *" reference "* ]] && [[ "${stages[0]}" != reference ]] && command -v go >/dev/null; then
-        (NODEOPS_REFERENCE_BUILD_JOBS=1 nice -n 10 python -m sandbox.reference.build >"$RESULTS/reference-build.log" 2>&1) &
+        (NODEOPS_REFERENCE_BUILD_JOBS=1 nice -n 10 python -m sandbox.reference.build alertmanager
+         nice -n 10 python -c "from sandbox.pushgateway import ensure; print('pushgateway in', ensure())"
+         NODEOPS_REFERENCE_BUILD_JOBS=1 nice -n 10 python -m sandbox.reference.build) >"$RESULTS/reference-build.log" 2>&1 &
         REFERENCE_BUILD_PID=$!
         say "Building the reference control plane in the background (pid $REFERENCE_BUILD_PID, log $RESULTS/reference-build.log)"
     fi

@@ -135,7 +135,7 @@ class DaemonSetController(Controller):
             ready = is_ready(pod)
             if ready:
                 counts["ready"] += 1
-                since = self.ctl.index.ready_since.get(pod["metadata"]["uid"], float("-inf"))
+                since = self.ctl.index.ready_since_of(pod)
                 if now - since >= min_ready:
                     counts["available"] += 1
                 else:

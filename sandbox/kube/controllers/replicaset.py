@@ -101,7 +101,7 @@ class ReplicaSetController(Controller):
                 ready = is_active and is_ready(pod)
                 available = False
                 if ready:
-                    since = self.ctl.index.ready_since.get(pod["metadata"]["uid"], float("-inf"))
+                    since = self.ctl.index.ready_since_of(pod)
                     available = self.clock.now() - since >= min_ready
                     if not available:
                         self.ctl.call_at(since + min_ready, self._recheck, key)

@@ -196,6 +196,12 @@ class Index:
             else:
                 self.ready_since.pop(uid, None)
 
+    def ready_since_of(self, pod):
+        """Since when the Ready pod ``pod`` is Ready, as far as this index knows: the time it was seen turning Ready, or,
+        when the store already shows it Ready but its watch event is not indexed yet (the index lags the store on a
+        busy machine), now - so that minReadySeconds is counted from a time it was surely Ready, never from before."""
+        return self.ready_since.setdefault(pod["metadata"]["uid"], self.clock.now())
+
     def add(self, plural, obj):
         key = key_of(obj)
         ref = controller_ref(obj)

@@ -95,7 +95,7 @@ class StatefulSetController(Controller):
             return False
         if min_ready <= 0:
             return True
-        since = self.ctl.index.ready_since.get(pod["metadata"]["uid"], float("-inf"))
+        since = self.ctl.index.ready_since_of(pod)
         if self.clock.now() - since >= min_ready:
             return True
         if (key, since + min_ready) not in self.rechecks:
