@@ -407,7 +407,8 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
     delay = BLIND_DELAY_SECONDS if seconds["post_drain_delay"] is None else seconds["post_drain_delay"]
     # in the modules' own forms: the windows as their canonical texts, the checkpoints' waits in seconds
     rollout = rollout_controls(bake, checkpoints, alarms, windows, True, blocking, alerts)
-    return {"plan_only": bool(check_mode) or flags.get("plan", False),
+    plan_only = bool(check_mode) or flags.get("plan", False)
+    return {"plan_only": plan_only,
             "seconds": seconds, "lock_duration": lock, "lock_min_valid": lock_min_valid, "node_groups": node_groups, "validate_passes": int(passes),
             # None: no cap on the nodes a drain skipped (rolling_update_drain_timeout_action skip)
             "max_quarantined": None if _empty(cap) else int(cap),
@@ -418,8 +419,9 @@ def check_role_settings(values, base_dir=None, check_mode=False, action="rollout
             "on_failure": var("on_failure"),
             # the OpenMetrics file of the run ("" for none), written with the result (report.metrics)
             "metrics_file": metrics, "write_metrics": bool(metrics),
-            # the Pushgateway the run's metrics are pushed to ("" for none), its grouping key the job and the cluster
-            "pushgateway_url": pushgateway, "push_metrics": bool(pushgateway),
+            # the Pushgateway the run's metrics are pushed to ("" for none), its grouping key the job and the cluster; a plan
+            # pushes nothing, as its metrics would replace those of the last run
+            "pushgateway_url": pushgateway, "push_metrics": bool(pushgateway) and not plan_only,
             "windows": rollout["windows"], "bake_seconds": bake, "checkpoints": rollout["checkpoints"],
             "abort_alarms": alarms, "hooks": hooks,
             # what a maintenance window must still hold to start a step: its drain, post-drain delay, replacements, validation
@@ -485,6 +487,13 @@ def check_alert_matchers(value, field):
     return matchers
 
 
+def _http_url(value):
+    """``value`` as an http(s) URL with a host, without a trailing slash; "" when it is none."""
+    text = value.strip().rstrip("/") if isinstance(value, str) else ""
+    parsed = urllib.parse.urlparse(text)
+    return text if parsed.scheme in ("http", "https") and parsed.netloc else ""
+
+
 def check_alerts_option(value, token=None):
     """A module's ``alerts`` option (:func:`check_alert_gates`'s record, or None) checked as the role's variables are,
     with ``token`` (the module's ``alertmanager_token``) added for ``auth: bearer``; raises PlanError naming the field."""
@@ -500,16 +509,15 @@ def check_alerts_option(value, token=None):
         pause = check_alert_matchers(value.get("pause"), "alerts.pause")
     except SettingsError as exc:
         raise PlanError(str(exc)) from None
-    url = str(value.get("url") or "").strip()
-    parsed = urllib.parse.urlparse(url)
-    if (abort or pause) and (parsed.scheme not in ("http", "https") or not parsed.netloc):
+    url = _http_url(value.get("url"))
+    if (abort or pause) and not url:
         raise PlanError("alerts.url: %r is not allowed; use the URL of an Alertmanager, http:// or https://" % (value.get("url"),))
     if auth == "bearer" and not token:
         raise PlanError("alertmanager_token: is empty; alerts.auth bearer sends it")
     timeout = parse_duration(value.get("pause_timeout") or 0, "alerts.pause_timeout")
     if not abort and not pause:
         return None
-    return {"url": url.rstrip("/"), "auth": auth, "token": token, "abort": abort, "pause": pause, "pause_timeout": timeout}
+    return {"url": url, "auth": auth, "token": token, "abort": abort, "pause": pause, "pause_timeout": timeout}
 
 
 # commas that separate matchers (not those inside a quoted value)
@@ -527,15 +535,14 @@ def check_alert_gates(url, auth, abort, pause, pause_timeout, has_token):
     auth = "none" if _empty(auth) else auth
     if auth not in ALERTMANAGER_AUTH:
         raise SettingsError("%salertmanager_auth: %r is not allowed; use one of %s" % (VARIABLE_PREFIX, auth, ", ".join(ALERTMANAGER_AUTH)))
-    text = url.strip() if isinstance(url, str) else ""
-    parsed = urllib.parse.urlparse(text)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    text = _http_url(url)
+    if not text:
         raise SettingsError("%salertmanager_url: %r is not allowed; the alert gates need the URL of an Alertmanager, http:// or "
                             "https:// (for Amazon Managed Service for Prometheus, the workspace's URL ending in /alertmanager, "
                             "with rolling_update_alertmanager_auth sigv4)" % (VARIABLE_PREFIX, url))
     if auth == "bearer" and not has_token:
         raise SettingsError("%salertmanager_token: is empty; rolling_update_alertmanager_auth bearer sends it" % VARIABLE_PREFIX)
-    return {"url": text.rstrip("/"), "auth": auth, "abort": abort, "pause": pause, "pause_timeout": pause_timeout}
+    return {"url": text, "auth": auth, "abort": abort, "pause": pause, "pause_timeout": pause_timeout}
 
 
 _SELECTOR_ONE = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -604,9 +611,8 @@ def check_pushgateway_url(value):
     """``rolling_update_pushgateway_url``: "" (none), or the http(s) URL of a Pushgateway, without a trailing slash."""
     if _empty(value):
         return ""
-    text = str(value).strip().rstrip("/")
-    parsed = urllib.parse.urlparse(text)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.query or "/metrics" in parsed.path:
+    text = _http_url(value)
+    if not text or urllib.parse.urlparse(text).query or "/metrics" in urllib.parse.urlparse(text).path:
         raise SettingsError("%spushgateway_url: %r is not allowed; use the URL of a Pushgateway, http:// or https://, without "
                             "/metrics/job/... (the run pushes to <url>/metrics/job/nodeops_rollout/cluster/<cluster>)"
                             % (VARIABLE_PREFIX, value))
